@@ -1,0 +1,115 @@
+#pragma once
+
+// kvx::Agent: the public facade of the engine. One agent per process (or per GPU) owns a
+// data-path transport, a control channel, and the memory regions registered with it.
+//
+// Thread safety: every member function may be called from any thread, concurrently.
+// Progress: by default the agent's own progress thread drives the data path (see
+// AgentOptions::progressMode); in caller mode the caller must call progress().
+// Errors: every call returns Status or Result<T>; nothing throws.
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kvx/agent_options.h"
+#include "kvx/ids.h"
+#include "kvx/memory.h"
+#include "kvx/result.h"
+#include "kvx/status.h"
+#include "kvx/transfer.h"
+
+namespace kvx {
+
+// What an agent knows about a connected peer.
+struct PeerInfo {
+  std::string name;
+  std::vector<RegionInfo> regions;  // exposed regions only
+};
+
+class Agent final {
+ public:
+  static Result<std::unique_ptr<Agent>> create(AgentOptions options);
+
+  // Fails every pending transfer with CANCELLED, closes endpoints and the channel, and joins
+  // the agent's threads. Registered memory owned by the caller is not touched.
+  ~Agent();
+
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  const std::string& name() const;
+  // The bound control address ("127.0.0.1:41234"); empty when not listening.
+  std::string listenAddress() const;
+  // The UCX transports selected for `peer`, as UCX reports them (for logs and benchmarks).
+  Result<std::string> dataPathDescription(const std::string& peer) const;
+
+  // ---- memory ----
+  Result<RegionId> registerMemory(const MemoryRegionSpec& spec);
+  Result<AllocatedRegion> allocateMemory(const AllocationSpec& spec);
+  // Fails with FAILED_PRECONDITION while a pending transfer uses the region.
+  Status deregisterMemory(RegionId region);
+  Result<RegionInfo> regionInfo(RegionId region) const;
+
+  // ---- peers ----
+  // Connects over the control channel to `address` ("host:port"), exchanges metadata both
+  // ways and returns the peer's name.
+  Result<std::string> connect(const std::string& address);
+  // This agent's metadata (name, data-path address, exposed regions with packed keys).
+  Result<std::vector<std::uint8_t>> exportMetadata() const;
+  // Loads a peer's exported metadata without a control channel; returns the peer's name.
+  Result<std::string> loadPeerMetadata(std::span<const std::uint8_t> blob);
+  Result<PeerInfo> peerInfo(const std::string& peer) const;
+  std::vector<std::string> peers() const;
+  // Fails the peer's pending transfers with CANCELLED and forgets it.
+  Status disconnect(const std::string& peer);
+
+  // ---- transfers ----
+  // Validates and plans a transfer (coalescing adjacent segments); does not post it.
+  Result<TransferId> createTransfer(const TransferRequest& request);
+
+  // Prepared descriptor lists: validated and resolved once, then used by index.
+  Result<ListId> prepareLocalList(std::span<const MemoryRange> ranges);
+  Result<ListId> prepareRemoteList(const std::string& peer, std::span<const MemoryRange> ranges);
+  // Builds a transfer from entries of two prepared lists (entry i of localIndices pairs with
+  // entry i of remoteIndices); only index bounds and lengths are checked.
+  Result<TransferId> makeTransfer(TransferOp op, ListId localList,
+                                  std::span<const std::uint32_t> localIndices, ListId remoteList,
+                                  std::span<const std::uint32_t> remoteIndices,
+                                  std::optional<std::string> notification = std::nullopt);
+  Status releaseList(ListId list);
+
+  // Posts (or reposts, once finished) a created transfer.
+  Status post(TransferId transfer);
+  TransferStatus poll(TransferId transfer) const;
+  // Waits until the transfer finished or the deadline passed (TIMED_OUT; the transfer goes on).
+  Status wait(TransferId transfer, Deadline deadline);
+  // Cancels a pending transfer. When it returns, no further byte of that transfer lands.
+  Status cancel(TransferId transfer);
+  Result<TransferStats> transferStats(TransferId transfer) const;
+  // Forgets a finished transfer; a pending one is cancelled first.
+  Status release(TransferId transfer);
+
+  // createTransfer + post.
+  Result<TransferId> submit(const TransferRequest& request);
+
+  // ---- notifications ----
+  Status sendNotification(const std::string& peer, std::string payload);
+  // Received notifications, oldest first; at most `max`.
+  std::vector<Notification> takeNotifications(std::size_t max = SIZE_MAX);
+  // Waits for one notification until the deadline (TIMED_OUT if none arrived).
+  Result<Notification> waitNotification(Deadline deadline);
+
+  // ---- progress (caller mode) ----
+  // Makes non-blocking progress; returns true when something happened.
+  bool progress();
+
+ private:
+  struct Impl;
+  explicit Agent(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kvx

@@ -1,0 +1,54 @@
+#pragma once
+
+// Everything an Agent can be configured with. Defaults suit a single node test on 127.0.0.1.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace kvx {
+
+enum class ProgressMode : std::uint8_t {
+  kThread = 0,  // the agent runs its own event-driven progress thread (default)
+  kCaller = 1,  // the caller must call Agent::progress() often enough
+};
+
+struct AgentOptions {
+  // Unique name of this agent among the agents it talks to.
+  std::string name;
+
+  // Control-channel listen address "host:port"; port 0 picks a free one (see
+  // Agent::listenAddress()). An empty string disables listening (connect-only agent).
+  std::string listenAddress = "127.0.0.1:0";
+
+  // Data-path backend, by registry name: "ucx" (default) or "inproc" (tests only).
+  std::string transport = "ucx";
+
+  // UCX transports to use, as UCX_TLS would take them ("tcp", "sm", "tcp,sm", ...), plus
+  // the shorthand "shm" for shared memory. Empty: UCX's own selection. An explicit UCX_TLS
+  // in the environment wins.
+  std::string ucxTransports;
+
+  // UCX network devices (UCX_NET_DEVICES); "lo" by default so that only loopback is
+  // advertised. An explicit UCX_NET_DEVICES in the environment wins.
+  std::string ucxNetDevices = "lo";
+
+  ProgressMode progressMode = ProgressMode::kThread;
+
+  // How long the progress thread spins on an idle worker before it sleeps on the event fd.
+  std::chrono::microseconds progressSpin{50};
+
+  // Deadlines.
+  std::chrono::milliseconds connectTimeout{5000};
+  std::chrono::milliseconds controlReadTimeout{5000};
+  // How long cancel waits for in-flight operations before it resets the endpoint.
+  std::chrono::milliseconds cancelGrace{200};
+
+  // Control channel limits.
+  std::uint32_t maxFrameBytes = 16u << 20;
+
+  // How many RMA operations one transfer keeps in flight at a time.
+  std::uint32_t maxOpsInFlight = 256;
+};
+
+}  // namespace kvx

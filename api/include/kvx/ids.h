@@ -1,0 +1,35 @@
+#pragma once
+
+// Strong integer ids: a RegionId cannot be passed where a TransferId is expected.
+
+#include <compare>
+#include <cstdint>
+#include <functional>
+
+namespace kvx {
+
+template <typename Tag>
+struct StrongId {
+  std::uint64_t value = 0;
+
+  constexpr StrongId() = default;
+  constexpr explicit StrongId(std::uint64_t v) : value(v) {}
+  constexpr bool isValid() const { return value != 0; }
+  friend constexpr auto operator<=>(StrongId, StrongId) = default;
+};
+
+// A memory region registered with an agent; ids are unique within that agent and never reused.
+using RegionId = StrongId<struct RegionIdTag>;
+// A transfer created by an agent; may be posted again once it has finished.
+using TransferId = StrongId<struct TransferIdTag>;
+// A prepared descriptor list (local or remote side) made once and used by index.
+using ListId = StrongId<struct ListIdTag>;
+
+}  // namespace kvx
+
+template <typename Tag>
+struct std::hash<kvx::StrongId<Tag>> {
+  std::size_t operator()(kvx::StrongId<Tag> id) const noexcept {
+    return std::hash<std::uint64_t>{}(id.value);
+  }
+};

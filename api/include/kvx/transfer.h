@@ -1,0 +1,72 @@
+#pragma once
+
+// How a transfer is described and what state it can be in.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvx/ids.h"
+#include "kvx/memory.h"
+#include "kvx/status.h"
+
+namespace kvx {
+
+enum class TransferOp : std::uint8_t {
+  kRead = 0,   // pull: remote -> local
+  kWrite = 1,  // push: local -> remote
+};
+
+std::string_view toString(TransferOp op);
+
+// One (local range) <-> (remote range) pair. Both lengths must be equal; they are kept
+// separately so that a mismatch is reported rather than silently truncated.
+struct TransferSegment {
+  MemoryRange local;
+  MemoryRange remote;  // region ids are the peer's, as listed in its metadata
+};
+
+struct TransferRequest {
+  std::string peer;                          // the peer agent's name
+  TransferOp op = TransferOp::kWrite;
+  std::vector<TransferSegment> segments;
+  std::optional<std::string> notification;   // delivered after all data is in place
+};
+
+enum class TransferState : std::uint8_t {
+  kIdle = 0,     // created, never posted
+  kPending = 1,  // posted, not finished
+  kDone = 2,     // every byte is in place (and the notification, if any, was sent)
+  kFailed = 3,   // see the status
+};
+
+std::string_view toString(TransferState state);
+
+struct TransferStatus {
+  TransferState state = TransferState::kIdle;
+  Status status;  // why it failed; OK otherwise
+};
+
+// What a transfer turned into after planning: how many descriptors the caller gave and how
+// many operations go on the wire after coalescing.
+struct TransferStats {
+  std::uint64_t descriptors = 0;
+  std::uint64_t operations = 0;
+  std::uint64_t bytes = 0;
+};
+
+// A notification received from a peer.
+struct Notification {
+  std::string peer;
+  std::string payload;
+};
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+inline Deadline deadlineIn(std::chrono::milliseconds timeout) { return Clock::now() + timeout; }
+
+}  // namespace kvx

@@ -1,0 +1,32 @@
+#include "kvx/memory.h"
+#include "kvx/transfer.h"
+
+namespace kvx {
+
+std::string_view toString(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kHost: return "host";
+    case MemoryKind::kCuda: return "cuda";
+  }
+  return "unknown";
+}
+
+std::optional<MemoryKind> parseMemoryKind(std::string_view text) {
+  if (text == "host") return MemoryKind::kHost;
+  if (text == "cuda") return MemoryKind::kCuda;
+  return std::nullopt;
+}
+
+std::string_view toString(TransferOp op) { return op == TransferOp::kRead ? "READ" : "WRITE"; }
+
+std::string_view toString(TransferState state) {
+  switch (state) {
+    case TransferState::kIdle: return "idle";
+    case TransferState::kPending: return "pending";
+    case TransferState::kDone: return "done";
+    case TransferState::kFailed: return "failed";
+  }
+  return "unknown";
+}
+
+}  // namespace kvx

@@ -1,0 +1,66 @@
+#pragma once
+
+// Endpoint: a one-way data-path connection from this transport to a peer's transport.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "engine/transport/completion.h"
+#include "engine/transport/transport_memory.h"
+#include "kvx/result.h"
+
+namespace kvx::engine {
+
+// A peer's region key unpacked for one endpoint. Destroy it before its endpoint is closed.
+class RemoteKey {
+ public:
+  virtual ~RemoteKey() = default;
+};
+
+// One RMA operation. `localMemory` is the registration that contains
+// [localAddress, localAddress + length); the remote range is inside the region of `remoteKey`.
+struct RmaOp {
+  void* localAddress = nullptr;
+  const TransportMemory* localMemory = nullptr;
+  std::uint64_t remoteAddress = 0;
+  const RemoteKey* remoteKey = nullptr;
+  std::uint64_t length = 0;
+};
+
+// Thread safety: every member may be called from any thread; the transport serialises them
+// with its own lock. Completions follow the contract in completion.h.
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+
+  virtual Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(
+      std::span<const std::uint8_t> packed) = 0;
+
+  // One-sided write local -> remote. The local buffer must stay valid until completion.
+  virtual void put(const RmaOp& op, Completion* completion) = 0;
+  // One-sided read remote -> local.
+  virtual void get(const RmaOp& op, Completion* completion) = 0;
+  // Completes once every operation posted earlier on this endpoint is complete at the
+  // remote side (data placed for puts, data arrived for gets).
+  virtual void flush(Completion* completion) = 0;
+  // Sends a message to the peer's MessageHandler. Ordered after earlier operations that a
+  // completed flush covered. `header` and `payload` must stay valid until completion.
+  virtual void sendMessage(std::span<const std::uint8_t> header,
+                           std::span<const std::uint8_t> payload, Completion* completion) = 0;
+
+  // Closes the endpoint. With `force`, in-flight operations are aborted: their completions
+  // fire with an error before close() returns, and no further byte of them lands afterwards.
+  // Without it, close waits (bounded by the transport's own timeout) for them to finish.
+  // Idempotent; every later post completes at once with FAILED_PRECONDITION.
+  virtual void close(bool force) = 0;
+
+  // True once the transport saw an error on this endpoint (peer died, link cut).
+  virtual bool failed() const = 0;
+
+  // What carries this endpoint's data, for logs and reports, e.g. "tcp/lo, self".
+  virtual std::string description() const = 0;
+};
+
+}  // namespace kvx::engine

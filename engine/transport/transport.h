@@ -1,0 +1,78 @@
+#pragma once
+
+// Transport: the narrow data-path interface the engine is built on. One backend per folder
+// below engine/transport/ (ucx/, inproc/); transport_registry.h is the only place that names
+// them.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/transport/endpoint.h"
+#include "engine/transport/transport_memory.h"
+#include "kvx/memory.h"
+#include "kvx/result.h"
+
+namespace kvx::engine {
+
+struct TransportOptions {
+  std::string agentName;      // for log lines
+  std::string transports;     // backend-specific selection ("tcp", "shm", ...); empty = default
+  std::string netDevices;     // backend-specific device selection; empty = default
+};
+
+// Called, from inside progress(), once for each received message. The spans are valid only
+// during the call: copy what must be kept. Must not call back into the transport.
+using MessageHandler =
+    std::function<void(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload)>;
+
+// Called, from inside progress(), once when an endpoint fails (peer died, link cut).
+// Must not call back into the transport.
+using EndpointErrorHandler = std::function<void(const Status& status)>;
+
+// Thread safety: every member may be called from any thread. progress() may run on one
+// thread while others post on endpoints; the transport serialises access to its resources.
+// Lifetime: endpoints and TransportMemory objects must be released before the transport.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual std::string_view name() const = 0;
+
+  // The opaque address a peer passes to connect() to reach this transport.
+  virtual std::vector<std::uint8_t> localAddress() const = 0;
+
+  virtual bool supportsMemoryKind(MemoryKind kind) const = 0;
+
+  // Registers caller-owned memory.
+  virtual Result<std::unique_ptr<TransportMemory>> registerMemory(void* address,
+                                                                  std::uint64_t length,
+                                                                  MemoryKind kind, int device) = 0;
+  // Allocates and registers memory the transport owns (freed with the TransportMemory).
+  virtual Result<std::unique_ptr<TransportMemory>> allocateMemory(std::uint64_t length,
+                                                                  MemoryKind kind, int device) = 0;
+
+  // Creates an endpoint to the transport at `peerAddress`.
+  virtual Result<std::shared_ptr<Endpoint>> connect(std::span<const std::uint8_t> peerAddress,
+                                                    EndpointErrorHandler onError) = 0;
+
+  // Installs the receive handler for messages (set once, before peers connect).
+  virtual void setMessageHandler(MessageHandler handler) = 0;
+
+  // Non-blocking: makes whatever progress is possible now. Returns true if anything happened.
+  virtual bool progress() = 0;
+
+  // Sleeping: a driver that found nothing to do calls arm(); if it returns true it may block
+  // in poll() on eventFd() until it becomes readable (or wake() is called). If arm() returns
+  // false there is more work: call progress() again. eventFd() is -1 when the transport
+  // cannot sleep; the driver then polls with a short timeout.
+  virtual int eventFd() const = 0;
+  virtual bool arm() = 0;
+  virtual void wake() = 0;
+};
+
+}  // namespace kvx::engine
