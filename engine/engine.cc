@@ -1,0 +1,239 @@
+#include "engine/engine.h"
+
+#include <random>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/notify/notification_header.h"
+#include "engine/transport/transport_registry.h"
+
+namespace kvx::engine {
+namespace {
+
+std::uint64_t randomIncarnation() {
+  std::random_device device;
+  std::uint64_t value = (std::uint64_t{device()} << 32) ^ device();
+  return value == 0 ? 1 : value;
+}
+
+// A bare notification in flight: owns its bytes until the transport is done with them.
+struct OwnedMessage final : Completion {
+  std::vector<std::uint8_t> header;
+  std::string payload;
+  std::string peer;
+  void onComplete(Status status) override {
+    if (!status.isOk()) {
+      spdlog::warn("notification to '{}' failed: {}", peer, status.toString());
+    }
+    delete this;
+  }
+};
+
+}  // namespace
+
+Engine::Engine(EngineOptions options)
+    : options_(std::move(options)), incarnation_(randomIncarnation()) {}
+
+Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
+  if (options.name.empty()) return invalidArgument("an agent needs a name");
+  if (options.name.size() > 256) return invalidArgument("agent name longer than 256 bytes");
+  std::unique_ptr<Engine> engine(new Engine(std::move(options)));
+  engine->options_.transportOptions.agentName = engine->options_.name;
+  KVX_ASSIGN_OR_RETURN(engine->transport_, createTransport(engine->options_.transport,
+                                                           engine->options_.transportOptions));
+  engine->registry_ = std::make_unique<MemoryRegistry>(*engine->transport_);
+  engine->notificationHeader_ = encodeNotificationHeader(engine->options_.name);
+  Engine* self = engine.get();
+  engine->transport_->setMessageHandler(
+      [self](std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload) {
+        self->onMessage(header, payload);
+      });
+  if (!engine->callerDriven()) {
+    engine->driver_ = std::make_unique<ProgressDriver>(
+        *engine->transport_, [self] { return self->progress(); }, engine->options_.progressSpin);
+    engine->driver_->start();
+  }
+  return engine;
+}
+
+Engine::~Engine() {
+  for (auto& transfer : transfers_.all()) {
+    if (transfer->pending()) {
+      transfer->requestCancel(cancelled("the agent is shutting down"));
+    }
+  }
+  std::vector<std::shared_ptr<RemotePeer>> peers;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [name, peer] : peers_) peers.push_back(peer);
+  }
+  for (auto& peer : peers) peer->fail(cancelled("the agent is shutting down"));
+  // Force-closed links completed every in-flight operation; let the transfers finish.
+  const Deadline deadline = Clock::now() + std::chrono::seconds(2);
+  for (auto& transfer : transfers_.all()) {
+    while (transfer->pending() && Clock::now() < deadline) {
+      if (callerDriven() || !driver_) {
+        progress();
+      } else {
+        transfers_.waitFinished(*transfer, std::min(deadline, deadlineIn(std::chrono::milliseconds(10))));
+      }
+    }
+  }
+  if (driver_) driver_->stop();
+  {
+    std::lock_guard lock(mutex_);
+    lists_.clear();
+    peers_.clear();
+  }
+  peers.clear();
+  transfers_.pump();
+  for (auto& transfer : transfers_.all()) transfers_.erase(transfer->id()).ignore();
+  registry_.reset();
+  transport_.reset();
+}
+
+// ---- memory ----
+
+Result<RegionId> Engine::registerMemory(const MemoryRegionSpec& spec) {
+  auto id = registry_->add(spec);
+  if (id.isOk()) {
+    spdlog::debug("{}: registered region '{}' ({} bytes, {})", name(), spec.name, spec.length,
+                  toString(spec.kind));
+  }
+  return id;
+}
+
+Result<AllocatedRegion> Engine::allocateMemory(const AllocationSpec& spec) {
+  return registry_->allocate(spec);
+}
+
+Status Engine::deregisterMemory(RegionId id) { return registry_->remove(id); }
+
+Result<RegionInfo> Engine::regionInfo(RegionId id) const {
+  KVX_ASSIGN_OR_RETURN(auto region, registry_->find(id));
+  return region->info;
+}
+
+PeerMetadata Engine::localMetadata() const {
+  PeerMetadata metadata;
+  metadata.name = options_.name;
+  metadata.incarnation = incarnation_;
+  metadata.transport = std::string(transport_->name());
+  metadata.dataAddress = transport_->localAddress();
+  for (const auto& region : registry_->exposedRegions()) {
+    auto key = region->memory->packedRemoteKey();
+    metadata.regions.push_back(RegionMetadata{region->info, {key.begin(), key.end()}});
+  }
+  return metadata;
+}
+
+// ---- peers ----
+
+Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
+  if (metadata.name == options_.name) {
+    return invalidArgument("peer metadata carries this agent's own name '" + metadata.name + "'");
+  }
+  if (metadata.transport != transport_->name()) {
+    return invalidArgument("peer '" + metadata.name + "' uses transport '" + metadata.transport +
+                           "' but this agent uses '" + std::string(transport_->name()) + "'");
+  }
+  std::shared_ptr<RemotePeer> known;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = peers_.find(metadata.name);
+    if (it != peers_.end()) known = it->second;
+  }
+  if (known && known->incarnation() == metadata.incarnation) {
+    known->updateRegions(metadata.regions);
+    return Status::ok();
+  }
+  if (known) {
+    KVX_RETURN_IF_ERROR(removePeer(metadata.name, peerFailed("peer '" + metadata.name +
+                                                             "' restarted (new incarnation)")));
+  }
+  const std::string peerName = metadata.name;
+  KVX_ASSIGN_OR_RETURN(auto peer, RemotePeer::connect(*transport_, std::move(metadata)));
+  std::lock_guard lock(mutex_);
+  peers_[peerName] = std::move(peer);
+  return Status::ok();
+}
+
+void Engine::failTransfersOf(const RemotePeer& peer, const Status& why) {
+  for (auto& transfer : transfers_.all()) {
+    if (transfer->peer().get() == &peer && transfer->pending()) transfer->requestCancel(why);
+  }
+}
+
+Status Engine::removePeer(const std::string& peerName, Status why) {
+  std::shared_ptr<RemotePeer> peer;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = peers_.find(peerName);
+    if (it == peers_.end()) return notFound("unknown peer '" + peerName + "'");
+    peer = std::move(it->second);
+    peers_.erase(it);
+  }
+  failTransfersOf(*peer, why);
+  peer->fail(why);  // force-closes the link: in-flight operations complete with errors now
+  if (driver_) driver_->kick();
+  spdlog::info("{}: peer '{}' removed: {}", name(), peerName, why.toString());
+  return Status::ok();
+}
+
+Result<std::shared_ptr<RemotePeer>> Engine::peer(const std::string& peerName) const {
+  std::lock_guard lock(mutex_);
+  auto it = peers_.find(peerName);
+  if (it == peers_.end()) return notFound("unknown peer '" + peerName + "'");
+  return it->second;
+}
+
+std::vector<std::string> Engine::peerNames() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> names;
+  for (const auto& [n, p] : peers_) names.push_back(n);
+  return names;
+}
+
+// ---- notifications ----
+
+Status Engine::sendNotification(const std::string& peerName, std::string payload) {
+  KVX_ASSIGN_OR_RETURN(auto remote, peer(peerName));
+  KVX_ASSIGN_OR_RETURN(auto link, remote->link());
+  auto* message = new OwnedMessage();
+  message->header = notificationHeader_;
+  message->payload = std::move(payload);
+  message->peer = peerName;
+  const auto* bytes = reinterpret_cast<const std::uint8_t*>(message->payload.data());
+  link->endpoint().sendMessage(message->header, {bytes, message->payload.size()}, message);
+  if (driver_) driver_->kick();
+  return Status::ok();
+}
+
+void Engine::onMessage(std::span<const std::uint8_t> header,
+                       std::span<const std::uint8_t> payload) {
+  auto sender = decodeNotificationHeader(header);
+  if (!sender.isOk()) {
+    spdlog::warn("{}: dropped a data-path message: {}", name(), sender.status().toString());
+    return;
+  }
+  inbox_.push(Notification{std::move(sender).value(),
+                           std::string(reinterpret_cast<const char*>(payload.data()),
+                                       payload.size())});
+}
+
+Result<Notification> Engine::waitNotification(Deadline deadline) {
+  if (!callerDriven()) return inbox_.waitTake(deadline);
+  while (true) {
+    if (auto n = inbox_.tryTake()) return std::move(*n);
+    if (Clock::now() >= deadline) return timedOut("no notification arrived before the deadline");
+    progress();
+  }
+}
+
+bool Engine::progress() {
+  const bool moved = transport_->progress();
+  const bool advanced = transfers_.pump();
+  return moved || advanced;
+}
+
+}  // namespace kvx::engine

@@ -1,0 +1,117 @@
+#pragma once
+
+// Engine: the data plane of one agent. It owns the transport, the registered memory, the
+// known peers, the transfers and the received notifications, and drives progress (its own
+// thread, or the caller). It knows nothing of the control channel: metadata reaches it as
+// PeerMetadata values.
+//
+// Thread safety: every member may be called from any thread.
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/memory/memory_registry.h"
+#include "engine/notify/notification_inbox.h"
+#include "engine/peer/peer_metadata.h"
+#include "engine/peer/remote_peer.h"
+#include "engine/progress/progress_driver.h"
+#include "engine/transfer/prepared_list.h"
+#include "engine/transfer/transfer_table.h"
+#include "engine/transport/transport.h"
+#include "kvx/agent_options.h"
+#include "kvx/transfer.h"
+
+namespace kvx::engine {
+
+struct EngineOptions {
+  std::string name;
+  std::string transport = "ucx";
+  TransportOptions transportOptions;
+  ProgressMode progressMode = ProgressMode::kThread;
+  std::chrono::microseconds progressSpin{50};
+  std::chrono::milliseconds cancelGrace{200};
+  std::uint32_t maxOpsInFlight = 256;
+  std::uint64_t maxOpBytes = 8u << 20;
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> create(EngineOptions options);
+  // Cancels pending transfers, stops progress, releases peers and memory.
+  ~Engine();
+
+  const std::string& name() const { return options_.name; }
+  std::uint64_t incarnation() const { return incarnation_; }
+  Transport& transport() { return *transport_; }
+
+  // ---- memory ----
+  Result<RegionId> registerMemory(const MemoryRegionSpec& spec);
+  Result<AllocatedRegion> allocateMemory(const AllocationSpec& spec);
+  Status deregisterMemory(RegionId id);
+  Result<RegionInfo> regionInfo(RegionId id) const;
+  PeerMetadata localMetadata() const;
+
+  // ---- peers ----
+  // Adds a peer, or updates its regions if the same incarnation is known already. A known
+  // name with another incarnation is a restart: the old peer's transfers fail first.
+  Status addOrUpdatePeer(PeerMetadata metadata);
+  Status removePeer(const std::string& name, Status why);
+  Result<std::shared_ptr<RemotePeer>> peer(const std::string& name) const;
+  std::vector<std::string> peerNames() const;
+
+  // ---- transfers ----
+  Result<TransferId> createTransfer(const TransferRequest& request);
+  Result<ListId> prepareLocalList(std::span<const MemoryRange> ranges);
+  Result<ListId> prepareRemoteList(const std::string& peer, std::span<const MemoryRange> ranges);
+  Result<TransferId> makeTransfer(TransferOp op, ListId localList,
+                                  std::span<const std::uint32_t> localIndices, ListId remoteList,
+                                  std::span<const std::uint32_t> remoteIndices,
+                                  std::optional<std::string> notification);
+  Status releaseList(ListId list);
+  Status post(TransferId id);
+  TransferStatus poll(TransferId id) const;
+  Status wait(TransferId id, Deadline deadline);
+  Status cancel(TransferId id);
+  Result<TransferStats> stats(TransferId id) const;
+  Status release(TransferId id);
+
+  // ---- notifications ----
+  Status sendNotification(const std::string& peer, std::string payload);
+  NotificationInbox& inbox() { return inbox_; }
+  Result<Notification> waitNotification(Deadline deadline);
+
+  // One round of progress (caller-driven mode, or from the progress thread).
+  bool progress();
+
+ private:
+  explicit Engine(EngineOptions options);
+  Result<TransferId> addTransfer(std::shared_ptr<RemotePeer> peer, TransferOp op,
+                                 TransferPlan plan, std::optional<std::string> notification);
+  void onMessage(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload);
+  void failTransfersOf(const RemotePeer& peer, const Status& why);
+  Result<std::shared_ptr<PreparedList>> findList(ListId id) const;
+  bool callerDriven() const { return options_.progressMode == ProgressMode::kCaller; }
+
+  EngineOptions options_;
+  std::uint64_t incarnation_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<MemoryRegistry> registry_;
+  TransferTable transfers_;
+  NotificationInbox inbox_;
+  std::vector<std::uint8_t> notificationHeader_;
+
+  mutable std::mutex mutex_;  // guards peers_ and lists_
+  std::unordered_map<std::string, std::shared_ptr<RemotePeer>> peers_;
+  std::unordered_map<ListId, std::shared_ptr<PreparedList>> lists_;
+  std::uint64_t nextListId_ = 1;
+
+  std::unique_ptr<ProgressDriver> driver_;  // null in caller-driven mode
+};
+
+}  // namespace kvx::engine

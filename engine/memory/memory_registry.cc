@@ -1,0 +1,183 @@
+#include "engine/memory/memory_registry.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace kvx::engine {
+
+std::string describeRange(std::uint64_t address, std::uint64_t length) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "[0x%llx+%llu)", static_cast<unsigned long long>(address),
+                static_cast<unsigned long long>(length));
+  return text;
+}
+
+std::string describeDescriptor(std::size_t index, std::string_view side) {
+  return "descriptor " + std::to_string(index) + " (" + std::string(side) + ")";
+}
+
+namespace {
+
+std::string describeRegion(const RegionInfo& info) {
+  return "'" + info.name + "' " + describeRange(info.address, info.length);
+}
+
+}  // namespace
+
+Status rangeError(std::size_t index, std::string_view side, const RegionInfo& region,
+                  std::uint64_t offset, std::uint64_t length, std::string_view owner) {
+  const std::string what = describeDescriptor(index, side);
+  if (length == 0) return invalidArgument(what + " has length 0");
+  return invalidArgument(what + " " + describeRange(region.address + offset, length) +
+                         " exceeds region " + describeRegion(region) + std::string(owner) +
+                         " (offset " + std::to_string(offset) + ", region length " +
+                         std::to_string(region.length) + ")");
+}
+
+Status MemoryRegistry::checkNewRegion(const std::string& name, std::uint64_t address,
+                                      std::uint64_t length, MemoryKind kind, int device) const {
+  if (name.empty()) return invalidArgument("a region needs a name");
+  if (length == 0) return invalidArgument("region '" + name + "' has length 0");
+  if (address + length < address) {
+    return invalidArgument("region '" + name + "' " + describeRange(address, length) +
+                           " wraps around the address space");
+  }
+  if (kind == MemoryKind::kCuda && device < 0) {
+    return invalidArgument("CUDA region '" + name + "' needs a device ordinal");
+  }
+  for (const auto& [id, region] : regions_) {
+    const RegionInfo& other = region->info;
+    if (other.name == name) {
+      return alreadyExists("a region named '" + name + "' is already registered");
+    }
+    const bool sameSpace = other.kind == kind && other.device == device;
+    const bool overlaps = address < other.address + other.length && other.address < address + length;
+    if (sameSpace && overlaps) {
+      return alreadyExists("region '" + name + "' " + describeRange(address, length) +
+                           " overlaps registered region " + describeRegion(other));
+    }
+  }
+  return Status::ok();
+}
+
+RegionId MemoryRegistry::insert(RegionInfo info, std::unique_ptr<TransportMemory> memory) {
+  info.id = RegionId(nextId_++);
+  auto region = std::make_shared<LocalRegion>();
+  region->info = std::move(info);
+  region->memory = std::move(memory);
+  regions_.emplace(region->info.id, region);
+  return region->info.id;
+}
+
+Result<RegionId> MemoryRegistry::add(const MemoryRegionSpec& spec) {
+  const auto address = reinterpret_cast<std::uint64_t>(spec.address);
+  if (spec.address == nullptr) return invalidArgument("region '" + spec.name + "' has a null address");
+  {
+    std::lock_guard lock(mutex_);
+    KVX_RETURN_IF_ERROR(checkNewRegion(spec.name, address, spec.length, spec.kind, spec.device));
+  }
+  // Registration can be slow (pinning pages): do it outside the lock, then re-check.
+  auto memory = transport_.registerMemory(spec.address, spec.length, spec.kind, spec.device);
+  if (!memory.isOk()) return memory.status().withContext("registering region '" + spec.name + "'");
+  std::lock_guard lock(mutex_);
+  KVX_RETURN_IF_ERROR(checkNewRegion(spec.name, address, spec.length, spec.kind, spec.device));
+  return insert(RegionInfo{RegionId(), spec.name, address, spec.length, spec.kind, spec.device,
+                           spec.exposed},
+                std::move(memory).value());
+}
+
+Result<AllocatedRegion> MemoryRegistry::allocate(const AllocationSpec& spec) {
+  if (spec.length == 0) return invalidArgument("region '" + spec.name + "' has length 0");
+  auto memory = transport_.allocateMemory(spec.length, spec.kind, spec.device);
+  if (!memory.isOk()) return memory.status().withContext("allocating region '" + spec.name + "'");
+  void* address = (*memory)->address();
+  std::lock_guard lock(mutex_);
+  KVX_RETURN_IF_ERROR(checkNewRegion(spec.name, reinterpret_cast<std::uint64_t>(address),
+                                     spec.length, spec.kind, spec.device));
+  const RegionId id =
+      insert(RegionInfo{RegionId(), spec.name, reinterpret_cast<std::uint64_t>(address),
+                        spec.length, spec.kind, spec.device, spec.exposed},
+             std::move(memory).value());
+  return AllocatedRegion{id, address, spec.length};
+}
+
+Status MemoryRegistry::remove(RegionId id) {
+  std::shared_ptr<LocalRegion> region;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = regions_.find(id);
+    if (it == regions_.end()) {
+      return notFound("region " + std::to_string(id.value) + " is not registered");
+    }
+    const std::uint32_t pending = it->second->pendingTransfers.load();
+    if (pending != 0) {
+      return failedPrecondition("region " + describeRegion(it->second->info) + " is used by " +
+                                std::to_string(pending) +
+                                " pending transfer(s); wait for or cancel them first");
+    }
+    region = it->second;
+    region->deregistered.store(true);
+    regions_.erase(it);
+  }
+  // Transfers that still reference the region keep the registration alive, but they will
+  // refuse to post; the transport registration goes away with the last reference.
+  return Status::ok();
+}
+
+Result<std::shared_ptr<LocalRegion>> MemoryRegistry::find(RegionId id) const {
+  std::lock_guard lock(mutex_);
+  auto it = regions_.find(id);
+  if (it == regions_.end()) {
+    return notFound("local region " + std::to_string(id.value) + " is not registered");
+  }
+  return it->second;
+}
+
+Result<std::shared_ptr<LocalRegion>> MemoryRegistry::resolve(const MemoryRange& range,
+                                                             std::size_t index,
+                                                             std::string_view side) const {
+  auto found = find(range.region);
+  if (!found.isOk()) return found.status().withContext(describeDescriptor(index, side));
+  const RegionInfo& info = (*found)->info;
+  if (!rangeFits(info.length, range.offset, range.length)) {
+    return rangeError(index, side, info, range.offset, range.length, "");
+  }
+  return found;
+}
+
+Status MemoryRegistry::pin(std::span<const std::shared_ptr<LocalRegion>> regions) {
+  std::lock_guard lock(mutex_);
+  for (const auto& region : regions) {
+    if (region->deregistered.load()) {
+      return failedPrecondition("region " + describeRegion(region->info) +
+                                " was deregistered; the transfer cannot use it");
+    }
+  }
+  for (const auto& region : regions) region->pendingTransfers.fetch_add(1);
+  return Status::ok();
+}
+
+void MemoryRegistry::unpin(std::span<const std::shared_ptr<LocalRegion>> regions) {
+  std::lock_guard lock(mutex_);
+  for (const auto& region : regions) region->pendingTransfers.fetch_sub(1);
+}
+
+std::vector<std::shared_ptr<LocalRegion>> MemoryRegistry::exposedRegions() const {
+  std::vector<std::shared_ptr<LocalRegion>> out;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, region] : regions_) {
+      if (region->info.exposed) out.push_back(region);
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a->info.id < b->info.id; });
+  return out;
+}
+
+std::size_t MemoryRegistry::size() const {
+  std::lock_guard lock(mutex_);
+  return regions_.size();
+}
+
+}  // namespace kvx::engine

@@ -1,0 +1,73 @@
+#pragma once
+
+// MemoryRegistry: the regions registered with one agent.
+//
+// Thread safety: all members may be called from any thread.
+// Guarantees: regions never overlap (per memory kind and device); ids are never reused; a
+// region with pending transfers cannot be deregistered (pin/unpin bracket each posting).
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/memory/local_region.h"
+#include "engine/transport/transport.h"
+#include "kvx/memory.h"
+#include "kvx/result.h"
+
+namespace kvx::engine {
+
+class MemoryRegistry {
+ public:
+  explicit MemoryRegistry(Transport& transport) : transport_(transport) {}
+
+  Result<RegionId> add(const MemoryRegionSpec& spec);
+  Result<AllocatedRegion> allocate(const AllocationSpec& spec);
+  // FAILED_PRECONDITION while transfers using it are pending; NOT_FOUND if unknown.
+  Status remove(RegionId id);
+
+  Result<std::shared_ptr<LocalRegion>> find(RegionId id) const;
+  // Checks that [offset, offset + length) lies in the region. Errors name the descriptor:
+  // "descriptor 17 (local) [0x7f00+65536) exceeds region 'kv' [0x7e00+32768)".
+  Result<std::shared_ptr<LocalRegion>> resolve(const MemoryRange& range, std::size_t index,
+                                               std::string_view side) const;
+
+  // Marks the regions busy for a posting; fails if one was deregistered meanwhile.
+  Status pin(std::span<const std::shared_ptr<LocalRegion>> regions);
+  void unpin(std::span<const std::shared_ptr<LocalRegion>> regions);
+
+  // The exposed regions with their packed keys, in id order.
+  std::vector<std::shared_ptr<LocalRegion>> exposedRegions() const;
+  std::size_t size() const;
+
+ private:
+  Status checkNewRegion(const std::string& name, std::uint64_t address, std::uint64_t length,
+                        MemoryKind kind, int device) const;
+  RegionId insert(RegionInfo info, std::unique_ptr<TransportMemory> memory);
+
+  Transport& transport_;
+  mutable std::mutex mutex_;
+  std::uint64_t nextId_ = 1;
+  std::unordered_map<RegionId, std::shared_ptr<LocalRegion>> regions_;
+};
+
+// "[0x7f00+65536)": a range as error messages show it.
+std::string describeRange(std::uint64_t address, std::uint64_t length);
+
+// "descriptor 17 (local)".
+std::string describeDescriptor(std::size_t index, std::string_view side);
+
+// True if [offset, offset + length) is a non-empty range inside a region of `regionLength`.
+inline bool rangeFits(std::uint64_t regionLength, std::uint64_t offset, std::uint64_t length) {
+  return length != 0 && offset <= regionLength && length <= regionLength - offset;
+}
+
+// The error for a range that does not fit `region` (`owner` is "" or " of peer 'x'").
+Status rangeError(std::size_t index, std::string_view side, const RegionInfo& region,
+                  std::uint64_t offset, std::uint64_t length, std::string_view owner);
+
+}  // namespace kvx::engine

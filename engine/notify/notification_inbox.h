@@ -1,0 +1,32 @@
+#pragma once
+
+// NotificationInbox: notifications received from peers, oldest first, with a bounded wait.
+// Thread safety: all members may be called from any thread; push() does not block on takers.
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "kvx/result.h"
+#include "kvx/transfer.h"
+
+namespace kvx::engine {
+
+class NotificationInbox {
+ public:
+  void push(Notification notification);
+  std::vector<Notification> take(std::size_t max);
+  // The oldest notification, or nothing if none is there now.
+  std::optional<Notification> tryTake();
+  // Waits until one arrives or the deadline passes (TIMED_OUT).
+  Result<Notification> waitTake(Deadline deadline);
+  std::size_t size() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::deque<Notification> queue_;
+};
+
+}  // namespace kvx::engine

@@ -1,0 +1,33 @@
+#include "engine/peer/peer_link.h"
+
+namespace kvx::engine {
+
+PeerLink::~PeerLink() {
+  {
+    std::lock_guard lock(mutex_);
+    keys_.clear();
+  }
+  endpoint_->close(false);
+}
+
+Result<const RemoteKey*> PeerLink::key(const RemoteRegion& region) {
+  std::lock_guard lock(mutex_);
+  auto it = keys_.find(&region);
+  if (it != keys_.end()) return static_cast<const RemoteKey*>(it->second.get());
+  auto unpacked = endpoint_->unpackRemoteKey(region.packedKey);
+  if (!unpacked.isOk()) {
+    return unpacked.status().withContext("unpacking the key of remote region '" +
+                                         region.info.name + "'");
+  }
+  const RemoteKey* raw = unpacked->get();
+  keys_.emplace(&region, std::move(unpacked).value());
+  return raw;
+}
+
+void PeerLink::close(bool force) {
+  std::lock_guard lock(mutex_);
+  keys_.clear();
+  endpoint_->close(force);
+}
+
+}  // namespace kvx::engine

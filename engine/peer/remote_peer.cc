@@ -1,0 +1,143 @@
+#include "engine/peer/remote_peer.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/memory/memory_registry.h"
+
+namespace kvx::engine {
+
+RemotePeer::RemotePeer(Transport& transport, PeerMetadata metadata)
+    : transport_(transport),
+      name_(std::move(metadata.name)),
+      incarnation_(metadata.incarnation),
+      dataAddress_(std::move(metadata.dataAddress)) {}
+
+RemotePeer::~RemotePeer() = default;
+
+Result<std::shared_ptr<RemotePeer>> RemotePeer::connect(Transport& transport,
+                                                        PeerMetadata metadata) {
+  std::vector<RegionMetadata> regions = metadata.regions;
+  std::shared_ptr<RemotePeer> peer(new RemotePeer(transport, std::move(metadata)));
+  peer->updateRegions(regions);
+  auto link = peer->openLink();
+  if (!link.isOk()) return link.status().withContext("connecting to peer '" + peer->name_ + "'");
+  std::lock_guard lock(peer->mutex_);
+  peer->link_ = std::move(link).value();
+  spdlog::info("peer '{}': data path {}", peer->name_, peer->link_->endpoint().description());
+  return peer;
+}
+
+Result<std::shared_ptr<PeerLink>> RemotePeer::openLink() {
+  const std::string peerName = name_;
+  auto endpoint = transport_.connect(dataAddress_, [peerName](const Status& why) {
+    spdlog::warn("peer '{}': data path failed: {}", peerName, why.toString());
+  });
+  if (!endpoint.isOk()) return endpoint.status();
+  std::uint64_t epoch;
+  {
+    std::lock_guard lock(mutex_);
+    epoch = nextEpoch_++;
+  }
+  return std::make_shared<PeerLink>(std::move(endpoint).value(), epoch);
+}
+
+Result<std::shared_ptr<RemoteRegion>> RemotePeer::resolve(const MemoryRange& range,
+                                                          std::size_t index,
+                                                          std::string_view side) const {
+  std::shared_ptr<RemoteRegion> region;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = regions_.find(range.region);
+    if (it == regions_.end()) {
+      return notFound(describeDescriptor(index, side) + ": peer '" + name_ +
+                      "' has no exposed region " + std::to_string(range.region.value));
+    }
+    region = it->second;
+  }
+  if (!rangeFits(region->info.length, range.offset, range.length)) {
+    return rangeError(index, side, region->info, range.offset, range.length,
+                      " of peer '" + name_ + "'");
+  }
+  return region;
+}
+
+std::vector<RegionInfo> RemotePeer::regions() const {
+  std::vector<RegionInfo> out;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, region] : regions_) out.push_back(region->info);
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  return out;
+}
+
+void RemotePeer::updateRegions(const std::vector<RegionMetadata>& regions) {
+  std::unordered_map<RegionId, std::shared_ptr<RemoteRegion>> next;
+  std::lock_guard lock(mutex_);
+  for (const RegionMetadata& m : regions) {
+    auto it = regions_.find(m.info.id);
+    if (it != regions_.end() && it->second->packedKey == m.packedKey &&
+        it->second->info.address == m.info.address && it->second->info.length == m.info.length) {
+      next.emplace(m.info.id, it->second);
+      continue;
+    }
+    auto region = std::make_shared<RemoteRegion>();
+    region->info = m.info;
+    region->packedKey = m.packedKey;
+    next.emplace(m.info.id, std::move(region));
+  }
+  for (const auto& [id, region] : regions_) {
+    auto it = next.find(id);
+    if (it == next.end() || it->second != region) region->removed.store(true);
+  }
+  regions_ = std::move(next);
+}
+
+Result<std::shared_ptr<PeerLink>> RemotePeer::link() const {
+  std::lock_guard lock(mutex_);
+  if (!failure_.isOk()) return failure_;
+  if (!link_) return peerFailed("peer '" + name_ + "' has no data-path link");
+  return link_;
+}
+
+Status RemotePeer::resetLink(const std::string& reason) {
+  std::shared_ptr<PeerLink> old;
+  {
+    std::lock_guard lock(mutex_);
+    old = std::move(link_);
+  }
+  spdlog::info("peer '{}': resetting data path ({})", name_, reason);
+  if (old) old->close(true);
+  auto fresh = openLink();
+  std::lock_guard lock(mutex_);
+  if (!fresh.isOk()) {
+    failure_ = fresh.status().withContext("peer '" + name_ + "': reconnect after " + reason);
+    return failure_;
+  }
+  link_ = std::move(fresh).value();
+  return Status::ok();
+}
+
+void RemotePeer::fail(Status why) {
+  std::shared_ptr<PeerLink> old;
+  {
+    std::lock_guard lock(mutex_);
+    if (failure_.isOk()) failure_ = std::move(why);
+    old = std::move(link_);
+  }
+  if (old) old->close(true);
+}
+
+Status RemotePeer::failure() const {
+  std::lock_guard lock(mutex_);
+  return failure_;
+}
+
+std::string RemotePeer::dataPathDescription() const {
+  std::lock_guard lock(mutex_);
+  return link_ ? link_->endpoint().description() : "none";
+}
+
+}  // namespace kvx::engine

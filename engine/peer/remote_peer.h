@@ -1,0 +1,65 @@
+#pragma once
+
+// RemotePeer: everything this agent knows about one peer agent: its metadata, its exposed
+// regions and the current data-path link to it.
+//
+// Thread safety: all members may be called from any thread.
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "engine/peer/peer_link.h"
+#include "engine/peer/peer_metadata.h"
+#include "engine/peer/remote_region.h"
+#include "engine/transport/transport.h"
+#include "kvx/result.h"
+
+namespace kvx::engine {
+
+class RemotePeer {
+ public:
+  // Connects a data-path endpoint to the peer described by `metadata`.
+  static Result<std::shared_ptr<RemotePeer>> connect(Transport& transport, PeerMetadata metadata);
+  ~RemotePeer();
+
+  const std::string& name() const { return name_; }
+  std::uint64_t incarnation() const { return incarnation_; }
+
+  // Checks that [offset, offset + length) lies in an exposed region of the peer.
+  Result<std::shared_ptr<RemoteRegion>> resolve(const MemoryRange& range, std::size_t index,
+                                                std::string_view side) const;
+  std::vector<RegionInfo> regions() const;
+
+  // Replaces the region table: regions no longer listed are marked removed.
+  void updateRegions(const std::vector<RegionMetadata>& regions);
+
+  // The current link; fails with PEER_FAILED once the peer was declared failed.
+  Result<std::shared_ptr<PeerLink>> link() const;
+  // Force-closes the current link (in-flight operations fail now) and opens a new one.
+  Status resetLink(const std::string& reason);
+  // Declares the peer failed: the link is closed and later calls fail with `why`.
+  void fail(Status why);
+  Status failure() const;
+
+  std::string dataPathDescription() const;
+
+ private:
+  RemotePeer(Transport& transport, PeerMetadata metadata);
+  Result<std::shared_ptr<PeerLink>> openLink();
+
+  Transport& transport_;
+  const std::string name_;
+  const std::uint64_t incarnation_;
+  const std::vector<std::uint8_t> dataAddress_;
+
+  mutable std::mutex mutex_;
+  std::unordered_map<RegionId, std::shared_ptr<RemoteRegion>> regions_;
+  std::shared_ptr<PeerLink> link_;
+  std::uint64_t nextEpoch_ = 1;
+  Status failure_;
+};
+
+}  // namespace kvx::engine

@@ -1,0 +1,164 @@
+#include "engine/transfer/transfer.h"
+
+namespace kvx::engine {
+
+Transfer::Transfer(TransferId id, std::shared_ptr<RemotePeer> peer, TransferOp op,
+                   TransferPlan plan, std::vector<std::uint8_t> notificationHeader,
+                   std::optional<std::string> notification, std::uint32_t maxOpsInFlight,
+                   TransferListener& listener)
+    : id_(id),
+      peer_(std::move(peer)),
+      op_(op),
+      plan_(std::move(plan)),
+      notificationHeader_(std::move(notificationHeader)),
+      notification_(std::move(notification)),
+      maxOpsInFlight_(maxOpsInFlight == 0 ? 1 : maxOpsInFlight),
+      listener_(listener) {
+  opSink_.transfer = flushSink_.transfer = messageSink_.transfer = this;
+  opSink_.kind = Sink::Kind::kOp;
+  flushSink_.kind = Sink::Kind::kFlush;
+  messageSink_.kind = Sink::Kind::kMessage;
+}
+
+void Transfer::Sink::onComplete(Status status) { transfer->onComplete(kind, std::move(status)); }
+
+TransferStatus Transfer::status() const {
+  TransferStatus out;
+  out.state = state_.load();
+  if (out.state == TransferState::kFailed) {
+    std::lock_guard lock(errorMutex_);
+    out.status = error_;
+  }
+  return out;
+}
+
+TransferStats Transfer::stats() const {
+  return TransferStats{plan_.descriptors, plan_.ops.size(), plan_.bytes};
+}
+
+void Transfer::recordError(Status status) {
+  std::lock_guard lock(errorMutex_);
+  if (error_.isOk()) error_ = std::move(status);
+  errored_.store(true);
+}
+
+void Transfer::onComplete(Sink::Kind kind, Status status) {
+  // Take a reference before the counter drops: once it reaches zero another thread may
+  // finish the transfer and its owner may release it.
+  std::shared_ptr<Transfer> self = shared_from_this();
+  if (!status.isOk()) {
+    recordError(status.withContext("transfer " + std::to_string(id_.value) + " to '" +
+                                   peer_->name() + "'"));
+  }
+  if (kind == Sink::Kind::kFlush) flushDone_.store(true);
+  if (kind == Sink::Kind::kMessage) messageDone_.store(true);
+  inFlight_.fetch_sub(1);
+  listener_.needsAttention(std::move(self));
+}
+
+Status Transfer::refreshKeys() {
+  auto link = peer_->link();
+  if (!link.isOk()) return link.status();
+  if (link_ == *link && keysEpoch_ == link_->epoch()) return Status::ok();
+  link_ = std::move(link).value();
+  keys_.assign(plan_.remoteRegions.size(), nullptr);
+  for (std::size_t slot = 0; slot < plan_.remoteRegions.size(); ++slot) {
+    auto key = link_->key(*plan_.remoteRegions[slot]);
+    if (!key.isOk()) return key.status();
+    keys_[slot] = *key;
+  }
+  keysEpoch_ = link_->epoch();
+  return Status::ok();
+}
+
+Status Transfer::start(MemoryRegistry& registry) {
+  std::unique_lock lock(mutex_);
+  if (state_.load() == TransferState::kPending) {
+    return failedPrecondition("transfer " + std::to_string(id_.value) + " is still pending");
+  }
+  for (const auto& remote : plan_.remoteRegions) {
+    if (remote->removed.load()) {
+      return failedPrecondition("remote region '" + remote->info.name + "' of peer '" +
+                                peer_->name() + "' was deregistered by its owner");
+    }
+  }
+  KVX_RETURN_IF_ERROR(refreshKeys());
+  KVX_RETURN_IF_ERROR(registry.pin(plan_.localRegions));
+  registry_ = &registry;
+  {
+    std::lock_guard errorLock(errorMutex_);
+    error_ = Status::ok();
+  }
+  errored_.store(false);
+  flushDone_.store(false);
+  messageDone_.store(false);
+  nextOp_ = 0;
+  phase_ = Phase::kOps;
+  self_ = shared_from_this();
+  state_.store(TransferState::kPending);
+  lock.unlock();
+  advance();
+  return Status::ok();
+}
+
+void Transfer::requestCancel(Status reason) {
+  if (state_.load() != TransferState::kPending) return;
+  recordError(std::move(reason));
+  advance();
+}
+
+void Transfer::postOpsLocked() {
+  Endpoint& endpoint = link_->endpoint();
+  const bool isWrite = op_ == TransferOp::kWrite;
+  while (nextOp_ < plan_.ops.size() && inFlight_.load() < maxOpsInFlight_ && !errored_.load()) {
+    const PlannedOp& p = plan_.ops[nextOp_++];
+    const RmaOp op{p.local, p.localMemory, p.remoteAddress, keys_[p.remoteSlot], p.length};
+    inFlight_.fetch_add(1);
+    if (isWrite) {
+      endpoint.put(op, &opSink_);
+    } else {
+      endpoint.get(op, &opSink_);
+    }
+  }
+}
+
+void Transfer::advance() {
+  std::shared_ptr<Transfer> keepAlive;  // outlives the lock if finishing drops the last reference
+  std::unique_lock lock(mutex_);
+  if (state_.load() != TransferState::kPending) return;
+  if (!errored_.load()) {
+    if (phase_ == Phase::kOps) {
+      postOpsLocked();
+      if (nextOp_ == plan_.ops.size() && !errored_.load()) {
+        phase_ = Phase::kFlush;
+        inFlight_.fetch_add(1);
+        link_->endpoint().flush(&flushSink_);
+      }
+    }
+    if (phase_ == Phase::kFlush && flushDone_.load() && !errored_.load()) {
+      if (notification_) {
+        phase_ = Phase::kMessage;
+        inFlight_.fetch_add(1);
+        const auto* payload = reinterpret_cast<const std::uint8_t*>(notification_->data());
+        link_->endpoint().sendMessage(notificationHeader_, {payload, notification_->size()},
+                                      &messageSink_);
+      } else {
+        phase_ = Phase::kEnd;
+      }
+    }
+    if (phase_ == Phase::kMessage && messageDone_.load()) phase_ = Phase::kEnd;
+  }
+  const bool drained = inFlight_.load() == 0;
+  if (drained && (errored_.load() || phase_ == Phase::kEnd)) keepAlive = finishLocked();
+}
+
+std::shared_ptr<Transfer> Transfer::finishLocked() {
+  registry_->unpin(plan_.localRegions);
+  link_.reset();
+  keysEpoch_ = 0;
+  state_.store(errored_.load() ? TransferState::kFailed : TransferState::kDone);
+  listener_.finished(*this);
+  return std::move(self_);
+}
+
+}  // namespace kvx::engine

@@ -1,0 +1,111 @@
+#pragma once
+
+// Transfer: one planned transfer to one peer, and its state machine:
+//   idle -> posting ops (windowed) -> flushing -> notifying -> done
+//                  \-> (error or cancel) -> draining in-flight ops -> failed
+// A finished transfer may be started again (repost).
+//
+// Threads: start(), advance() and requestCancel() may be called from any thread; they
+// serialise on the transfer's mutex. Completions arrive on the progress thread with the
+// transport's lock held: they touch only atomics and hand the transfer to the listener,
+// which calls advance() later, outside the transport's lock.
+// Guarantees: first error wins; the terminal state is reached exactly once per start, and
+// only after every posted operation has completed (so no byte lands after it is reported).
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/memory/memory_registry.h"
+#include "engine/peer/remote_peer.h"
+#include "engine/transfer/transfer_plan.h"
+#include "engine/transport/completion.h"
+#include "kvx/transfer.h"
+
+namespace kvx::engine {
+
+class Transfer;
+
+class TransferListener {
+ public:
+  // A completion arrived: call transfer->advance() soon, on a thread that holds no
+  // transport lock. Called from completion context.
+  virtual void needsAttention(std::shared_ptr<Transfer> transfer) = 0;
+  // The transfer reached done or failed (called once per start, from advance()).
+  virtual void finished(Transfer& transfer) = 0;
+
+ protected:
+  ~TransferListener() = default;
+};
+
+class Transfer : public std::enable_shared_from_this<Transfer> {
+ public:
+  Transfer(TransferId id, std::shared_ptr<RemotePeer> peer, TransferOp op, TransferPlan plan,
+           std::vector<std::uint8_t> notificationHeader,
+           std::optional<std::string> notification, std::uint32_t maxOpsInFlight,
+           TransferListener& listener);
+
+  TransferId id() const { return id_; }
+  TransferOp op() const { return op_; }
+  const std::string& peerName() const { return peer_->name(); }
+  const std::shared_ptr<RemotePeer>& peer() const { return peer_; }
+  const TransferPlan& plan() const { return plan_; }
+  TransferStatus status() const;
+  TransferStats stats() const;
+  bool pending() const { return state_.load() == TransferState::kPending; }
+
+  // Posts the transfer. FAILED_PRECONDITION if it is pending; errors found before anything
+  // was posted (deregistered region, failed peer) are returned and leave it as it was.
+  Status start(MemoryRegistry& registry);
+  void advance();
+  // Asks the transfer to stop posting and end as failed with `reason` once drained.
+  void requestCancel(Status reason);
+
+ private:
+  // One completion sink per kind of operation; each forwards to the transfer.
+  struct Sink final : Completion {
+    Transfer* transfer = nullptr;
+    enum class Kind { kOp, kFlush, kMessage } kind = Kind::kOp;
+    void onComplete(Status status) override;
+  };
+
+  void onComplete(Sink::Kind kind, Status status);
+  void recordError(Status status);
+  Status refreshKeys();
+  void postOpsLocked();
+  // Returns the self-reference the caller must drop after unlocking.
+  std::shared_ptr<Transfer> finishLocked();
+
+  const TransferId id_;
+  const std::shared_ptr<RemotePeer> peer_;
+  const TransferOp op_;
+  const TransferPlan plan_;
+  const std::vector<std::uint8_t> notificationHeader_;
+  const std::optional<std::string> notification_;
+  const std::uint32_t maxOpsInFlight_;
+  TransferListener& listener_;
+
+  Sink opSink_, flushSink_, messageSink_;
+
+  mutable std::mutex mutex_;  // guards everything below that is not atomic
+  enum class Phase { kOps, kFlush, kMessage, kEnd } phase_ = Phase::kEnd;
+  std::size_t nextOp_ = 0;
+  std::shared_ptr<PeerLink> link_;
+  std::uint64_t keysEpoch_ = 0;
+  std::vector<const RemoteKey*> keys_;  // per remote slot, valid for keysEpoch_
+  std::shared_ptr<Transfer> self_;      // keeps the transfer alive while pending
+  MemoryRegistry* registry_ = nullptr;
+
+  std::atomic<TransferState> state_{TransferState::kIdle};
+  std::atomic<std::uint32_t> inFlight_{0};
+  std::atomic<bool> flushDone_{false};
+  std::atomic<bool> messageDone_{false};
+  std::atomic<bool> errored_{false};
+  mutable std::mutex errorMutex_;  // leaf lock: guards error_
+  Status error_;
+};
+
+}  // namespace kvx::engine

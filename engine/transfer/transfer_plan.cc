@@ -1,0 +1,64 @@
+#include "engine/transfer/transfer_plan.h"
+
+#include <algorithm>
+
+namespace kvx::engine {
+
+PlanBuilder::PlanBuilder(std::uint64_t maxOpBytes, std::size_t expectedSegments)
+    : maxOpBytes_(maxOpBytes == 0 ? UINT64_MAX : maxOpBytes) {
+  plan_.ops.reserve(expectedSegments);
+}
+
+void PlanBuilder::noteLocal(const std::shared_ptr<LocalRegion>& local) {
+  if (local.get() == lastLocal_) return;
+  lastLocal_ = local.get();
+  for (const auto& known : plan_.localRegions) {
+    if (known == local) return;
+  }
+  plan_.localRegions.push_back(local);
+}
+
+std::uint32_t PlanBuilder::remoteSlot(const std::shared_ptr<RemoteRegion>& remote) {
+  if (remote.get() == lastRemote_) return lastRemoteSlot_;
+  lastRemote_ = remote.get();
+  for (std::uint32_t i = 0; i < plan_.remoteRegions.size(); ++i) {
+    if (plan_.remoteRegions[i] == remote) return lastRemoteSlot_ = i;
+  }
+  plan_.remoteRegions.push_back(remote);
+  return lastRemoteSlot_ = static_cast<std::uint32_t>(plan_.remoteRegions.size() - 1);
+}
+
+void PlanBuilder::add(const std::shared_ptr<LocalRegion>& local, std::uint64_t localOffset,
+                      const std::shared_ptr<RemoteRegion>& remote, std::uint64_t remoteOffset,
+                      std::uint64_t length) {
+  noteLocal(local);
+  const std::uint32_t slot = remoteSlot(remote);
+  std::uint8_t* localAddress = local->base() + localOffset;
+  std::uint64_t remoteAddress = remote->info.address + remoteOffset;
+  ++plan_.descriptors;
+  plan_.bytes += length;
+
+  while (length > 0) {
+    PlannedOp* last = plan_.ops.empty() ? nullptr : &plan_.ops.back();
+    const bool continues = last != nullptr && last->localMemory == local->memory.get() &&
+                           last->local + last->length == localAddress &&
+                           last->remoteSlot == slot &&
+                           last->remoteAddress + last->length == remoteAddress &&
+                           last->length < maxOpBytes_;
+    std::uint64_t take;
+    if (continues) {
+      take = std::min(length, maxOpBytes_ - last->length);
+      last->length += take;
+    } else {
+      take = std::min(length, maxOpBytes_);
+      plan_.ops.push_back(PlannedOp{localAddress, local->memory.get(), remoteAddress, slot, take});
+    }
+    localAddress += take;
+    remoteAddress += take;
+    length -= take;
+  }
+}
+
+TransferPlan PlanBuilder::finish() && { return std::move(plan_); }
+
+}  // namespace kvx::engine

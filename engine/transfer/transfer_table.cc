@@ -1,0 +1,79 @@
+#include "engine/transfer/transfer_table.h"
+
+namespace kvx::engine {
+
+TransferId TransferTable::nextId() {
+  std::lock_guard lock(mutex_);
+  return TransferId(nextId_++);
+}
+
+void TransferTable::insert(std::shared_ptr<Transfer> transfer) {
+  std::lock_guard lock(mutex_);
+  transfers_.emplace(transfer->id(), std::move(transfer));
+}
+
+Result<std::shared_ptr<Transfer>> TransferTable::find(TransferId id) const {
+  std::lock_guard lock(mutex_);
+  auto it = transfers_.find(id);
+  if (it == transfers_.end()) {
+    return notFound("transfer " + std::to_string(id.value) + " does not exist (or was released)");
+  }
+  return it->second;
+}
+
+Status TransferTable::erase(TransferId id) {
+  std::lock_guard lock(mutex_);
+  auto it = transfers_.find(id);
+  if (it == transfers_.end()) {
+    return notFound("transfer " + std::to_string(id.value) + " does not exist (or was released)");
+  }
+  if (it->second->pending()) {
+    return failedPrecondition("transfer " + std::to_string(id.value) + " is still pending");
+  }
+  transfers_.erase(it);
+  return Status::ok();
+}
+
+std::vector<std::shared_ptr<Transfer>> TransferTable::all() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::shared_ptr<Transfer>> out;
+  out.reserve(transfers_.size());
+  for (const auto& [id, t] : transfers_) out.push_back(t);
+  return out;
+}
+
+bool TransferTable::pump() {
+  std::deque<std::shared_ptr<Transfer>> batch;
+  {
+    std::lock_guard lock(attentionMutex_);
+    batch.swap(attention_);
+  }
+  // Completions queue a transfer once each; advancing it once per batch is enough.
+  const Transfer* previous = nullptr;
+  for (auto& transfer : batch) {
+    if (transfer.get() == previous) continue;
+    previous = transfer.get();
+    transfer->advance();
+  }
+  return !batch.empty();
+}
+
+bool TransferTable::waitFinished(const Transfer& transfer, Deadline deadline) {
+  std::unique_lock lock(finishedMutex_);
+  return finishedCv_.wait_until(lock, deadline, [&] { return !transfer.pending(); });
+}
+
+void TransferTable::needsAttention(std::shared_ptr<Transfer> transfer) {
+  // Always queue (never drop the reference here): the last reference to a transfer must not
+  // be released in completion context, where the transport's lock is held.
+  std::lock_guard lock(attentionMutex_);
+  attention_.push_back(std::move(transfer));
+}
+
+void TransferTable::finished(Transfer& /*transfer*/) {
+  // Taking the mutex orders the state change before a waiter's predicate check.
+  { std::lock_guard lock(finishedMutex_); }
+  finishedCv_.notify_all();
+}
+
+}  // namespace kvx::engine
