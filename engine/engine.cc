@@ -80,6 +80,7 @@ Engine::~Engine() {
     }
   }
   if (driver_) driver_->stop();
+  driver_.reset();
   {
     std::lock_guard lock(mutex_);
     lists_.clear();

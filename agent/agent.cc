@@ -1,0 +1,143 @@
+// kvx::Agent: the public facade. Each member forwards to the engine or the channel; the
+// lifetime and threading contracts are in api/include/kvx/agent.h.
+#include "kvx/agent.h"
+
+#include "agent/agent_impl.h"
+#include "agent/metadata/metadata_codec.h"
+
+namespace kvx {
+
+Agent::Agent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Agent::~Agent() = default;
+
+Result<std::unique_ptr<Agent>> Agent::create(AgentOptions options) {
+  KVX_ASSIGN_OR_RETURN(auto impl, Impl::create(std::move(options)));
+  return std::unique_ptr<Agent>(new Agent(std::move(impl)));
+}
+
+const std::string& Agent::name() const { return impl_->options.name; }
+std::string Agent::listenAddress() const { return impl_->channel->listenAddress(); }
+
+Result<std::string> Agent::dataPathDescription(const std::string& peer) const {
+  KVX_ASSIGN_OR_RETURN(auto remote, impl_->engine->peer(peer));
+  return remote->dataPathDescription();
+}
+
+Result<RegionId> Agent::registerMemory(const MemoryRegionSpec& spec) {
+  KVX_ASSIGN_OR_RETURN(RegionId id, impl_->engine->registerMemory(spec));
+  if (spec.exposed) impl_->publishMetadata();
+  return id;
+}
+
+Result<AllocatedRegion> Agent::allocateMemory(const AllocationSpec& spec) {
+  KVX_ASSIGN_OR_RETURN(AllocatedRegion region, impl_->engine->allocateMemory(spec));
+  if (spec.exposed) impl_->publishMetadata();
+  return region;
+}
+
+Status Agent::deregisterMemory(RegionId region) {
+  KVX_ASSIGN_OR_RETURN(RegionInfo info, impl_->engine->regionInfo(region));
+  KVX_RETURN_IF_ERROR(impl_->engine->deregisterMemory(region));
+  if (info.exposed) impl_->publishMetadata();
+  return Status::ok();
+}
+
+Result<RegionInfo> Agent::regionInfo(RegionId region) const {
+  return impl_->engine->regionInfo(region);
+}
+
+Result<std::string> Agent::connect(const std::string& address) {
+  KVX_ASSIGN_OR_RETURN(auto remote,
+                       impl_->channel->connect(address, impl_->engine->localMetadata()));
+  std::string peerName = remote.name;
+  KVX_RETURN_IF_ERROR(impl_->engine->addOrUpdatePeer(std::move(remote)));
+  return peerName;
+}
+
+Result<std::vector<std::uint8_t>> Agent::exportMetadata() const {
+  return agent::metadata::encodeMetadataBlob(impl_->engine->localMetadata());
+}
+
+Result<std::string> Agent::loadPeerMetadata(std::span<const std::uint8_t> blob) {
+  KVX_ASSIGN_OR_RETURN(auto remote,
+                       agent::metadata::decodeMetadataBlob(blob, impl_->options.maxFrameBytes));
+  std::string peerName = remote.name;
+  KVX_RETURN_IF_ERROR(impl_->engine->addOrUpdatePeer(std::move(remote)));
+  return peerName;
+}
+
+Result<PeerInfo> Agent::peerInfo(const std::string& peer) const {
+  KVX_ASSIGN_OR_RETURN(auto remote, impl_->engine->peer(peer));
+  return PeerInfo{remote->name(), remote->regions()};
+}
+
+std::vector<std::string> Agent::peers() const { return impl_->engine->peerNames(); }
+
+Status Agent::disconnect(const std::string& peer) {
+  KVX_RETURN_IF_ERROR(
+      impl_->engine->removePeer(peer, cancelled("disconnected from peer '" + peer + "'")));
+  Status channel = impl_->channel->disconnect(peer);
+  // A peer loaded from a blob has no control link: that is not an error.
+  if (channel.code() == StatusCode::kNotFound) return Status::ok();
+  return channel;
+}
+
+Result<TransferId> Agent::createTransfer(const TransferRequest& request) {
+  return impl_->engine->createTransfer(request);
+}
+
+Result<ListId> Agent::prepareLocalList(std::span<const MemoryRange> ranges) {
+  return impl_->engine->prepareLocalList(ranges);
+}
+
+Result<ListId> Agent::prepareRemoteList(const std::string& peer,
+                                        std::span<const MemoryRange> ranges) {
+  return impl_->engine->prepareRemoteList(peer, ranges);
+}
+
+Result<TransferId> Agent::makeTransfer(TransferOp op, ListId localList,
+                                       std::span<const std::uint32_t> localIndices,
+                                       ListId remoteList,
+                                       std::span<const std::uint32_t> remoteIndices,
+                                       std::optional<std::string> notification) {
+  return impl_->engine->makeTransfer(op, localList, localIndices, remoteList, remoteIndices,
+                                     std::move(notification));
+}
+
+Status Agent::releaseList(ListId list) { return impl_->engine->releaseList(list); }
+Status Agent::post(TransferId transfer) { return impl_->engine->post(transfer); }
+TransferStatus Agent::poll(TransferId transfer) const { return impl_->engine->poll(transfer); }
+Status Agent::wait(TransferId transfer, Deadline deadline) {
+  return impl_->engine->wait(transfer, deadline);
+}
+Status Agent::cancel(TransferId transfer) { return impl_->engine->cancel(transfer); }
+Result<TransferStats> Agent::transferStats(TransferId transfer) const {
+  return impl_->engine->stats(transfer);
+}
+Status Agent::release(TransferId transfer) { return impl_->engine->release(transfer); }
+
+Result<TransferId> Agent::submit(const TransferRequest& request) {
+  KVX_ASSIGN_OR_RETURN(TransferId id, impl_->engine->createTransfer(request));
+  Status posted = impl_->engine->post(id);
+  if (!posted.isOk()) {
+    impl_->engine->release(id).ignore();
+    return posted;
+  }
+  return id;
+}
+
+Status Agent::sendNotification(const std::string& peer, std::string payload) {
+  return impl_->engine->sendNotification(peer, std::move(payload));
+}
+
+std::vector<Notification> Agent::takeNotifications(std::size_t max) {
+  return impl_->engine->inbox().take(max);
+}
+
+Result<Notification> Agent::waitNotification(Deadline deadline) {
+  return impl_->engine->waitNotification(deadline);
+}
+
+bool Agent::progress() { return impl_->engine->progress(); }
+
+}  // namespace kvx

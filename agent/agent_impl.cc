@@ -1,0 +1,94 @@
+#include "agent/agent_impl.h"
+
+#include <spdlog/spdlog.h>
+
+#include "agent/logging.h"
+
+namespace kvx {
+
+Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
+  agent::configureLogging();
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+
+  engine::EngineOptions engineOptions;
+  engineOptions.name = impl->options.name;
+  engineOptions.transport = impl->options.transport;
+  engineOptions.transportOptions.transports = impl->options.ucxTransports;
+  engineOptions.transportOptions.netDevices = impl->options.ucxNetDevices;
+  engineOptions.progressMode = impl->options.progressMode;
+  engineOptions.progressSpin = impl->options.progressSpin;
+  engineOptions.cancelGrace = impl->options.cancelGrace;
+  engineOptions.maxOpsInFlight = impl->options.maxOpsInFlight;
+  auto engine = engine::Engine::create(std::move(engineOptions));
+  if (!engine.isOk()) return engine.status().withContext("agent '" + impl->options.name + "'");
+  impl->engine = std::move(engine).value();
+
+  Impl* self = impl.get();
+  agent::channel::ChannelHandlers handlers;
+  handlers.onHello = [self](const engine::PeerMetadata& remote) { return self->onHello(remote); };
+  handlers.onMetadataUpdate = [self](const engine::PeerMetadata& remote) {
+    self->onMetadataUpdate(remote);
+  };
+  handlers.onPeerDisconnected = [self](const std::string& peer, const Status& why) {
+    self->onPeerDisconnected(peer, why);
+  };
+  agent::channel::ChannelOptions channelOptions;
+  channelOptions.listenAddress = impl->options.listenAddress;
+  channelOptions.connectTimeout = impl->options.connectTimeout;
+  channelOptions.readTimeout = impl->options.controlReadTimeout;
+  channelOptions.maxFrameBytes = impl->options.maxFrameBytes;
+  auto channel = agent::channel::ControlChannel::start(channelOptions, std::move(handlers));
+  if (!channel.isOk()) return channel.status().withContext("agent '" + impl->options.name + "'");
+  impl->channel = std::move(channel).value();
+
+  spdlog::info("agent '{}' up: control {}, transport {}, progress {}", impl->options.name,
+               impl->channel->listenAddress().empty() ? "not listening"
+                                                      : impl->channel->listenAddress(),
+               impl->engine->transport().name(),
+               impl->options.progressMode == ProgressMode::kThread ? "thread" : "caller");
+  return impl;
+}
+
+Agent::Impl::~Impl() {
+  // The channel goes first: no handler may reach the engine while it shuts down.
+  if (channel) channel->stop();
+  channel.reset();
+  engine.reset();
+}
+
+void Agent::Impl::publishMetadata() {
+  Status s = channel->broadcastMetadata(engine->localMetadata());
+  if (!s.isOk()) spdlog::warn("agent '{}': metadata update not sent: {}", options.name, s.toString());
+}
+
+Result<engine::PeerMetadata> Agent::Impl::onHello(const engine::PeerMetadata& remote) {
+  Status added = engine->addOrUpdatePeer(remote);
+  if (!added.isOk()) {
+    spdlog::warn("agent '{}': refused peer '{}': {}", options.name, remote.name, added.toString());
+    return added;
+  }
+  spdlog::info("agent '{}': peer '{}' connected ({} regions)", options.name, remote.name,
+               remote.regions.size());
+  return engine->localMetadata();
+}
+
+void Agent::Impl::onMetadataUpdate(const engine::PeerMetadata& remote) {
+  Status s = engine->addOrUpdatePeer(remote);
+  if (!s.isOk()) {
+    spdlog::warn("agent '{}': metadata update from '{}' refused: {}", options.name, remote.name,
+                 s.toString());
+  }
+}
+
+void Agent::Impl::onPeerDisconnected(const std::string& peer, const Status& why) {
+  spdlog::info("agent '{}': control link to '{}' closed: {}", options.name, peer, why.toString());
+  // The control link is the peer's lifeline: without it no metadata or liveness reaches us,
+  // so its transfers fail now rather than at their deadlines.
+  Status failure = why.code() == StatusCode::kCancelled
+                       ? peerFailed("peer '" + peer + "' disconnected: " + why.message())
+                       : peerFailed("control link to '" + peer + "' lost: " + why.toString());
+  engine->removePeer(peer, failure).ignore();
+}
+
+}  // namespace kvx

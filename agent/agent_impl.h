@@ -1,0 +1,33 @@
+#pragma once
+
+// Agent::Impl: the data plane (engine) joined to the control plane (channel). The channel
+// hands peer metadata to the engine; local region changes go out to peers as updates.
+//
+// Threads: the engine's progress thread, the channel's thread, and callers' threads. The
+// channel's handlers only call the engine (never the channel back).
+
+#include <memory>
+
+#include "agent/channel/control_channel.h"
+#include "engine/engine.h"
+#include "kvx/agent.h"
+
+namespace kvx {
+
+struct Agent::Impl {
+  static Result<std::unique_ptr<Impl>> create(AgentOptions options);
+  ~Impl();
+
+  // Sends the current metadata to every connected peer (after a region change).
+  void publishMetadata();
+
+  Result<engine::PeerMetadata> onHello(const engine::PeerMetadata& remote);
+  void onMetadataUpdate(const engine::PeerMetadata& remote);
+  void onPeerDisconnected(const std::string& peer, const Status& why);
+
+  AgentOptions options;
+  std::unique_ptr<engine::Engine> engine;
+  std::unique_ptr<agent::channel::ControlChannel> channel;
+};
+
+}  // namespace kvx

@@ -1,0 +1,127 @@
+#include "engine/transport/ucx/ucx_config.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+
+#include "engine/transport/ucx/ucx_status.h"
+
+namespace kvx::engine::ucx {
+namespace {
+
+std::vector<std::string> splitList(std::string_view text) {
+  std::vector<std::string> items;
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    items.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return items;
+}
+
+bool isTransportName(std::string_view name) {
+  if (name.empty()) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == ':';
+  });
+}
+
+void appendUnique(std::vector<std::string>& list, std::string name) {
+  if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(std::move(name));
+}
+
+// Expands kvx's transport names into a UCX_TLS value.
+Result<std::string> tlsFromOptions(const std::string& transports) {
+  std::vector<std::string> tls;
+  for (const std::string& name : splitList(transports)) {
+    if (name == "shm") {
+      appendUnique(tls, "sm");
+      appendUnique(tls, "self");
+    } else if (name == "tcp") {
+      appendUnique(tls, "tcp");
+      appendUnique(tls, "self");
+    } else if (isTransportName(name)) {
+      appendUnique(tls, name);
+    } else {
+      return invalidArgument("transport list '" + transports + "': '" + name +
+                             "' is not a transport name (use shm, tcp, sm, or UCX_TLS names)");
+    }
+  }
+  std::string joined;
+  for (const std::string& name : tls) joined += (joined.empty() ? "" : ",") + name;
+  return joined;
+}
+
+// Whether a UCX_TLS value (empty: UCX's default of everything) may open `family`.
+bool tlsMayUse(const std::string& tls, std::string_view family) {
+  if (tls.empty() || tls.front() == '^') return true;
+  for (const std::string& name : splitList(tls)) {
+    if (name == "all" || name == family) return true;
+    if (family == "mm" && (name == "sm" || name == "shm" || name == "posix" || name == "sysv")) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<std::vector<UcxSetting>> computeUcxSettings(const TransportOptions& options,
+                                                   const EnvLookup& getEnv) {
+  std::vector<UcxSetting> settings;
+  auto isSet = [&](const char* name) { return getEnv(name) != nullptr; };
+
+  std::string tls;
+  if (const char* userTls = getEnv("UCX_TLS")) {
+    tls = userTls;
+  } else if (!options.transports.empty()) {
+    KVX_ASSIGN_OR_RETURN(tls, tlsFromOptions(options.transports));
+    settings.push_back({"UCX_TLS", "TLS", tls});
+  }
+  if (!options.netDevices.empty() && !isSet("UCX_NET_DEVICES")) {
+    settings.push_back({"UCX_NET_DEVICES", "NET_DEVICES", options.netDevices});
+  }
+  // TX must not exceed RX, so the pair is kvx's or the user's, never half of each.
+  if (tlsMayUse(tls, "tcp") && !isSet("UCX_TCP_TX_SEG_SIZE") && !isSet("UCX_TCP_RX_SEG_SIZE")) {
+    // Transport-level keys go to ucp_config_modify without their "TCP_" prefix.
+    settings.push_back({"UCX_TCP_TX_SEG_SIZE", "TX_SEG_SIZE", "256K"});
+    settings.push_back({"UCX_TCP_RX_SEG_SIZE", "RX_SEG_SIZE", "512K"});
+  }
+  if (tlsMayUse(tls, "mm") && !isSet("UCX_MM_ERROR_HANDLING")) {
+    settings.push_back({"UCX_MM_ERROR_HANDLING", "MM_ERROR_HANDLING", "y"});
+  }
+  return settings;
+}
+
+Result<std::vector<UcxSetting>> computeUcxSettings(const TransportOptions& options) {
+  return computeUcxSettings(options, [](const char* name) { return std::getenv(name); });
+}
+
+std::string describeSettings(const std::vector<UcxSetting>& settings) {
+  std::string text;
+  for (const UcxSetting& s : settings) {
+    text += (text.empty() ? "" : " ") + s.envName + "=" + s.value;
+  }
+  return text.empty() ? "(none)" : text;
+}
+
+Result<UcxConfigPtr> makeUcxConfig(const std::vector<UcxSetting>& settings) {
+  ucp_config_t* raw = nullptr;
+  ucs_status_t status = ucp_config_read(nullptr, nullptr, &raw);
+  if (status != UCS_OK) return fromUcs(status, "ucp_config_read");
+  UcxConfigPtr config(raw);
+  for (const UcxSetting& s : settings) {
+    status = ucp_config_modify(config.get(), s.key.c_str(), s.value.c_str());
+    if (status != UCS_OK) {
+      return fromUcs(status, "ucp_config_modify " + s.key + "=" + s.value +
+                                 " (set " + s.envName + " to override)");
+    }
+  }
+  return config;
+}
+
+}  // namespace kvx::engine::ucx

@@ -1,0 +1,59 @@
+#pragma once
+
+// The UCX configuration a kvx transport runs with: TransportOptions and kvx's measured
+// defaults, applied to a ucp_config_t (ucp_config_modify) so that the process environment
+// is never changed. Every setting has a UCX_* environment variable; where the user has set
+// that variable, the user's value wins and kvx leaves the setting alone.
+//
+// Defaults (see /work/shared/UCX-NOTES.md for the measurements behind them):
+//   UCX_TLS               from options.transports: "shm" = "sm,self", "tcp" = "tcp,self",
+//                         other names pass through; comma lists are joined. Empty: UCX's
+//                         own default (all transports). "self" serves a transport that
+//                         connects to its own address without a socket or a segment.
+//   UCX_NET_DEVICES       from options.netDevices when not empty (pin "lo" or a NIC, else
+//                         UCX advertises every interface's address).
+//   UCX_TCP_TX_SEG_SIZE   256K   } 3.7 GB/s instead of ~0.7 GB/s on tcp; only when tcp is
+//   UCX_TCP_RX_SEG_SIZE   512K   } in use, and both left alone if the user set either.
+//   UCX_MM_ERROR_HANDLING y      shared-memory endpoints need it for UCP_ERR_HANDLING_MODE_PEER.
+
+#include <ucp/api/ucp.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/transport/transport.h"
+#include "kvx/result.h"
+
+namespace kvx::engine::ucx {
+
+struct UcxSetting {
+  std::string envName;  // "UCX_TCP_TX_SEG_SIZE": the variable that overrides it
+  std::string key;      // "TX_SEG_SIZE": the name ucp_config_modify takes
+  std::string value;
+};
+
+// Returns the value of an environment variable, or nullptr when it is not set.
+using EnvLookup = std::function<const char*(const char* name)>;
+
+// The settings kvx applies on top of the environment for `options`, in order; a pure
+// function of its inputs. INVALID_ARGUMENT for a malformed transport list.
+Result<std::vector<UcxSetting>> computeUcxSettings(const TransportOptions& options,
+                                                   const EnvLookup& getEnv);
+
+// The same, looked up in the real environment.
+Result<std::vector<UcxSetting>> computeUcxSettings(const TransportOptions& options);
+
+// "TLS=tcp,self TX_SEG_SIZE=256K ...", for the log line at startup.
+std::string describeSettings(const std::vector<UcxSetting>& settings);
+
+struct UcxConfigDeleter {
+  void operator()(ucp_config_t* config) const { ucp_config_release(config); }
+};
+using UcxConfigPtr = std::unique_ptr<ucp_config_t, UcxConfigDeleter>;
+
+// Reads UCX's configuration from the environment and applies `settings` to it.
+Result<UcxConfigPtr> makeUcxConfig(const std::vector<UcxSetting>& settings);
+
+}  // namespace kvx::engine::ucx

@@ -1,0 +1,48 @@
+#include "engine/transport/ucx/ucx_context.h"
+
+#include <spdlog/spdlog.h>
+
+#include "engine/transport/ucx/ucx_config.h"
+#include "engine/transport/ucx/ucx_request.h"
+#include "engine/transport/ucx/ucx_status.h"
+
+namespace kvx::engine::ucx {
+
+Result<std::shared_ptr<UcxContext>> UcxContext::create(const TransportOptions& options) {
+  KVX_ASSIGN_OR_RETURN(std::vector<UcxSetting> settings, computeUcxSettings(options));
+  KVX_ASSIGN_OR_RETURN(UcxConfigPtr config, makeUcxConfig(settings));
+
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
+                      UCP_PARAM_FIELD_REQUEST_INIT | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  params.request_size = sizeof(UcxRequest);
+  params.request_init = &initUcxRequest;
+  params.mt_workers_shared = 0;
+
+  ucp_context_h context = nullptr;
+  ucs_status_t status = ucp_init(&params, config.get(), &context);
+  if (status != UCS_OK) {
+    return fromUcs(status, "ucp_init with " + describeSettings(settings));
+  }
+
+  ucp_context_attr_t attr{};
+  attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  status = ucp_context_query(context, &attr);
+  if (status != UCS_OK) {
+    ucp_cleanup(context);
+    return fromUcs(status, "ucp_context_query");
+  }
+  const bool cuda = (attr.memory_types & (std::uint64_t{1} << UCS_MEMORY_TYPE_CUDA)) != 0;
+
+  unsigned major = 0, minor = 0, release = 0;
+  ucp_get_version(&major, &minor, &release);
+  spdlog::info("{}: UCX {}.{}.{} context ({}), CUDA memory {}",
+               options.agentName.empty() ? "kvx" : options.agentName, major, minor,
+               release, describeSettings(settings), cuda ? "supported" : "not supported");
+  return std::shared_ptr<UcxContext>(new UcxContext(context, cuda));
+}
+
+UcxContext::~UcxContext() { ucp_cleanup(context_); }
+
+}  // namespace kvx::engine::ucx

@@ -1,0 +1,88 @@
+#pragma once
+
+// UcxEndpoint: a ucp_ep to a peer's worker, created from the peer's worker address with
+// UCP_ERR_HANDLING_MODE_PEER so that a dead peer fails its operations instead of hanging.
+//
+// Operations: put/get are ucp_put_nbx/ucp_get_nbx, flush is ucp_ep_flush_nbx, sendMessage is
+// ucp_am_send_nbx on kMessageAmId. Each posted operation lives in its UCX request
+// (UcxRequest) on this endpoint's pending list until UCX completes it, so close() can
+// account for every one: the Completion fires exactly once, at post time, from progress(),
+// or from close().
+//
+// Failure: UCX's error callback (inside progress) marks the endpoint failed; UCX then fails
+// the requests in flight, later posts fail at once with PEER_FAILED, and the
+// EndpointErrorHandler runs from the next progress(), outside the lock.
+//
+// close(force): destroys the live remote keys, then ucp_ep_close_nbx (FORCE when `force` or
+// when the peer failed; otherwise flush-then-close, which needs the peer to progress) and
+// progresses the worker until the close request completes or a deadline passes (2 s forced,
+// 5 s graceful). Requests UCX has not completed by then are completed here with CANCELLED
+// (forced) or TIMED_OUT (graceful) and detached, so a late UCX callback only frees them.
+//
+// Thread safety: every member may be called from any thread; all state is guarded by the
+// worker's mutex.
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_set>
+
+#include "engine/transport/endpoint.h"
+#include "engine/transport/transport.h"
+#include "engine/transport/ucx/ucx_request.h"
+#include "engine/transport/ucx/ucx_worker.h"
+
+namespace kvx::engine::ucx {
+
+class UcxRemoteKey;
+
+class UcxEndpoint final : public Endpoint, public std::enable_shared_from_this<UcxEndpoint> {
+ public:
+  static Result<std::shared_ptr<UcxEndpoint>> connect(std::shared_ptr<UcxWorker> worker,
+                                                      std::span<const std::uint8_t> peerAddress,
+                                                      EndpointErrorHandler onError);
+  ~UcxEndpoint() override;
+
+  Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(
+      std::span<const std::uint8_t> packed) override;
+  void put(const RmaOp& op, Completion* completion) override;
+  void get(const RmaOp& op, Completion* completion) override;
+  void flush(Completion* completion) override;
+  void sendMessage(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload,
+                   Completion* completion) override;
+  void close(bool force) override;
+  bool failed() const override { return failed_.load(std::memory_order_acquire); }
+  std::string description() const override { return description_; }
+
+  UcxWorker& worker() const { return *worker_; }
+  // REQUIRES: the worker's mutex. Called by a UcxRemoteKey being destroyed.
+  void forgetKeyLocked(UcxRemoteKey* key) { keys_.erase(key); }
+
+ private:
+  UcxEndpoint(std::shared_ptr<UcxWorker> worker, EndpointErrorHandler onError);
+  Status open(std::span<const std::uint8_t> peerAddress);
+
+  static void onUcxError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  // REQUIRES: the worker's mutex. Non-OK when nothing may be posted now.
+  Status checkPostableLocked(const char* what) const;
+  // REQUIRES: the worker's mutex. Validates `op`; returns its UCX key.
+  Result<ucp_rkey_h> checkRmaLocked(const RmaOp& op, const char* what) const;
+  void postRma(const RmaOp& op, Completion* completion, UcxOp kind);
+  void closeLocked(std::unique_lock<std::mutex>& lock, bool force);
+
+  std::shared_ptr<UcxWorker> worker_;
+  EndpointErrorHandler onError_;
+  std::string description_;             // set once in open()
+  std::atomic<bool> failed_{false};
+  // Guarded by the worker's mutex:
+  ucp_ep_h ep_ = nullptr;
+  bool closed_ = false;
+  Status failure_;
+  PendingRequests pending_;
+  std::unordered_set<UcxRemoteKey*> keys_;
+};
+
+}  // namespace kvx::engine::ucx

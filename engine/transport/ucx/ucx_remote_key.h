@@ -1,0 +1,73 @@
+#pragma once
+
+// Remote keys: the packed form kvx publishes for a UcxMemory, and UcxRemoteKey, a peer's key
+// unpacked (ucp_ep_rkey_unpack) for one endpoint.
+//
+// Packed form (native byte order, like UCX's own packed key inside it):
+//   u32 magic "KVXR" | u16 version | u16 UCX key length | u64 region address |
+//   u64 region length | UCX key bytes | u64 FNV-1a of everything before.
+// UCX's unpack trusts its input (it takes no length), so the frame and checksum are checked
+// first: garbage is rejected with an error instead of being parsed. The region bounds let
+// put/get reject an out-of-range remote address before UCX sees it.
+//
+// Lifetime: a UcxRemoteKey holds its endpoint; Endpoint::close() destroys the UCX key of
+// every key still alive (UCX requires keys to go before their endpoint), after which the
+// object is inert and only frees itself.
+
+#include <ucp/api/ucp.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/transport/endpoint.h"
+#include "kvx/result.h"
+
+namespace kvx::engine::ucx {
+
+class UcxEndpoint;
+
+struct PackedRemoteKey {
+  std::uint64_t address = 0;
+  std::uint64_t length = 0;
+  std::span<const std::uint8_t> ucxKey;  // points into the parsed buffer
+};
+
+std::vector<std::uint8_t> packRemoteKey(std::uint64_t address, std::uint64_t length,
+                                        std::span<const std::uint8_t> ucxKey);
+// INVALID_ARGUMENT, naming what is wrong, unless `packed` is a well-formed packed key.
+Result<PackedRemoteKey> parseRemoteKey(std::span<const std::uint8_t> packed);
+
+class UcxRemoteKey final : public RemoteKey {
+ public:
+  // REQUIRES: the transport's lock is held (by the endpoint that unpacks).
+  UcxRemoteKey(std::shared_ptr<UcxEndpoint> endpoint, ucp_rkey_h handle,
+               const PackedRemoteKey& packed)
+      : endpoint_(std::move(endpoint)),
+        handle_(handle),
+        address_(packed.address),
+        length_(packed.length) {}
+  ~UcxRemoteKey() override;
+
+  const UcxEndpoint* endpoint() const { return endpoint_.get(); }
+  // REQUIRES: the transport's lock. Null once the endpoint was closed.
+  ucp_rkey_h handleLocked() const { return handle_; }
+  // REQUIRES: the transport's lock. Destroys the UCX key (endpoint closing).
+  void releaseLocked();
+  // True when [address, address + length) lies inside the peer's region.
+  bool covers(std::uint64_t address, std::uint64_t length) const {
+    return address >= address_ && address - address_ <= length_ &&
+           length <= length_ - (address - address_);
+  }
+  std::uint64_t regionAddress() const { return address_; }
+  std::uint64_t regionLength() const { return length_; }
+
+ private:
+  std::shared_ptr<UcxEndpoint> endpoint_;
+  ucp_rkey_h handle_;  // guarded by the transport's lock
+  std::uint64_t address_;
+  std::uint64_t length_;
+};
+
+}  // namespace kvx::engine::ucx

@@ -1,0 +1,52 @@
+#include "engine/transport/ucx/ucx_transport.h"
+
+#include "engine/transport/ucx/ucx_context.h"
+#include "engine/transport/ucx/ucx_endpoint.h"
+#include "engine/transport/ucx/ucx_memory.h"
+#include "engine/transport/ucx/ucx_transport_factory.h"
+
+namespace kvx::engine::ucx {
+
+bool UcxTransport::supportsMemoryKind(MemoryKind kind) const {
+  switch (kind) {
+    case MemoryKind::kHost: return true;
+    case MemoryKind::kCuda: return worker_->context().supportsCuda();
+  }
+  return false;
+}
+
+Result<std::unique_ptr<TransportMemory>> UcxTransport::registerMemory(void* address,
+                                                                      std::uint64_t length,
+                                                                      MemoryKind kind, int) {
+  KVX_ASSIGN_OR_RETURN(std::unique_ptr<UcxMemory> memory,
+                       UcxMemory::registerRegion(worker_, address, length, kind));
+  return std::unique_ptr<TransportMemory>(std::move(memory));
+}
+
+Result<std::unique_ptr<TransportMemory>> UcxTransport::allocateMemory(std::uint64_t length,
+                                                                      MemoryKind kind, int) {
+  KVX_ASSIGN_OR_RETURN(std::unique_ptr<UcxMemory> memory,
+                       UcxMemory::allocate(worker_, length, kind));
+  return std::unique_ptr<TransportMemory>(std::move(memory));
+}
+
+Result<std::shared_ptr<Endpoint>> UcxTransport::connect(std::span<const std::uint8_t> peerAddress,
+                                                        EndpointErrorHandler onError) {
+  KVX_ASSIGN_OR_RETURN(std::shared_ptr<UcxEndpoint> endpoint,
+                       UcxEndpoint::connect(worker_, peerAddress, std::move(onError)));
+  return std::shared_ptr<Endpoint>(std::move(endpoint));
+}
+
+void UcxTransport::setMessageHandler(MessageHandler handler) {
+  worker_->setMessageHandler(std::move(handler));
+}
+
+Result<std::unique_ptr<Transport>> createUcxTransport(const TransportOptions& options) {
+  KVX_ASSIGN_OR_RETURN(std::shared_ptr<UcxContext> context, UcxContext::create(options));
+  const std::string name = options.agentName.empty() ? "kvx" : options.agentName;
+  KVX_ASSIGN_OR_RETURN(std::shared_ptr<UcxWorker> worker,
+                       UcxWorker::create(std::move(context), name));
+  return std::unique_ptr<Transport>(std::make_unique<UcxTransport>(std::move(worker)));
+}
+
+}  // namespace kvx::engine::ucx

@@ -1,0 +1,118 @@
+#include "engine/transport/ucx/ucx_worker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "engine/transport/ucx/ucx_status.h"
+
+namespace kvx::engine::ucx {
+namespace {
+
+// Rounds of ucp_worker_progress per progress() call: enough to drain a burst of completions,
+// few enough that one call never monopolises the lock.
+constexpr int kProgressRounds = 16;
+// How long progressUntil() sleeps, lock released, when UCX had nothing to do.
+constexpr auto kIdleBackoff = std::chrono::microseconds(50);
+
+}  // namespace
+
+Result<std::shared_ptr<UcxWorker>> UcxWorker::create(std::shared_ptr<UcxContext> context,
+                                                    std::string agentName) {
+  std::shared_ptr<UcxWorker> worker(new UcxWorker(std::move(context), std::move(agentName)));
+  KVX_RETURN_IF_ERROR(worker->init());
+  return worker;
+}
+
+UcxWorker::UcxWorker(std::shared_ptr<UcxContext> context, std::string agentName)
+    : context_(std::move(context)), agentName_(agentName), receiver_(std::move(agentName)) {}
+
+Status UcxWorker::init() {
+  ucp_worker_params_t params{};
+  params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  ucs_status_t status = ucp_worker_create(context_->handle(), &params, &worker_);
+  if (status != UCS_OK) {
+    worker_ = nullptr;
+    return fromUcs(status, "ucp_worker_create");
+  }
+  status = ucp_worker_get_efd(worker_, &eventFd_);
+  if (status != UCS_OK) return fromUcs(status, "ucp_worker_get_efd");
+
+  ucp_address_t* address = nullptr;
+  std::size_t length = 0;
+  status = ucp_worker_get_address(worker_, &address, &length);
+  if (status != UCS_OK) return fromUcs(status, "ucp_worker_get_address");
+  const auto* bytes = reinterpret_cast<const std::uint8_t*>(address);
+  address_.assign(bytes, bytes + length);
+  ucp_worker_release_address(worker_, address);
+
+  return receiver_.install(worker_);
+}
+
+UcxWorker::~UcxWorker() {
+  if (worker_ != nullptr) ucp_worker_destroy(worker_);
+}
+
+bool UcxWorker::progress() {
+  std::vector<std::pair<EndpointErrorHandler, Status>> errors;
+  unsigned events = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int round = 0; round < kProgressRounds; ++round) {
+      const unsigned n = ucp_worker_progress(worker_);
+      events += n;
+      if (n == 0) break;
+    }
+    errors.swap(deferredErrors_);
+  }
+  for (auto& [handler, status] : errors) {
+    if (handler) handler(status);
+  }
+  return events > 0 || !errors.empty();
+}
+
+bool UcxWorker::arm() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!deferredErrors_.empty()) return false;
+  const ucs_status_t status = ucp_worker_arm(worker_);
+  if (status == UCS_OK) return true;
+  if (status != UCS_ERR_BUSY) {
+    spdlog::warn("{}: {}", agentName_, fromUcs(status, "ucp_worker_arm").toString());
+  }
+  return false;
+}
+
+void UcxWorker::signal() {
+  const ucs_status_t status = ucp_worker_signal(worker_);
+  if (status != UCS_OK) {
+    spdlog::warn("{}: {}", agentName_, fromUcs(status, "ucp_worker_signal").toString());
+  }
+}
+
+void UcxWorker::setMessageHandler(MessageHandler handler) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  receiver_.setHandler(std::move(handler));
+}
+
+bool UcxWorker::progressUntil(std::unique_lock<std::mutex>& lock,
+                              const std::function<bool()>& done,
+                              std::chrono::steady_clock::time_point deadline) {
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (ucp_worker_progress(worker_) == 0) {
+      lock.unlock();
+      std::this_thread::sleep_for(kIdleBackoff);
+      lock.lock();
+    }
+  }
+  return true;
+}
+
+void UcxWorker::deferErrorLocked(EndpointErrorHandler handler, Status status) {
+  deferredErrors_.emplace_back(std::move(handler), std::move(status));
+  // Wake a driver sleeping on the event fd so that the handler runs soon.
+  ucp_worker_signal(worker_);
+}
+
+}  // namespace kvx::engine::ucx

@@ -1,0 +1,83 @@
+#pragma once
+
+// UcxWorker: one ucp_worker (UCX's progress engine and communication resources) with the
+// lock that serialises every UCX call of one transport.
+//
+// Thread mode: the worker is created UCS_THREAD_MODE_SERIALIZED ("many threads, one at a
+// time") and guarded by mutex(). Completion callbacks must run under the transport's lock
+// anyway (completion.h), and the endpoint/key/request bookkeeping needs a lock of its own, so
+// one kvx mutex around UCX gives a single lock order and no second lock inside UCX
+// (UCS_THREAD_MODE_MULTI would add a UCX-internal lock under ours on every call).
+// ucp_worker_signal() is the exception: UCX makes it safe from any thread, so wake() never
+// waits for a long progress() or close().
+//
+// Ownership: shared by the transport, its endpoints, remote keys and memory registrations,
+// so that none of them can outlive the UCX objects it uses.
+
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/transport/transport.h"
+#include "engine/transport/ucx/ucx_context.h"
+#include "engine/transport/ucx/ucx_message_receiver.h"
+#include "kvx/result.h"
+
+namespace kvx::engine::ucx {
+
+class UcxWorker {
+ public:
+  static Result<std::shared_ptr<UcxWorker>> create(std::shared_ptr<UcxContext> context,
+                                                  std::string agentName);
+  ~UcxWorker();
+  UcxWorker(const UcxWorker&) = delete;
+  UcxWorker& operator=(const UcxWorker&) = delete;
+
+  std::mutex& mutex() const { return mutex_; }
+  ucp_worker_h handle() const { return worker_; }
+  const UcxContext& context() const { return *context_; }
+  const std::string& agentName() const { return agentName_; }
+  const std::vector<std::uint8_t>& address() const { return address_; }
+  int eventFd() const { return eventFd_; }
+
+  // Makes what progress UCX can make now (bounded rounds of ucp_worker_progress), then runs
+  // the endpoint error handlers queued meanwhile, outside the lock. Takes the lock.
+  bool progress();
+  // ucp_worker_arm: true when the event fd may be slept on. Takes the lock.
+  bool arm();
+  // ucp_worker_signal: any thread, no lock.
+  void signal();
+  // Takes the lock.
+  void setMessageHandler(MessageHandler handler);
+
+  // REQUIRES: mutex() held by `lock`. Progresses until `done()` or `deadline`, releasing the
+  // lock while UCX has nothing to do so that other threads are not shut out. Returns done().
+  bool progressUntil(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done,
+                     std::chrono::steady_clock::time_point deadline);
+
+  // REQUIRES: mutex() held. Queues `handler(status)` for the next progress() to run outside
+  // the lock (UCX calls endpoint error callbacks from deep inside its progress).
+  void deferErrorLocked(EndpointErrorHandler handler, Status status);
+
+ private:
+  UcxWorker(std::shared_ptr<UcxContext> context, std::string agentName);
+  Status init();
+
+  std::shared_ptr<UcxContext> context_;
+  std::string agentName_;
+  mutable std::mutex mutex_;
+  ucp_worker_h worker_ = nullptr;
+  int eventFd_ = -1;
+  std::vector<std::uint8_t> address_;
+  UcxMessageReceiver receiver_;  // guarded by mutex_
+  std::vector<std::pair<EndpointErrorHandler, Status>> deferredErrors_;  // guarded by mutex_
+};
+
+}  // namespace kvx::engine::ucx

@@ -1,0 +1,28 @@
+// kvx-test-labels: unit
+#include <catch2/catch.hpp>
+
+#include "engine/notify/notification_header.h"
+
+using namespace kvx;
+using namespace kvx::engine;
+
+TEST_CASE("notification header round trip", "[notify]") {
+  auto header = encodeNotificationHeader("prefill-0");
+  auto name = decodeNotificationHeader(header);
+  REQUIRE(name.isOk());
+  CHECK(*name == "prefill-0");
+}
+
+TEST_CASE("malformed notification headers are rejected", "[notify]") {
+  auto header = encodeNotificationHeader("decode");
+  CHECK(decodeNotificationHeader({header.data(), 3}).status().code() == StatusCode::kProtocolError);
+  auto truncated = header;
+  truncated.pop_back();
+  CHECK(decodeNotificationHeader(truncated).status().code() == StatusCode::kProtocolError);
+  auto longer = header;
+  longer.push_back('x');
+  CHECK(decodeNotificationHeader(longer).status().code() == StatusCode::kProtocolError);
+  auto wrongKind = header;
+  wrongKind[1] = 9;
+  CHECK(decodeNotificationHeader(wrongKind).status().code() == StatusCode::kProtocolError);
+}
