@@ -4,6 +4,7 @@
 #include <mutex>
 #include <string>
 
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 namespace kvx::agent {
@@ -11,6 +12,8 @@ namespace kvx::agent {
 void configureLogging() {
   static std::once_flag once;
   std::call_once(once, [] {
+    // Logs go to stderr: stdout belongs to the program that links kvx.
+    spdlog::set_default_logger(spdlog::stderr_color_mt("kvx"));
     spdlog::set_pattern("[%H:%M:%S.%e] [%n] [%^%l%$] %v");
     const char* level = std::getenv("KVX_LOG_LEVEL");
     if (level == nullptr || *level == '\0') {

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs dependencies, configures and builds kvx.
+#   scripts/build.sh [BUILD_DIR] [extra cmake args...]
+# BUILD_DIR defaults to build/. KVX_BUILD_TYPE picks the CMake build type (RelWithDebInfo).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build_dir=${1:-$root/build}
+shift || true
+
+"$root/scripts/install-deps.sh"
+cmake -S "$root" -B "$build_dir" -G Ninja \
+  -DCMAKE_BUILD_TYPE="${KVX_BUILD_TYPE:-RelWithDebInfo}" -DKVX_WERROR=ON "$@"
+cmake --build "$build_dir" -j "$(nproc)"
