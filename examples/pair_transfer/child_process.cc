@@ -13,11 +13,16 @@
 namespace pair_transfer {
 
 kvx::Result<ChildProcess> ChildProcess::spawnSelf(const std::vector<std::string>& args) {
+  return spawn("/proc/self/exe", args);
+}
+
+kvx::Result<ChildProcess> ChildProcess::spawn(const std::string& path,
+                                              const std::vector<std::string>& args) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return kvx::internalError(std::string("pipe failed: ") + std::strerror(errno));
   }
-  std::vector<std::string> argv{"/proc/self/exe"};
+  std::vector<std::string> argv{path};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
@@ -26,7 +31,7 @@ kvx::Result<ChildProcess> ChildProcess::spawnSelf(const std::vector<std::string>
   if (pid < 0) return kvx::internalError(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
     ::dup2(fds[1], STDOUT_FILENO);
-    ::execv("/proc/self/exe", cargv.data());
+    ::execv(path.c_str(), cargv.data());
     _exit(127);
   }
   ::close(fds[1]);

@@ -17,6 +17,9 @@ class ChildProcess {
  public:
   // Starts /proc/self/exe with `args` (argv[1..]).
   static kvx::Result<ChildProcess> spawnSelf(const std::vector<std::string>& args);
+  // Starts the program at `path` with `args` (argv[1..]).
+  static kvx::Result<ChildProcess> spawn(const std::string& path,
+                                         const std::vector<std::string>& args);
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&&) = delete;
   // Kills the child if it is still running.
