@@ -41,6 +41,22 @@ bool InprocEndpoint::rejectIfUnusable(Completion* completion) {
 
 void InprocEndpoint::copy(const RmaOp& op, bool toRemote, Completion* completion) {
   if (rejectIfUnusable(completion)) return;
+  if (op.length == 0 || op.localAddress == nullptr || op.localMemory == nullptr) {
+    completion->onComplete(invalidArgument(
+        "inproc operation needs a local buffer, its registration and a non-zero length (got " +
+        std::to_string(op.length) + " bytes at " + (op.localAddress ? "an address" : "null") +
+        ")"));
+    return;
+  }
+  const auto local = reinterpret_cast<std::uint64_t>(op.localAddress);
+  const auto base = reinterpret_cast<std::uint64_t>(op.localMemory->address());
+  if (local < base || op.length > op.localMemory->length() ||
+      local - base > op.localMemory->length() - op.length) {
+    completion->onComplete(invalidArgument("local range [" + std::to_string(local) + "+" +
+                                           std::to_string(op.length) +
+                                           ") is outside its registration"));
+    return;
+  }
   const auto* key = dynamic_cast<const InprocRemoteKey*>(op.remoteKey);
   if (key == nullptr) {
     completion->onComplete(invalidArgument("remote key is not an inproc key"));
