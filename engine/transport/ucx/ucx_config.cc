@@ -41,9 +41,6 @@ Result<std::string> tlsFromOptions(const std::string& transports) {
     if (name == "shm") {
       appendUnique(tls, "sm");
       appendUnique(tls, "self");
-    } else if (name == "tcp") {
-      appendUnique(tls, "tcp");
-      appendUnique(tls, "self");
     } else if (isTransportName(name)) {
       appendUnique(tls, name);
     } else {
@@ -117,8 +114,8 @@ Result<UcxConfigPtr> makeUcxConfig(const std::vector<UcxSetting>& settings) {
   for (const UcxSetting& s : settings) {
     status = ucp_config_modify(config.get(), s.key.c_str(), s.value.c_str());
     if (status != UCS_OK) {
-      return fromUcs(status, "ucp_config_modify " + s.key + "=" + s.value +
-                                 " (set " + s.envName + " to override)");
+      return fromUcs(status, "ucp_config_modify " + s.key + "=" + s.value + " (set " + s.envName +
+                                 " to override)");
     }
   }
   return config;

@@ -6,10 +6,11 @@
 // that variable, the user's value wins and kvx leaves the setting alone.
 //
 // Defaults (see /work/shared/UCX-NOTES.md for the measurements behind them):
-//   UCX_TLS               from options.transports: "shm" = "sm,self", "tcp" = "tcp,self",
-//                         other names pass through; comma lists are joined. Empty: UCX's
-//                         own default (all transports). "self" serves a transport that
-//                         connects to its own address without a socket or a segment.
+//   UCX_TLS               from options.transports: "shm" = "sm,self", "tcp" = "tcp", other
+//                         names pass through; comma lists are joined. Empty: UCX's own
+//                         default (all transports). A transport connecting to its own address
+//                         works without "self", and with UCP_ERR_HANDLING_MODE_PEER UCX never
+//                         selects "self" anyway (measured: the lane is tcp/lo or sysv/posix).
 //   UCX_NET_DEVICES       from options.netDevices when not empty (pin "lo" or a NIC, else
 //                         UCX advertises every interface's address).
 //   UCX_TCP_TX_SEG_SIZE   256K   } 3.7 GB/s instead of ~0.7 GB/s on tcp; only when tcp is
@@ -45,7 +46,7 @@ Result<std::vector<UcxSetting>> computeUcxSettings(const TransportOptions& optio
 // The same, looked up in the real environment.
 Result<std::vector<UcxSetting>> computeUcxSettings(const TransportOptions& options);
 
-// "TLS=tcp,self TX_SEG_SIZE=256K ...", for the log line at startup.
+// "UCX_TLS=tcp UCX_TCP_TX_SEG_SIZE=256K ...", for the log line at startup.
 std::string describeSettings(const std::vector<UcxSetting>& settings);
 
 struct UcxConfigDeleter {

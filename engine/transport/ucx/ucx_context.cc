@@ -38,8 +38,8 @@ Result<std::shared_ptr<UcxContext>> UcxContext::create(const TransportOptions& o
   unsigned major = 0, minor = 0, release = 0;
   ucp_get_version(&major, &minor, &release);
   spdlog::info("{}: UCX {}.{}.{} context ({}), CUDA memory {}",
-               options.agentName.empty() ? "kvx" : options.agentName, major, minor,
-               release, describeSettings(settings), cuda ? "supported" : "not supported");
+               options.agentName.empty() ? "kvx" : options.agentName, major, minor, release,
+               describeSettings(settings), cuda ? "supported" : "not supported");
   return std::shared_ptr<UcxContext>(new UcxContext(context, cuda));
 }
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "engine/transport/ucx/ucx_endpoint_info.h"
+#include "engine/transport/ucx/ucx_frame.h"
 #include "engine/transport/ucx/ucx_memory.h"
 #include "engine/transport/ucx/ucx_message_receiver.h"
 #include "engine/transport/ucx/ucx_remote_key.h"
@@ -34,24 +35,25 @@ ucp_request_param_t sendParam() {
 
 }  // namespace
 
-Result<std::shared_ptr<UcxEndpoint>> UcxEndpoint::connect(
-    std::shared_ptr<UcxWorker> worker, std::span<const std::uint8_t> peerAddress,
-    EndpointErrorHandler onError) {
-  if (peerAddress.empty()) return invalidArgument("connect: the peer's UCX address is empty");
+Result<std::shared_ptr<UcxEndpoint>> UcxEndpoint::connect(std::shared_ptr<UcxWorker> worker,
+                                                          std::span<const std::uint8_t> peerAddress,
+                                                          EndpointErrorHandler onError) {
+  KVX_ASSIGN_OR_RETURN(std::span<const std::uint8_t> ucxAddress,
+                       unframe(kAddressMagic, peerAddress, "peer transport address"));
   std::shared_ptr<UcxEndpoint> endpoint(new UcxEndpoint(std::move(worker), std::move(onError)));
-  KVX_RETURN_IF_ERROR(endpoint->open(peerAddress));
+  KVX_RETURN_IF_ERROR(endpoint->open(ucxAddress));
   return endpoint;
 }
 
 UcxEndpoint::UcxEndpoint(std::shared_ptr<UcxWorker> worker, EndpointErrorHandler onError)
     : worker_(std::move(worker)), onError_(std::move(onError)) {}
 
-Status UcxEndpoint::open(std::span<const std::uint8_t> peerAddress) {
+Status UcxEndpoint::open(std::span<const std::uint8_t> ucxAddress) {
   std::lock_guard<std::mutex> lock(worker_->mutex());
   ucp_ep_params_t params{};
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  params.address = reinterpret_cast<const ucp_address_t*>(peerAddress.data());
+  params.address = reinterpret_cast<const ucp_address_t*>(ucxAddress.data());
   params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   params.err_handler.cb = &UcxEndpoint::onUcxError;
   params.err_handler.arg = this;
@@ -59,8 +61,8 @@ Status UcxEndpoint::open(std::span<const std::uint8_t> peerAddress) {
   if (status != UCS_OK) {
     ep_ = nullptr;
     closed_ = true;
-    return fromUcs(status, "ucp_ep_create to a " + std::to_string(peerAddress.size()) +
-                               "-byte peer address");
+    return fromUcs(status, "ucp_ep_create to a " + std::to_string(ucxAddress.size()) +
+                               "-byte peer worker address");
   }
   description_ = describeEndpoint(ep_);
   spdlog::info("{}: UCX endpoint connected over {}", worker_->agentName(), description_);
@@ -74,8 +76,8 @@ UcxEndpoint::~UcxEndpoint() {
 
 void UcxEndpoint::onUcxError(void* arg, ucp_ep_h, ucs_status_t status) {
   auto* self = static_cast<UcxEndpoint*>(arg);
-  self->failure_ = fromUcs(status, self->worker_->agentName() + ": UCX endpoint over " +
-                                       self->description_ + " failed");
+  self->failure_ = fromUcs(
+      status, self->worker_->agentName() + ": UCX endpoint over " + self->description_ + " failed");
   self->failed_.store(true, std::memory_order_release);
   spdlog::warn("{}", self->failure_.toString());
   if (!self->closed_) self->worker_->deferErrorLocked(self->onError_, self->failure_);
@@ -112,8 +114,8 @@ Result<ucp_rkey_h> UcxEndpoint::checkRmaLocked(const RmaOp& op, const char* what
   }
   if (!key->covers(op.remoteAddress, op.length)) {
     return invalidArgument(describeOp(op, what) + ": the remote range is outside the peer's " +
-                           "region (address " + std::to_string(key->regionAddress()) +
-                           ", length " + std::to_string(key->regionLength()) + ")");
+                           "region (address " + std::to_string(key->regionAddress()) + ", length " +
+                           std::to_string(key->regionLength()) + ")");
   }
   return key->handleLocked();
 }
@@ -152,7 +154,8 @@ void UcxEndpoint::postRma(const RmaOp& op, Completion* completion, UcxOp kind) {
       kind == UcxOp::kPut
           ? ucp_put_nbx(ep_, op.localAddress, op.length, op.remoteAddress, *rkey, &param)
           : ucp_get_nbx(ep_, op.localAddress, op.length, op.remoteAddress, *rkey, &param);
-  finishPost(result, completion, kind, pending_, kind == UcxOp::kPut ? "ucp_put_nbx" : "ucp_get_nbx");
+  finishPost(result, completion, kind, pending_,
+             kind == UcxOp::kPut ? "ucp_put_nbx" : "ucp_get_nbx");
 }
 
 void UcxEndpoint::flush(Completion* completion) {
@@ -201,8 +204,8 @@ void UcxEndpoint::closeLocked(std::unique_lock<std::mutex>& lock, bool force) {
     if (!done) {
       spdlog::warn("{}: closing the UCX endpoint over {} did not finish within {} s",
                    worker_->agentName(), description_,
-                   std::chrono::duration_cast<std::chrono::seconds>(
-                       forced ? kForceCloseTimeout : kGracefulCloseTimeout)
+                   std::chrono::duration_cast<std::chrono::seconds>(forced ? kForceCloseTimeout
+                                                                           : kGracefulCloseTimeout)
                        .count());
     }
     // Frees it now, or (still in progress) when UCX completes it.
@@ -213,7 +216,8 @@ void UcxEndpoint::closeLocked(std::unique_lock<std::mutex>& lock, bool force) {
   }
   // A forced close cancels the requests in flight; UCX may report some of them only from
   // its next progress.
-  worker_->progressUntil(lock, [&] { return pending_.empty(); }, deadline);
+  worker_->progressUntil(
+      lock, [&] { return pending_.empty(); }, deadline);
   if (!pending_.empty()) {
     const std::string why = "UCX endpoint over " + description_ + " closed with " +
                             std::to_string(pending_.size()) + " operation(s) in flight";

@@ -1,6 +1,6 @@
 #pragma once
 
-// UcxEndpoint: a ucp_ep to a peer's worker, created from the peer's worker address with
+// UcxEndpoint: a ucp_ep to a peer's worker, created from the peer's (framed) worker address with
 // UCP_ERR_HANDLING_MODE_PEER so that a dead peer fails its operations instead of hanging.
 //
 // Operations: put/get are ucp_put_nbx/ucp_get_nbx, flush is ucp_ep_flush_nbx, sendMessage is
@@ -14,10 +14,17 @@
 // EndpointErrorHandler runs from the next progress(), outside the lock.
 //
 // close(force): destroys the live remote keys, then ucp_ep_close_nbx (FORCE when `force` or
-// when the peer failed; otherwise flush-then-close, which needs the peer to progress) and
+// when the peer failed; otherwise flush-then-close, which waits for the operations in
+// flight and so for the peer to progress) and
 // progresses the worker until the close request completes or a deadline passes (2 s forced,
 // 5 s graceful). Requests UCX has not completed by then are completed here with CANCELLED
 // (forced) or TIMED_OUT (graceful) and detached, so a late UCX callback only frees them.
+//
+// Use force only to abandon a peer: when the peer also connected back to this transport, UCX
+// pairs the two endpoints into one connection, and a forced close leaves the peer's endpoint
+// to us hanging with no error until UCX's keepalive notices (~20 s on tcp, measured). A
+// graceful close leaves the peer's endpoint working. Destroying an endpoint that is still
+// open closes it gracefully (close(false)).
 //
 // Thread safety: every member may be called from any thread; all state is guarded by the
 // worker's mutex.
@@ -46,8 +53,7 @@ class UcxEndpoint final : public Endpoint, public std::enable_shared_from_this<U
                                                       EndpointErrorHandler onError);
   ~UcxEndpoint() override;
 
-  Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(
-      std::span<const std::uint8_t> packed) override;
+  Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(std::span<const std::uint8_t> packed) override;
   void put(const RmaOp& op, Completion* completion) override;
   void get(const RmaOp& op, Completion* completion) override;
   void flush(Completion* completion) override;
@@ -63,7 +69,8 @@ class UcxEndpoint final : public Endpoint, public std::enable_shared_from_this<U
 
  private:
   UcxEndpoint(std::shared_ptr<UcxWorker> worker, EndpointErrorHandler onError);
-  Status open(std::span<const std::uint8_t> peerAddress);
+  // `ucxAddress`: the peer's worker address, already taken out of its frame.
+  Status open(std::span<const std::uint8_t> ucxAddress);
 
   static void onUcxError(void* arg, ucp_ep_h ep, ucs_status_t status);
   // REQUIRES: the worker's mutex. Non-OK when nothing may be posted now.
@@ -75,7 +82,7 @@ class UcxEndpoint final : public Endpoint, public std::enable_shared_from_this<U
 
   std::shared_ptr<UcxWorker> worker_;
   EndpointErrorHandler onError_;
-  std::string description_;             // set once in open()
+  std::string description_;  // set once in open()
   std::atomic<bool> failed_{false};
   // Guarded by the worker's mutex:
   ucp_ep_h ep_ = nullptr;

@@ -14,8 +14,9 @@ std::string_view stripPathIndex(std::string_view resource) {
   const std::size_t dot = resource.rfind('.');
   if (dot == std::string_view::npos || dot + 1 == resource.size()) return resource;
   const std::string_view suffix = resource.substr(dot + 1);
-  const bool digits = std::all_of(suffix.begin(), suffix.end(),
-                                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  const bool digits = std::all_of(suffix.begin(), suffix.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
   return digits ? resource.substr(0, dot) : resource;
 }
 
@@ -35,9 +36,8 @@ std::string summarizeLanes(std::string_view printInfo) {
     }
     if (pos < printInfo.size() && printInfo[pos] == ':') ++pos;
     const std::size_t end = printInfo.find_first_of(" \t\n", pos);
-    std::string_view resource = printInfo.substr(pos, end == std::string_view::npos
-                                                          ? std::string_view::npos
-                                                          : end - pos);
+    std::string_view resource =
+        printInfo.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
     if (resource.find('/') == std::string_view::npos) continue;
     std::string lane(stripPathIndex(resource));
     if (std::find(lanes.begin(), lanes.end(), lane) == lanes.end()) lanes.push_back(lane);

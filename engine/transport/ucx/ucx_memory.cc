@@ -11,8 +11,7 @@ namespace {
 
 std::string describeRange(const void* address, std::uint64_t length) {
   char text[64];
-  std::snprintf(text, sizeof(text), "[%p+%llu)", address,
-                static_cast<unsigned long long>(length));
+  std::snprintf(text, sizeof(text), "[%p+%llu)", address, static_cast<unsigned long long>(length));
   return text;
 }
 
@@ -23,18 +22,16 @@ Status checkKind(const UcxWorker& worker, MemoryKind kind, const std::string& wh
                          "UCX was built without it (ucp_context_query reports host memory only)");
   }
   if (kind == MemoryKind::kCuda) return Status::ok();
-  return invalidArgument(what + ": unknown memory kind " +
-                         std::to_string(static_cast<int>(kind)));
+  return invalidArgument(what + ": unknown memory kind " + std::to_string(static_cast<int>(kind)));
 }
 
 }  // namespace
 
 Result<std::unique_ptr<UcxMemory>> UcxMemory::registerRegion(std::shared_ptr<UcxWorker> worker,
-                                                             void* address,
-                                                             std::uint64_t length,
+                                                             void* address, std::uint64_t length,
                                                              MemoryKind kind) {
-  const std::string what = "register " + std::string(toString(kind)) + " memory " +
-                           describeRange(address, length);
+  const std::string what =
+      "register " + std::string(toString(kind)) + " memory " + describeRange(address, length);
   if (address == nullptr) return invalidArgument(what + ": the address is null");
   if (length == 0) return invalidArgument(what + ": the length is zero");
   KVX_RETURN_IF_ERROR(checkKind(*worker, kind, what));
@@ -45,8 +42,8 @@ Result<std::unique_ptr<UcxMemory>> UcxMemory::registerRegion(std::shared_ptr<Ucx
 
 Result<std::unique_ptr<UcxMemory>> UcxMemory::allocate(std::shared_ptr<UcxWorker> worker,
                                                        std::uint64_t length, MemoryKind kind) {
-  const std::string what = "allocate " + std::to_string(length) + " bytes of " +
-                           std::string(toString(kind)) + " memory";
+  const std::string what =
+      "allocate " + std::to_string(length) + " bytes of " + std::string(toString(kind)) + " memory";
   if (length == 0) return invalidArgument(what + ": the length is zero");
   KVX_RETURN_IF_ERROR(checkKind(*worker, kind, what));
   std::unique_ptr<UcxMemory> memory(new UcxMemory(std::move(worker), kind));
@@ -89,9 +86,9 @@ Status UcxMemory::map(void* address, std::uint64_t length, bool allocate) {
   std::size_t rkeyLength = 0;
   status = ucp_rkey_pack(context, memh_, &rkey, &rkeyLength);
   if (status != UCS_OK) return fromUcs(status, "ucp_rkey_pack");
-  packedKey_ = packRemoteKey(reinterpret_cast<std::uint64_t>(address_), length_,
-                             std::span<const std::uint8_t>(static_cast<std::uint8_t*>(rkey),
-                                                           rkeyLength));
+  packedKey_ =
+      packRemoteKey(reinterpret_cast<std::uint64_t>(address_), length_,
+                    std::span<const std::uint8_t>(static_cast<std::uint8_t*>(rkey), rkeyLength));
   ucp_rkey_buffer_release(rkey);
   return Status::ok();
 }

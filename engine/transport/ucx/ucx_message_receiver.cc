@@ -25,13 +25,12 @@ Status UcxMessageReceiver::install(ucp_worker_h worker) {
   param.flags = UCP_AM_FLAG_WHOLE_MSG;
   param.cb = &UcxMessageReceiver::onMessage;
   param.arg = this;
-  return fromUcs(ucp_worker_set_am_recv_handler(worker, &param),
-                 "ucp_worker_set_am_recv_handler");
+  return fromUcs(ucp_worker_set_am_recv_handler(worker, &param), "ucp_worker_set_am_recv_handler");
 }
 
-ucs_status_t UcxMessageReceiver::onMessage(void* arg, const void* header,
-                                           std::size_t headerLength, void* data,
-                                           std::size_t length, const ucp_am_recv_param_t* param) {
+ucs_status_t UcxMessageReceiver::onMessage(void* arg, const void* header, std::size_t headerLength,
+                                           void* data, std::size_t length,
+                                           const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxMessageReceiver*>(arg);
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) {
     return self->startRendezvous(header, headerLength, data, length);
@@ -86,8 +85,8 @@ void UcxMessageReceiver::finishRendezvous(RendezvousReceive* receive, ucs_status
   deliver(owned->header.data(), owned->header.size(), owned->payload.get(), owned->length);
 }
 
-void UcxMessageReceiver::deliver(const void* header, std::size_t headerLength,
-                                 const void* payload, std::size_t length) {
+void UcxMessageReceiver::deliver(const void* header, std::size_t headerLength, const void* payload,
+                                 std::size_t length) {
   if (!handler_) {
     spdlog::warn("{}: dropped a message ({} B header, {} B payload): no message handler set",
                  agentName_, headerLength, length);
@@ -95,7 +94,8 @@ void UcxMessageReceiver::deliver(const void* header, std::size_t headerLength,
   }
   const auto* h = static_cast<const std::uint8_t*>(header);
   const auto* p = static_cast<const std::uint8_t*>(payload);
-  handler_(std::span<const std::uint8_t>(h, headerLength), std::span<const std::uint8_t>(p, length));
+  handler_(std::span<const std::uint8_t>(h, headerLength),
+           std::span<const std::uint8_t>(p, length));
 }
 
 }  // namespace kvx::engine::ucx

@@ -49,8 +49,8 @@ class UcxMessageReceiver {
     std::size_t length;
   };
 
-  static ucs_status_t onMessage(void* arg, const void* header, std::size_t headerLength,
-                                void* data, std::size_t length, const ucp_am_recv_param_t* param);
+  static ucs_status_t onMessage(void* arg, const void* header, std::size_t headerLength, void* data,
+                                std::size_t length, const ucp_am_recv_param_t* param);
   static void onRendezvousData(void* request, ucs_status_t status, std::size_t length,
                                void* userData);
 

@@ -3,12 +3,10 @@
 // Remote keys: the packed form kvx publishes for a UcxMemory, and UcxRemoteKey, a peer's key
 // unpacked (ucp_ep_rkey_unpack) for one endpoint.
 //
-// Packed form (native byte order, like UCX's own packed key inside it):
-//   u32 magic "KVXR" | u16 version | u16 UCX key length | u64 region address |
-//   u64 region length | UCX key bytes | u64 FNV-1a of everything before.
-// UCX's unpack trusts its input (it takes no length), so the frame and checksum are checked
-// first: garbage is rejected with an error instead of being parsed. The region bounds let
-// put/get reject an out-of-range remote address before UCX sees it.
+// Packed form: a frame (ucx_frame.h) around u64 region address | u64 region length | the
+// UCX key. The frame lets garbage be rejected before UCX parses it (ucp_ep_rkey_unpack
+// takes no length); the region bounds let put/get reject an out-of-range remote address
+// before UCX sees it.
 //
 // Lifetime: a UcxRemoteKey holds its endpoint; Endpoint::close() destroys the UCX key of
 // every key still alive (UCX requires keys to go before their endpoint), after which the

@@ -78,8 +78,8 @@ void PendingRequests::failAll(const Status& status) {
   }
 }
 
-void finishPost(ucs_status_ptr_t result, Completion* completion, UcxOp op,
-                PendingRequests& pending, const char* what) {
+void finishPost(ucs_status_ptr_t result, Completion* completion, UcxOp op, PendingRequests& pending,
+                const char* what) {
   if (result == nullptr) {
     completion->onComplete(Status::ok());
   } else if (isRequest(result)) {

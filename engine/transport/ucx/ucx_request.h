@@ -63,7 +63,7 @@ class PendingRequests {
 
 // Completes `completion` for a post that returned `result` (NULL, an error or a request).
 // `what` names the operation for error messages.
-void finishPost(ucs_status_ptr_t result, Completion* completion, UcxOp op,
-                PendingRequests& pending, const char* what);
+void finishPost(ucs_status_ptr_t result, Completion* completion, UcxOp op, PendingRequests& pending,
+                const char* what);
 
 }  // namespace kvx::engine::ucx

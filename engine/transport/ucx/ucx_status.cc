@@ -9,10 +9,8 @@ bool isPeerFailure(ucs_status_t status) {
     case UCS_ERR_UNREACHABLE:
     case UCS_ERR_CONNECTION_RESET:
     case UCS_ERR_NOT_CONNECTED:
-    case UCS_ERR_REJECTED:
-      return true;
-    default:
-      break;
+    case UCS_ERR_REJECTED: return true;
+    default: break;
   }
   const int code = static_cast<int>(status);
   const bool link = code <= UCS_ERR_FIRST_LINK_FAILURE && code >= UCS_ERR_LAST_LINK_FAILURE;

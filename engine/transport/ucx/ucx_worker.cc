@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "engine/transport/ucx/ucx_frame.h"
 #include "engine/transport/ucx/ucx_status.h"
 
 namespace kvx::engine::ucx {
@@ -18,7 +19,7 @@ constexpr auto kIdleBackoff = std::chrono::microseconds(50);
 }  // namespace
 
 Result<std::shared_ptr<UcxWorker>> UcxWorker::create(std::shared_ptr<UcxContext> context,
-                                                    std::string agentName) {
+                                                     std::string agentName) {
   std::shared_ptr<UcxWorker> worker(new UcxWorker(std::move(context), std::move(agentName)));
   KVX_RETURN_IF_ERROR(worker->init());
   return worker;
@@ -43,8 +44,8 @@ Status UcxWorker::init() {
   std::size_t length = 0;
   status = ucp_worker_get_address(worker_, &address, &length);
   if (status != UCS_OK) return fromUcs(status, "ucp_worker_get_address");
-  const auto* bytes = reinterpret_cast<const std::uint8_t*>(address);
-  address_.assign(bytes, bytes + length);
+  address_ = frame(kAddressMagic, std::span<const std::uint8_t>(
+                                      reinterpret_cast<const std::uint8_t*>(address), length));
   ucp_worker_release_address(worker_, address);
 
   return receiver_.install(worker_);
@@ -95,8 +96,7 @@ void UcxWorker::setMessageHandler(MessageHandler handler) {
   receiver_.setHandler(std::move(handler));
 }
 
-bool UcxWorker::progressUntil(std::unique_lock<std::mutex>& lock,
-                              const std::function<bool()>& done,
+bool UcxWorker::progressUntil(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done,
                               std::chrono::steady_clock::time_point deadline) {
   while (!done()) {
     if (std::chrono::steady_clock::now() >= deadline) return false;

@@ -35,7 +35,7 @@ namespace kvx::engine::ucx {
 class UcxWorker {
  public:
   static Result<std::shared_ptr<UcxWorker>> create(std::shared_ptr<UcxContext> context,
-                                                  std::string agentName);
+                                                   std::string agentName);
   ~UcxWorker();
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
@@ -44,6 +44,7 @@ class UcxWorker {
   ucp_worker_h handle() const { return worker_; }
   const UcxContext& context() const { return *context_; }
   const std::string& agentName() const { return agentName_; }
+  // The worker's UCX address in a frame (ucx_frame.h): what Transport::localAddress returns.
   const std::vector<std::uint8_t>& address() const { return address_; }
   int eventFd() const { return eventFd_; }
 
@@ -76,7 +77,7 @@ class UcxWorker {
   ucp_worker_h worker_ = nullptr;
   int eventFd_ = -1;
   std::vector<std::uint8_t> address_;
-  UcxMessageReceiver receiver_;  // guarded by mutex_
+  UcxMessageReceiver receiver_;                                          // guarded by mutex_
   std::vector<std::pair<EndpointErrorHandler, Status>> deferredErrors_;  // guarded by mutex_
 };
 

@@ -3,9 +3,8 @@
 // Helpers for the transport conformance suite (transport_conformance.h): two transports in
 // one process, a progress loop with a deadline, counting completions and registered buffers.
 
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -23,9 +22,9 @@ namespace kvx::test {
 
 // What the including test file supplies: which transport, with which options.
 struct ConformanceConfig {
-  std::string transport;              // registry name: "ucx", "inproc"
-  engine::TransportOptions options;   // agentName is set per transport by the suite
-  bool detectsPeerLoss = true;        // destroying a peer transport fails our endpoint
+  std::string transport;             // registry name: "ucx", "inproc"
+  engine::TransportOptions options;  // agentName is set per transport by the suite
+  bool detectsPeerLoss = true;       // destroying a peer transport fails our endpoint
 };
 
 // Defined by the test file that includes transport_conformance.h.
@@ -141,13 +140,13 @@ class Link {
   explicit Link(std::uint64_t bufferSize = 8u << 20) {
     a = makeTransport("conformance-a");
     b = makeTransport("conformance-b");
-    b->setMessageHandler([this](std::span<const std::uint8_t> header,
-                                std::span<const std::uint8_t> payload) {
-      std::lock_guard<std::mutex> lock(messagesMutex);
-      messages.push_back({std::vector<std::uint8_t>(header.begin(), header.end()),
-                          std::vector<std::uint8_t>(payload.begin(), payload.end())});
-      if (onMessage) onMessage();
-    });
+    b->setMessageHandler(
+        [this](std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload) {
+          std::lock_guard<std::mutex> lock(messagesMutex);
+          messages.push_back({std::vector<std::uint8_t>(header.begin(), header.end()),
+                              std::vector<std::uint8_t>(payload.begin(), payload.end())});
+          if (onMessage) onMessage();
+        });
     local = registerBuffer(*a, bufferSize);
     remote = registerBuffer(*b, bufferSize);
     auto connected = a->connect(b->localAddress(), [this](const Status& status) {
@@ -214,10 +213,10 @@ class Link {
   std::unique_ptr<engine::RemoteKey> key;
 
   std::mutex messagesMutex;
-  std::vector<Message> messages;      // guarded by messagesMutex
-  std::function<void()> onMessage;    // runs inside b's progress, under messagesMutex
+  std::vector<Message> messages;    // guarded by messagesMutex
+  std::function<void()> onMessage;  // runs inside b's progress, under messagesMutex
   std::atomic<int> errorCalls{0};
-  Status endpointError;               // guarded by messagesMutex
+  Status endpointError;  // guarded by messagesMutex
 };
 
 }  // namespace conformance

@@ -1,0 +1,28 @@
+#pragma once
+
+// The frame around every blob this backend hands to a peer (worker addresses, remote keys):
+//   u32 magic | u16 version | u32 body length | body | u64 FNV-1a of everything before.
+// UCX parses its own addresses and packed keys without a length and trusts them; checking
+// the frame first turns a corrupted, truncated or foreign blob from a peer into an
+// INVALID_ARGUMENT instead of a crash inside UCX. Native byte order, like UCX's own blobs.
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "kvx/result.h"
+
+namespace kvx::engine::ucx {
+
+inline constexpr std::uint32_t kAddressMagic = 0x4158564b;    // the bytes "KVXA" (little-endian)
+inline constexpr std::uint32_t kRemoteKeyMagic = 0x5258564b;  // the bytes "KVXR"
+
+std::vector<std::uint8_t> frame(std::uint32_t magic, std::span<const std::uint8_t> body);
+
+// The body of a well-formed frame with `magic`; INVALID_ARGUMENT naming `what` otherwise.
+Result<std::span<const std::uint8_t>> unframe(std::uint32_t magic,
+                                              std::span<const std::uint8_t> framed,
+                                              std::string_view what);
+
+}  // namespace kvx::engine::ucx

@@ -1,0 +1,126 @@
+// kvx-test-labels: unit ucx
+// ucx_config: kvx's UCX defaults, and that an explicitly set UCX_* variable always wins.
+#include "engine/transport/ucx/ucx_config.h"
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+
+namespace kvx::engine::ucx {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+std::map<std::string, std::string> settingsFor(const TransportOptions& options, const Env& env) {
+  auto settings = computeUcxSettings(options, [&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+  INFO(settings.status().toString());
+  REQUIRE(settings.isOk());
+  std::map<std::string, std::string> byEnvName;
+  for (const UcxSetting& s : *settings) {
+    REQUIRE(byEnvName.count(s.envName) == 0);
+    byEnvName[s.envName] = s.value;
+  }
+  return byEnvName;
+}
+
+TransportOptions options(std::string transports, std::string netDevices = "") {
+  TransportOptions o;
+  o.transports = std::move(transports);
+  o.netDevices = std::move(netDevices);
+  return o;
+}
+
+TEST_CASE("ucx config: tcp gets kvx's segment sizes and the pinned device", "[ucx]") {
+  auto s = settingsFor(options("tcp", "lo"), {});
+  CHECK(s["UCX_TLS"] == "tcp");
+  CHECK(s["UCX_NET_DEVICES"] == "lo");
+  CHECK(s["UCX_TCP_TX_SEG_SIZE"] == "256K");
+  CHECK(s["UCX_TCP_RX_SEG_SIZE"] == "512K");
+  CHECK(s.count("UCX_MM_ERROR_HANDLING") == 0);  // no shared memory, no warning from UCX
+}
+
+TEST_CASE("ucx config: shm means sm,self with error handling on", "[ucx]") {
+  auto s = settingsFor(options("shm"), {});
+  CHECK(s["UCX_TLS"] == "sm,self");
+  CHECK(s["UCX_MM_ERROR_HANDLING"] == "y");
+  CHECK(s.count("UCX_TCP_TX_SEG_SIZE") == 0);
+  CHECK(s.count("UCX_NET_DEVICES") == 0);
+}
+
+TEST_CASE("ucx config: lists are expanded and deduplicated; empty means UCX's default", "[ucx]") {
+  CHECK(settingsFor(options("shm, tcp"), {})["UCX_TLS"] == "sm,self,tcp");
+  CHECK(settingsFor(options("sm,cma,tcp"), {})["UCX_TLS"] == "sm,cma,tcp");
+  CHECK(settingsFor(options("tcp,shm"), {})["UCX_TLS"] == "tcp,sm,self");
+  auto defaults = settingsFor(options(""), {});
+  CHECK(defaults.count("UCX_TLS") == 0);
+  CHECK(defaults["UCX_TCP_TX_SEG_SIZE"] == "256K");
+  CHECK(defaults["UCX_MM_ERROR_HANDLING"] == "y");
+}
+
+TEST_CASE("ucx config: a malformed transport list is INVALID_ARGUMENT", "[ucx]") {
+  auto settings = computeUcxSettings(options("tcp,,shm"), [](const char*) { return nullptr; });
+  REQUIRE(settings.status().code() == StatusCode::kInvalidArgument);
+  CHECK(settings.status().message().find("tcp,,shm") != std::string::npos);
+  CHECK(computeUcxSettings(options("tcp;rm -rf"), [](const char*) { return nullptr; })
+            .status()
+            .code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("ucx config: explicitly set UCX_* variables win", "[ucx]") {
+  auto s = settingsFor(options("shm", "lo"), {{"UCX_TLS", "tcp"},
+                                              {"UCX_NET_DEVICES", "eth0"},
+                                              {"UCX_TCP_RX_SEG_SIZE", "64K"},
+                                              {"UCX_MM_ERROR_HANDLING", "n"}});
+  CHECK(s.empty());  // the user's UCX_TLS=tcp also decides which defaults apply
+
+  auto mixed = settingsFor(options("tcp"), {{"UCX_TCP_TX_SEG_SIZE", "64K"}});
+  CHECK(mixed.count("UCX_TCP_TX_SEG_SIZE") == 0);
+  CHECK(mixed.count("UCX_TCP_RX_SEG_SIZE") == 0);  // the pair is the user's, not half each
+  CHECK(mixed["UCX_TLS"] == "tcp");
+}
+
+std::string printedConfig(const ucp_config_t* config) {
+  char* buffer = nullptr;
+  std::size_t size = 0;
+  FILE* stream = open_memstream(&buffer, &size);
+  REQUIRE(stream != nullptr);
+  ucp_config_print(config, stream, nullptr, UCS_CONFIG_PRINT_CONFIG);
+  std::fclose(stream);
+  std::string text(buffer, size);
+  std::free(buffer);
+  return text;
+}
+
+TEST_CASE("ucx config: the settings reach UCX and the real environment wins", "[ucx]") {
+  ::unsetenv("UCX_NET_DEVICES");
+  ::unsetenv("UCX_TLS");
+  {
+    auto settings = computeUcxSettings(options("shm", "lo"));
+    REQUIRE(settings.isOk());
+    auto config = makeUcxConfig(*settings);
+    REQUIRE(config.isOk());
+    const std::string printed = printedConfig(config->get());
+    CHECK(printed.find("UCX_TLS=sm,self") != std::string::npos);
+    CHECK(printed.find("UCX_NET_DEVICES=lo") != std::string::npos);
+  }
+  ::setenv("UCX_NET_DEVICES", "eth9", 1);
+  {
+    auto settings = computeUcxSettings(options("shm", "lo"));
+    REQUIRE(settings.isOk());
+    auto config = makeUcxConfig(*settings);
+    REQUIRE(config.isOk());
+    const std::string printed = printedConfig(config->get());
+    CHECK(printed.find("UCX_NET_DEVICES=eth9") != std::string::npos);
+    CHECK(printed.find("UCX_NET_DEVICES=lo") == std::string::npos);
+  }
+  ::unsetenv("UCX_NET_DEVICES");
+  CHECK(describeSettings({}) == "(none)");
+}
+
+}  // namespace
+}  // namespace kvx::engine::ucx
