@@ -1,0 +1,284 @@
+#include "agent/channel/control_channel.h"
+
+#include <spdlog/spdlog.h>
+
+#include <exception>
+#include <utility>
+
+#include "agent/channel/asio_status.h"
+#include "agent/channel/control_channel_impl.h"
+#include "agent/channel/host_port.h"
+#include "agent/metadata/metadata_codec.h"
+
+namespace kvx::agent::channel {
+namespace {
+
+constexpr std::uint32_t kMinFrameBytes = 4096;
+// How long stop() lets Goodbyes flush before it closes what is left.
+constexpr std::chrono::milliseconds kStopGrace{250};
+// Slack for a caller waiting on the channel thread beyond the operation's own deadline (the
+// channel thread enforces that deadline; this only matters if a handler hogs the thread).
+constexpr std::chrono::milliseconds kReplySlack{1000};
+
+using boost::asio::ip::tcp;
+
+Deadline withSlack(Deadline deadline) {
+  return deadline > Deadline::max() - kReplySlack ? Deadline::max() : deadline + kReplySlack;
+}
+
+// Checks metadata we are about to send; a violation is the caller's mistake.
+Result<std::vector<std::uint8_t>> encodeLocal(const Message& message,
+                                              const engine::PeerMetadata& local,
+                                              std::uint32_t maxFrameBytes) {
+  const Status valid = metadata::validateMetadata(local, "local metadata");
+  if (!valid.isOk()) return invalidArgument(valid.message());
+  std::vector<std::uint8_t> bytes = encodeMessage(message);
+  if (bytes.size() - kFrameHeaderBytes > maxFrameBytes) {
+    return resourceExhausted(std::string(toString(messageType(message))) + " of " +
+                             std::to_string(bytes.size() - kFrameHeaderBytes) +
+                             " bytes exceeds the " + std::to_string(maxFrameBytes) +
+                             "-byte frame limit");
+  }
+  return bytes;
+}
+
+}  // namespace
+
+ControlChannel::Impl::Impl(ChannelOptions options, ChannelHandlers handlers)
+    : options_(std::move(options)), handlers_(std::move(handlers)) {}
+
+Status ControlChannel::Impl::listen() {
+  logName_ = "control channel (connect-only)";
+  if (options_.listenAddress.empty()) return Status::ok();
+  KVX_ASSIGN_OR_RETURN(tcp::endpoint endpoint, parseHostPort(options_.listenAddress));
+  const std::string what = "cannot listen on " + options_.listenAddress;
+  boost::system::error_code error;
+  acceptor_.open(endpoint.protocol(), error);
+  if (!error) acceptor_.set_option(tcp::acceptor::reuse_address(true), error);
+  if (!error) acceptor_.bind(endpoint, error);
+  if (!error) acceptor_.listen(boost::asio::socket_base::max_listen_connections, error);
+  if (error) {
+    const StatusCode code = error == boost::asio::error::address_in_use
+                                ? StatusCode::kAlreadyExists
+                                : StatusCode::kFailedPrecondition;
+    return asioStatus(code, what, error);
+  }
+  const tcp::endpoint bound = acceptor_.local_endpoint(error);
+  if (error) return asioStatus(StatusCode::kInternal, what, error);
+  listenAddress_ = formatHostPort(bound);
+  logName_ = "control channel " + listenAddress_;
+  return Status::ok();
+}
+
+void ControlChannel::Impl::run() {
+  { std::lock_guard lock(mutex_); }  // start() publishes threadId_ under this lock
+  for (;;) {
+    try {
+      io_.run();
+      return;
+    } catch (const std::exception& e) {
+      spdlog::error("{}: unexpected exception on the channel thread: {}", logName_, e.what());
+    }
+  }
+}
+
+void ControlChannel::Impl::accept() {
+  acceptor_.async_accept([this](const boost::system::error_code& error, tcp::socket socket) {
+    if (stopping_ || error == boost::asio::error::operation_aborted) return;
+    if (error) {
+      // Typically out of file descriptors: back off instead of spinning.
+      spdlog::warn("{}: accept failed: {}", logName_, error.message());
+      acceptRetry_.expires_after(std::chrono::milliseconds(100));
+      acceptRetry_.async_wait([this](const boost::system::error_code& timerError) {
+        if (!timerError && !stopping_) accept();
+      });
+      return;
+    }
+    addLink(std::move(socket), /*inbound=*/true, Clock::now() + options_.readTimeout, nullptr, {});
+    accept();
+  });
+}
+
+void ControlChannel::Impl::startConnect(tcp::endpoint endpoint, std::vector<std::uint8_t> hello,
+                                        Deadline deadline, std::shared_ptr<MetadataSlot> slot) {
+  const std::string address = formatHostPort(endpoint);
+  if (stopping_) {
+    slot->set(cancelled("connect to " + address + ": the control channel is stopping"));
+    return;
+  }
+  const std::uint64_t id = nextId_++;
+  Attempt& attempt = attempts_[id];
+  attempt.socket = std::make_shared<tcp::socket>(io_);
+  attempt.timer = std::make_shared<boost::asio::steady_timer>(io_);
+  attempt.slot = slot;
+  const auto budget =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  attempt.timer->expires_at(deadline);
+  attempt.timer->async_wait([this, id, address, budget](const boost::system::error_code& error) {
+    auto it = attempts_.find(id);
+    if (error || it == attempts_.end()) return;
+    it->second.slot->set(timedOut("connect to " + address + " did not complete within " +
+                                  std::to_string(budget) + " ms"));
+    boost::system::error_code ignored;
+    it->second.socket->close(ignored);
+  });
+  attempt.socket->async_connect(endpoint, [this, id, address, deadline, hello = std::move(hello)](
+                                              const boost::system::error_code& error) mutable {
+    auto it = attempts_.find(id);
+    if (it == attempts_.end()) return;
+    Attempt done = std::move(it->second);
+    attempts_.erase(it);
+    done.timer->cancel();
+    if (!done.slot->isSet()) {
+      if (error) {
+        done.slot->set(asioStatus(StatusCode::kPeerFailed, "connect to " + address, error));
+      } else {
+        addLink(std::move(*done.socket), /*inbound=*/false, deadline, done.slot, std::move(hello));
+      }
+    }
+    maybeFinishStop();
+  });
+}
+
+void ControlChannel::Impl::beginStop() {
+  stopping_ = true;
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  acceptRetry_.cancel();
+  const Status why = cancelled("the control channel is stopping");
+  for (auto& [id, attempt] : attempts_) {
+    attempt.slot->set(why);
+    attempt.socket->close(ignored);
+    attempt.timer->cancel();
+  }
+  for (auto& [id, link] : links_) {
+    if (link.slot) link.slot->set(why);
+    if (link.state == Link::State::kEstablished) {
+      sayGoodbye(link, "agent stopping", why, std::chrono::milliseconds(0));
+    } else {
+      link.connection->close(why);
+    }
+  }
+  work_.reset();
+  stopTimer_.expires_after(kStopGrace);
+  stopTimer_.async_wait([this, why](const boost::system::error_code& error) {
+    if (error) return;
+    for (auto& [id, link] : links_) link.connection->close(why);
+    io_.stop();
+  });
+  maybeFinishStop();
+}
+
+void ControlChannel::Impl::maybeFinishStop() {
+  if (stopping_ && links_.empty() && attempts_.empty()) stopTimer_.cancel();
+}
+
+// ---- public API ----
+
+ControlChannel::ControlChannel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ControlChannel::~ControlChannel() { stop(); }
+
+Result<std::unique_ptr<ControlChannel>> ControlChannel::start(ChannelOptions options,
+                                                              ChannelHandlers handlers) {
+  if (options.connectTimeout.count() <= 0 || options.readTimeout.count() <= 0) {
+    return invalidArgument("control channel timeouts must be positive (connectTimeout " +
+                           std::to_string(options.connectTimeout.count()) + " ms, readTimeout " +
+                           std::to_string(options.readTimeout.count()) + " ms)");
+  }
+  if (options.maxFrameBytes < kMinFrameBytes) {
+    return invalidArgument("maxFrameBytes " + std::to_string(options.maxFrameBytes) +
+                           " is below the minimum of " + std::to_string(kMinFrameBytes));
+  }
+  auto impl = std::make_unique<Impl>(std::move(options), std::move(handlers));
+  KVX_RETURN_IF_ERROR(impl->listen());
+  if (impl->acceptor_.is_open()) impl->accept();
+  impl->work_.emplace(boost::asio::make_work_guard(impl->io_));
+  {
+    std::lock_guard lock(impl->mutex_);
+    impl->thread_ = std::thread([raw = impl.get()] { raw->run(); });
+    impl->threadId_ = impl->thread_.get_id();
+  }
+  spdlog::info("{}: started", impl->logName_);
+  return std::unique_ptr<ControlChannel>(new ControlChannel(std::move(impl)));
+}
+
+std::string ControlChannel::listenAddress() const { return impl_->listenAddress_; }
+
+Result<engine::PeerMetadata> ControlChannel::connect(const std::string& hostPort,
+                                                     const engine::PeerMetadata& local,
+                                                     Deadline deadline) {
+  if (impl_->onChannelThread()) {
+    return failedPrecondition(
+        "ControlChannel::connect called from a channel handler; it "
+        "would wait on its own thread");
+  }
+  KVX_ASSIGN_OR_RETURN(tcp::endpoint endpoint, parseHostPort(hostPort));
+  if (endpoint.port() == 0) return invalidArgument("connect to '" + hostPort + "': port 0");
+  KVX_ASSIGN_OR_RETURN(
+      std::vector<std::uint8_t> hello,
+      encodeLocal(Hello{local, std::nullopt}, local, impl_->options_.maxFrameBytes));
+  if (Clock::now() >= deadline) {
+    return timedOut("connect to " + hostPort + ": the deadline had already passed");
+  }
+  auto slot = std::make_shared<Impl::MetadataSlot>();
+  const bool posted = impl_->post(
+      [impl = impl_.get(), endpoint, hello = std::move(hello), deadline, slot]() mutable {
+        impl->startConnect(endpoint, std::move(hello), deadline, slot);
+      });
+  if (!posted) return failedPrecondition("connect to " + hostPort + ": the channel is stopped");
+  slot->waitUntil(withSlack(deadline));
+  // Claim the slot if the channel thread has not: then a late HelloAck is discarded there.
+  slot->set(timedOut("connect to " + hostPort + ": no answer from the channel thread"));
+  return *slot->waitUntil(Clock::now());
+}
+
+Result<engine::PeerMetadata> ControlChannel::connect(const std::string& hostPort,
+                                                     const engine::PeerMetadata& local) {
+  return connect(hostPort, local, deadlineIn(impl_->options_.connectTimeout));
+}
+
+Status ControlChannel::broadcastMetadata(const engine::PeerMetadata& local) {
+  KVX_ASSIGN_OR_RETURN(std::vector<std::uint8_t> update,
+                       encodeLocal(MetadataUpdate{local}, local, impl_->options_.maxFrameBytes));
+  const bool posted =
+      impl_->post([impl = impl_.get(), update = std::move(update)] { impl->broadcast(update); });
+  if (!posted) return failedPrecondition("broadcastMetadata: the channel is stopped");
+  return Status::ok();
+}
+
+Status ControlChannel::disconnect(const std::string& peer) {
+  if (impl_->onChannelThread()) {
+    if (impl_->stopping_) return failedPrecondition("disconnect: the channel is stopping");
+    return impl_->disconnectPeer(peer);
+  }
+  auto slot = std::make_shared<Impl::DoneSlot>();
+  const bool posted = impl_->post([impl = impl_.get(), peer, slot] {
+    const Status status = impl->disconnectPeer(peer);
+    slot->set(status.isOk() ? Result<std::monostate>(std::monostate{})
+                            : Result<std::monostate>(status));
+  });
+  if (!posted) return failedPrecondition("disconnect '" + peer + "': the channel is stopped");
+  slot->waitUntil(withSlack(deadlineIn(impl_->options_.readTimeout)));
+  slot->set(timedOut("disconnect '" + peer + "': no answer from the channel thread"));
+  return slot->waitUntil(Clock::now())->status();
+}
+
+void ControlChannel::stop() {
+  Impl& impl = *impl_;
+  {
+    std::lock_guard lock(impl.mutex_);
+    if (!impl.stopped_) {
+      impl.stopped_ = true;
+      boost::asio::post(impl.io_, [raw = &impl] { raw->beginStop(); });
+    }
+  }
+  if (impl.onChannelThread()) return;
+  std::lock_guard stopLock(impl.stopMutex_);
+  if (impl.thread_.joinable()) {
+    impl.thread_.join();
+    spdlog::info("{}: stopped", impl.logName_);
+  }
+}
+
+}  // namespace kvx::agent::channel

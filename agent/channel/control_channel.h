@@ -1,0 +1,114 @@
+#pragma once
+
+// ControlChannel: the agents' rendezvous layer. Each agent listens on a TCP address; a peer
+// connects, sends Hello with its metadata, and gets HelloAck with ours (or an ErrorMessage
+// and a closed connection). The connection then stays open as the link between the two
+// agents: metadata updates and orderly goodbyes travel on it, and its loss tells each side
+// that the other is gone. Wire format: frame.h and messages/.
+//
+// Threading: the channel owns an io_context and one thread that runs it. That thread owns
+// all channel state (listener, links, pending connects); public calls hand work to it and,
+// where they return a result, wait for it with a deadline. Every public member function may
+// be called from any thread concurrently, except that the destructor must not run on the
+// channel's thread (i.e. not from a handler).
+//
+// Handlers run on the channel's thread, never under a lock of the channel; they must not
+// block (in particular, must not call connect() or disconnect(), which fail with
+// FAILED_PRECONDITION when called from the channel's thread). No handler runs once stop()
+// has begun.
+//
+// Robustness: a malformed frame or message, a silent client (no Hello within readTimeout),
+// a frame left incomplete for readTimeout, or a peer that stops reading for readTimeout
+// closes that connection only (after a best-effort ErrorMessage); others are unaffected.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engine/peer/peer_metadata.h"
+#include "kvx/result.h"
+#include "kvx/status.h"
+#include "kvx/transfer.h"
+
+namespace kvx::agent::channel {
+
+struct ChannelOptions {
+  // "host:port" (IPv4 or [IPv6] literal) to listen on; port 0 picks a free port. Empty: do
+  // not listen (connect-only).
+  std::string listenAddress = "127.0.0.1:0";
+  // Deadline for connect() calls that do not pass one.
+  std::chrono::milliseconds connectTimeout{5000};
+  // How long an accepted connection may take to send its Hello, a started frame may take to
+  // complete, and a write may take before the peer is deemed dead.
+  std::chrono::milliseconds readTimeout{5000};
+  // Largest frame payload accepted or sent.
+  std::uint32_t maxFrameBytes = 16u << 20;
+};
+
+struct ChannelHandlers {
+  // A peer connected to us and said Hello. Return our metadata to accept (sent in HelloAck),
+  // or an error, which is sent back as an ErrorMessage before the connection is closed. A
+  // Hello with the name of an already connected peer is passed through: this handler decides.
+  std::function<Result<engine::PeerMetadata>(const engine::PeerMetadata& remote)> onHello;
+  // An established peer sent new metadata (its name is unchanged: checked by the channel).
+  std::function<void(const engine::PeerMetadata& remote)> onMetadataUpdate;
+  // The last link with this peer name that completed its handshake (either direction)
+  // closed, for any reason but stop(): the peer said Goodbye or we called disconnect()
+  // (CANCELLED), the connection broke (PEER_FAILED, TIMED_OUT) or the peer broke the protocol
+  // (PROTOCOL_ERROR); `why` is the reason the last link closed. While another established
+  // link to the same name remains (a link each way, or a restarted peer's new link), the
+  // close of one is only logged.
+  std::function<void(const std::string& peer, const Status& why)> onPeerDisconnected;
+};
+
+class ControlChannel {
+ public:
+  // Binds the listener (if any) and starts the channel's thread. INVALID_ARGUMENT for a bad
+  // option; the bind error (e.g. address in use) otherwise.
+  static Result<std::unique_ptr<ControlChannel>> start(ChannelOptions options,
+                                                       ChannelHandlers handlers);
+
+  // Calls stop().
+  ~ControlChannel();
+
+  ControlChannel(const ControlChannel&) = delete;
+  ControlChannel& operator=(const ControlChannel&) = delete;
+
+  // The bound address ("127.0.0.1:41234", the real port when 0 was asked); empty when not
+  // listening.
+  std::string listenAddress() const;
+
+  // Connects to `hostPort`, sends Hello with `local` and waits for the reply, all by
+  // `deadline`. Returns the peer's metadata; the connection stays open as the link to that
+  // peer. Errors: INVALID_ARGUMENT (bad address or local metadata), TIMED_OUT, PEER_FAILED
+  // (refused, closed), PROTOCOL_ERROR, the peer's own code and message when it rejected
+  // the hello, FAILED_PRECONDITION after stop() or on the channel's thread.
+  Result<engine::PeerMetadata> connect(const std::string& hostPort,
+                                       const engine::PeerMetadata& local, Deadline deadline);
+  // As above, with the deadline options.connectTimeout from now.
+  Result<engine::PeerMetadata> connect(const std::string& hostPort,
+                                       const engine::PeerMetadata& local);
+
+  // Queues a MetadataUpdate to every established peer, in either direction; does not wait.
+  // INVALID_ARGUMENT for invalid metadata, FAILED_PRECONDITION after stop().
+  Status broadcastMetadata(const engine::PeerMetadata& local);
+
+  // Sends Goodbye on every link to `peer` and closes them. NOT_FOUND when no established
+  // link has that name.
+  Status disconnect(const std::string& peer);
+
+  // Closes the listener and every connection (established peers get a Goodbye, best
+  // effort), fails pending connect() calls with CANCELLED, and joins the thread. Bounded
+  // even when peers are silent. Idempotent. From a handler it begins the stop and returns.
+  void stop();
+
+ private:
+  class Impl;
+  explicit ControlChannel(std::unique_ptr<Impl> impl);
+
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kvx::agent::channel

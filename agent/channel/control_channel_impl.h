@@ -1,0 +1,122 @@
+#pragma once
+
+// Private to control_channel*.cc: the state behind ControlChannel and who owns it.
+//
+// Ownership: everything below "channel-thread state" is read and written only on the
+// channel's thread (the one running io_). The few fields the public API touches from other
+// threads are immutable after start or guarded by mutex_.
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "agent/channel/control_channel.h"
+#include "agent/channel/control_connection.h"
+#include "agent/channel/frame.h"
+#include "agent/channel/messages/message.h"
+#include "agent/channel/result_slot.h"
+
+namespace kvx::agent::channel {
+
+class ControlChannel::Impl {
+ public:
+  using MetadataSlot = ResultSlot<engine::PeerMetadata>;
+  using DoneSlot = ResultSlot<std::monostate>;
+
+  Impl(ChannelOptions options, ChannelHandlers handlers);
+
+  Status listen();
+  void run();
+  bool onChannelThread() const { return std::this_thread::get_id() == threadId_; }
+  // Posts `work` to the channel thread unless stop() has begun; false if it has.
+  template <typename Work>
+  bool post(Work&& work);
+
+  // ---- channel thread: lifecycle and connections (control_channel.cc) ----
+  void accept();
+  void startConnect(boost::asio::ip::tcp::endpoint endpoint, std::vector<std::uint8_t> hello,
+                    Deadline deadline, std::shared_ptr<MetadataSlot> slot);
+  void beginStop();
+  void maybeFinishStop();
+
+  // ---- channel thread: links and messages (control_channel_links.cc) ----
+  struct Link {
+    enum class State { kHandshake, kEstablished, kClosing };
+    std::shared_ptr<ControlConnection> connection;
+    bool inbound = true;
+    State state = State::kHandshake;
+    std::string peer;                    // set when established
+    bool notifyOnClose = false;          // established and not closed quietly
+    std::shared_ptr<MetadataSlot> slot;  // outbound, until the handshake ends
+
+    // "peer 'a' at 127.0.0.1:4000", or just the address before the handshake.
+    std::string describe() const {
+      const std::string& address = connection->remoteAddress();
+      return peer.empty() ? address : "peer '" + peer + "' at " + address;
+    }
+  };
+  void addLink(boost::asio::ip::tcp::socket socket, bool inbound, Deadline handshakeDeadline,
+               std::shared_ptr<MetadataSlot> slot, std::vector<std::uint8_t> hello);
+  void onFrame(std::uint64_t id, Frame frame);
+  void onHello(std::uint64_t id, Link& link, Hello hello);
+  void onEstablishedMessage(std::uint64_t id, Link& link, Message message);
+  // Sends an ErrorMessage (best effort) and closes the link's connection.
+  void failLink(Link& link, const Status& why);
+  // Sends a Goodbye and closes the link's connection.
+  void sayGoodbye(Link& link, const std::string& reason, Status why,
+                  std::chrono::milliseconds linger);
+  void onClosed(std::uint64_t id, const Status& why);
+  void broadcast(const std::vector<std::uint8_t>& update);
+  Status disconnectPeer(const std::string& peer);
+
+  // ---- immutable after start ----
+  const ChannelOptions options_;
+  const ChannelHandlers handlers_;
+  std::string listenAddress_;
+  std::string logName_;  // "control channel 127.0.0.1:4000", for log lines
+
+  // Declared before everything holding sockets or timers, so destroyed after them.
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::thread thread_;
+  std::thread::id threadId_;
+
+  std::mutex mutex_;
+  bool stopped_ = false;  // GUARDED_BY(mutex_): no more work is posted once set
+  std::mutex stopMutex_;  // held by the thread joining, so a second stop() waits for it
+
+  // ---- channel-thread state ----
+  boost::asio::ip::tcp::acceptor acceptor_{io_};
+  boost::asio::steady_timer acceptRetry_{io_};
+  boost::asio::steady_timer stopTimer_{io_};
+  bool stopping_ = false;
+  std::uint64_t nextId_ = 1;
+  std::map<std::uint64_t, Link> links_;
+  struct Attempt {
+    std::shared_ptr<boost::asio::ip::tcp::socket> socket;
+    std::shared_ptr<boost::asio::steady_timer> timer;
+    std::shared_ptr<MetadataSlot> slot;
+  };
+  std::map<std::uint64_t, Attempt> attempts_;
+};
+
+template <typename Work>
+bool ControlChannel::Impl::post(Work&& work) {
+  std::lock_guard lock(mutex_);
+  if (stopped_) return false;
+  boost::asio::post(io_, std::forward<Work>(work));
+  return true;
+}
+
+}  // namespace kvx::agent::channel

@@ -1,0 +1,225 @@
+#include "agent/channel/control_connection.h"
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <utility>
+
+#include "agent/channel/asio_status.h"
+#include "agent/channel/host_port.h"
+
+namespace kvx::agent::channel {
+namespace {
+
+constexpr std::size_t kReadChunkBytes = 64 * 1024;
+
+std::string describeRemote(const boost::asio::ip::tcp::socket& socket) {
+  boost::system::error_code error;
+  const auto endpoint = socket.remote_endpoint(error);
+  return error ? std::string("(unknown peer)") : formatHostPort(endpoint);
+}
+
+}  // namespace
+
+ControlConnection::ControlConnection(boost::asio::ip::tcp::socket socket,
+                                     std::uint32_t maxFrameBytes,
+                                     std::chrono::milliseconds frameTimeout,
+                                     std::chrono::milliseconds writeTimeout)
+    : socket_(std::move(socket)),
+      readTimer_(socket_.get_executor()),
+      writeTimer_(socket_.get_executor()),
+      frameTimeout_(frameTimeout),
+      writeTimeout_(writeTimeout),
+      remoteAddress_(describeRemote(socket_)),
+      decoder_(maxFrameBytes),
+      readBuffer_(kReadChunkBytes) {
+  boost::system::error_code ignored;
+  socket_.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
+}
+
+void ControlConnection::start(Callbacks callbacks) {
+  callbacks_ = std::move(callbacks);
+  readSome();
+}
+
+void ControlConnection::send(std::vector<std::uint8_t> bytes) {
+  if (state_ != State::kOpen) return;
+  writeQueue_.push_back(std::move(bytes));
+  if (!writing_) writeNext();
+}
+
+void ControlConnection::setReadDeadline(std::optional<Deadline> deadline) {
+  readDeadline_ = deadline;
+  if (state_ == State::kOpen) armReadTimer();
+}
+
+void ControlConnection::closeAfterFlush(Status why, std::chrono::milliseconds linger) {
+  if (state_ != State::kOpen) return;
+  state_ = State::kDraining;
+  closeReason_ = std::move(why);
+  linger_ = linger;
+  readTimer_.cancel();
+  if (!writing_) afterFlush();
+}
+
+void ControlConnection::close(Status why) {
+  if (state_ == State::kClosed) return;
+  // While draining, the reason given when closing began says more than what cut it short.
+  if (state_ == State::kOpen) closeReason_ = std::move(why);
+  finishClose();
+}
+
+void ControlConnection::readSome() {
+  if (reading_ || state_ == State::kClosed) return;
+  reading_ = true;
+  socket_.async_read_some(
+      boost::asio::buffer(readBuffer_),
+      [self = shared_from_this()](const boost::system::error_code& error, std::size_t bytes) {
+        self->reading_ = false;
+        self->onRead(error, bytes);
+      });
+}
+
+void ControlConnection::onRead(const boost::system::error_code& error, std::size_t bytes) {
+  if (state_ == State::kClosed) return;
+  if (error) {
+    if (state_ == State::kDraining) {
+      peerClosed_ = true;
+      if (!writing_) finishClose();
+      return;
+    }
+    if (error == boost::asio::error::eof) {
+      std::string message = "connection closed by " + remoteAddress_;
+      if (decoder_.midFrame()) {
+        message += " in the middle of a frame (" + std::to_string(decoder_.bufferedBytes()) +
+                   " bytes of it received)";
+      }
+      close(peerFailed(std::move(message)));
+    } else {
+      close(asioStatus(StatusCode::kPeerFailed, "read from " + remoteAddress_, error));
+    }
+    return;
+  }
+  if (state_ == State::kOpen && !readFailed_) {
+    const Status fed = decoder_.feed(std::span<const std::uint8_t>(readBuffer_.data(), bytes));
+    while (std::optional<Frame> frame = decoder_.next()) {
+      if (state_ != State::kOpen) break;
+      callbacks_.onFrame(std::move(*frame));
+    }
+    if (state_ == State::kOpen && !fed.isOk()) {
+      failRead(fed);
+    } else if (state_ == State::kOpen) {
+      if (!decoder_.midFrame()) {
+        frameStarted_.reset();
+      } else if (!frameStarted_) {
+        frameStarted_ = Clock::now();
+      }
+      armReadTimer();
+    }
+  }
+  readSome();
+}
+
+void ControlConnection::failRead(Status why) {
+  readFailed_ = true;
+  readTimer_.cancel();
+  callbacks_.onReadFailed(why);
+  // The owner is expected to close; never leave a connection reading with no deadline.
+  if (state_ == State::kOpen) close(std::move(why));
+}
+
+void ControlConnection::armReadTimer() {
+  if (readFailed_) return;
+  std::optional<Deadline> deadline = readDeadline_;
+  if (frameStarted_) {
+    const Deadline frameDeadline = *frameStarted_ + frameTimeout_;
+    deadline = deadline ? std::min(*deadline, frameDeadline) : frameDeadline;
+  }
+  if (!deadline) {
+    readTimer_.cancel();
+    return;
+  }
+  readTimer_.expires_at(*deadline);
+  readTimer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
+    if (!error) self->onReadTimer();
+  });
+}
+
+void ControlConnection::onReadTimer() {
+  if (state_ != State::kOpen || readFailed_) return;
+  const Deadline now = Clock::now();
+  if (readDeadline_ && now >= *readDeadline_) {
+    failRead(timedOut("no complete frame from " + remoteAddress_ + " by the read deadline"));
+  } else if (frameStarted_ && now >= *frameStarted_ + frameTimeout_) {
+    failRead(timedOut("a frame from " + remoteAddress_ + " stayed incomplete for " +
+                      std::to_string(frameTimeout_.count()) + " ms (" +
+                      std::to_string(decoder_.bufferedBytes()) + " bytes received)"));
+  } else {
+    armReadTimer();  // woken early by a timer that was moved
+  }
+}
+
+void ControlConnection::writeNext() {
+  if (writeQueue_.empty() || state_ == State::kClosed) return;
+  writing_ = true;
+  const std::uint64_t seq = ++writeSeq_;
+  writeTimer_.expires_after(writeTimeout_);
+  writeTimer_.async_wait([self = shared_from_this(), seq](const boost::system::error_code& error) {
+    if (error || !self->writing_ || self->writeSeq_ != seq) return;
+    self->close(timedOut("write to " + self->remoteAddress_ + " did not complete within " +
+                         std::to_string(self->writeTimeout_.count()) +
+                         " ms: the peer is not reading"));
+  });
+  boost::asio::async_write(
+      socket_, boost::asio::buffer(writeQueue_.front()),
+      [self = shared_from_this()](const boost::system::error_code& error, std::size_t) {
+        self->writing_ = false;
+        self->writeTimer_.cancel();
+        if (self->state_ == State::kClosed) return;
+        if (error) {
+          self->close(
+              asioStatus(StatusCode::kPeerFailed, "write to " + self->remoteAddress_, error));
+          return;
+        }
+        self->writeQueue_.pop_front();
+        if (!self->writeQueue_.empty()) {
+          self->writeNext();
+        } else if (self->state_ == State::kDraining) {
+          self->afterFlush();
+        }
+      });
+}
+
+void ControlConnection::afterFlush() {
+  boost::system::error_code ignored;
+  socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
+  if (peerClosed_ || linger_.count() <= 0) {
+    finishClose();
+    return;
+  }
+  readTimer_.expires_after(linger_);
+  readTimer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
+    if (!error && self->state_ == State::kDraining) self->finishClose();
+  });
+  readSome();
+}
+
+void ControlConnection::finishClose() {
+  if (state_ == State::kClosed) return;
+  state_ = State::kClosed;
+  writeQueue_.clear();
+  readTimer_.cancel();
+  writeTimer_.cancel();
+  boost::system::error_code ignored;
+  socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  if (callbacks_.onClosed) {
+    boost::asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      auto onClosed = std::move(self->callbacks_.onClosed);
+      self->callbacks_ = {};
+      onClosed(self->closeReason_);
+    });
+  }
+}
+
+}  // namespace kvx::agent::channel

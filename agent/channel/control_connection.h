@@ -1,0 +1,109 @@
+#pragma once
+
+// ControlConnection: one TCP connection of the control channel, reading and writing frames
+// with deadlines. It knows frames, not messages: the channel decides what a frame means.
+//
+// Threading: created, used and destroyed on the channel's io thread only (the thread that
+// runs the io_context of its socket). Not thread-safe. Kept alive by shared_ptr: every
+// pending Asio operation holds one.
+//
+// Guarantees:
+//  - onFrame is called for each complete frame, in order, until the connection starts
+//    closing or a read fails.
+//  - onReadFailed is called at most once, when the byte stream is malformed (PROTOCOL_ERROR)
+//    or a read deadline passes (TIMED_OUT). The socket is still open then, so the owner can
+//    send an ErrorMessage before closeAfterFlush(); no frame is delivered after it.
+//  - onClosed is called exactly once, after the socket is closed, from a posted handler
+//    (never from inside a call to this class), with the reason given to close() or
+//    closeAfterFlush(), or the read/write error that closed it.
+//  - No operation waits without a bound: a started frame must complete within
+//    `frameTimeout`, a write within `writeTimeout`, the handshake by setReadDeadline().
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/channel/frame.h"
+#include "kvx/status.h"
+#include "kvx/transfer.h"
+
+namespace kvx::agent::channel {
+
+class ControlConnection : public std::enable_shared_from_this<ControlConnection> {
+ public:
+  struct Callbacks {
+    std::function<void(Frame)> onFrame;
+    std::function<void(const Status&)> onReadFailed;
+    std::function<void(const Status&)> onClosed;
+  };
+
+  // REQUIRES: `socket` is connected.
+  ControlConnection(boost::asio::ip::tcp::socket socket, std::uint32_t maxFrameBytes,
+                    std::chrono::milliseconds frameTimeout, std::chrono::milliseconds writeTimeout);
+
+  ControlConnection(const ControlConnection&) = delete;
+  ControlConnection& operator=(const ControlConnection&) = delete;
+
+  // Starts reading. Call once.
+  void start(Callbacks callbacks);
+
+  // Queues `bytes` (one encoded frame) for writing; dropped once closing has begun.
+  void send(std::vector<std::uint8_t> bytes);
+
+  // Until cleared, a complete frame must arrive by `deadline` or onReadFailed(TIMED_OUT)
+  // fires. The owner sets it for the handshake and clears it (nullopt) once done.
+  void setReadDeadline(std::optional<Deadline> deadline);
+
+  // Writes what is queued, half-closes, then waits up to `linger` for the peer to close
+  // (so that it can read the last frame) before closing. Frames read meanwhile are dropped.
+  void closeAfterFlush(Status why, std::chrono::milliseconds linger);
+
+  // Closes now; queued writes are dropped.
+  void close(Status why);
+
+  bool isOpen() const { return state_ == State::kOpen; }
+  const std::string& remoteAddress() const { return remoteAddress_; }
+
+ private:
+  enum class State { kOpen, kDraining, kClosed };
+
+  void readSome();
+  void onRead(const boost::system::error_code& error, std::size_t bytes);
+  void armReadTimer();
+  void onReadTimer();
+  void writeNext();
+  void afterFlush();
+  void finishClose();
+  void failRead(Status why);
+
+  boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer readTimer_;  // read deadline, then the linger bound
+  boost::asio::steady_timer writeTimer_;
+  const std::chrono::milliseconds frameTimeout_;
+  const std::chrono::milliseconds writeTimeout_;
+  std::string remoteAddress_;
+  Callbacks callbacks_;
+
+  State state_ = State::kOpen;
+  Status closeReason_;
+  FrameDecoder decoder_;
+  std::vector<std::uint8_t> readBuffer_;
+  bool reading_ = false;
+  bool readFailed_ = false;
+  bool peerClosed_ = false;
+  std::optional<Deadline> readDeadline_;
+  std::optional<Deadline> frameStarted_;
+  std::deque<std::vector<std::uint8_t>> writeQueue_;
+  bool writing_ = false;
+  std::uint64_t writeSeq_ = 0;
+  std::chrono::milliseconds linger_{0};
+};
+
+}  // namespace kvx::agent::channel

@@ -1,0 +1,66 @@
+// kvx-test-labels: unit
+#include "agent/channel/json_reader.h"
+
+#include <catch2/catch.hpp>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+using kvx::StatusCode;
+using nlohmann::json;
+using namespace kvx::agent::channel;
+
+TEST_CASE("jsonTypeName uses the words of the error messages") {
+  CHECK(jsonTypeName(json(nullptr)) == "null");
+  CHECK(jsonTypeName(json(-1)) == "negative integer");
+  CHECK(jsonTypeName(json(1)) == "unsigned integer");
+  CHECK(jsonTypeName(json(1u)) == "unsigned integer");
+  CHECK(jsonTypeName(json(1.0)) == "float");
+  CHECK(jsonTypeName(json("s")) == "string");
+  CHECK(jsonTypeName(json::array()) == "array");
+  CHECK(jsonTypeName(json::object()) == "object");
+  CHECK(jsonTypeName(json(false)) == "boolean");
+}
+
+TEST_CASE("JsonReader checks types and ranges") {
+  const json doc = {
+      {"small", 5},        {"neg", -5},          {"big", std::numeric_limits<std::uint64_t>::max()},
+      {"text", "abc"},     {"flag", true},       {"hex", "00ff"},
+      {"list", {1, 2, 3}}, {"child", {{"x", 1}}}};
+  auto reader = JsonReader::object(doc, "doc");
+  REQUIRE(reader.isOk());
+  CHECK(*reader->unsignedInteger("small", 0, 5) == 5);
+  CHECK(reader->unsignedInteger("small", 6, 9).status().message() ==
+        "doc.small: expected unsigned integer in [6, 9], got 5");
+  CHECK(*reader->unsignedInteger("big") == std::numeric_limits<std::uint64_t>::max());
+  CHECK(*reader->integer("neg", -10, 10) == -5);
+  CHECK(reader->integer("neg", 0, 10).status().message() ==
+        "doc.neg: expected integer in [0, 10], got -5");
+  CHECK(reader->integer("big", -1, 10).status().message() ==
+        "doc.big: expected integer in [-1, 10], got 18446744073709551615");
+  CHECK(reader->integer("text", -1, 10).status().message() ==
+        "doc.text: expected integer in [-1, 10], got string");
+  CHECK(*reader->string("text", 3) == "abc");
+  CHECK(reader->string("text", 2).status().message() ==
+        "doc.text: expected string of at most 2 bytes, got 3 bytes");
+  CHECK_FALSE(reader->optionalString("absent", 5)->has_value());
+  CHECK(**reader->optionalString("text", 5) == "abc");
+  CHECK(*reader->boolean("flag"));
+  CHECK(*reader->hexBytes("hex", 2) == std::vector<std::uint8_t>{0x00, 0xff});
+  CHECK(reader->hexBytes("hex", 1).status().code() == StatusCode::kProtocolError);
+  CHECK((*reader->array("list", 3))->size() == 3);
+  CHECK(reader->array("list", 2).status().message() ==
+        "doc.list: expected array of at most 2 items, got 3 items");
+  CHECK(reader->child("child")->path() == "doc.child");
+  CHECK(reader->child("list").status().message() == "doc.list: expected object, got array");
+  CHECK(reader->boolean("missing").status().message() == "doc.missing: missing (expected boolean)");
+}
+
+TEST_CASE("helpers: hex, quoting, dumping invalid UTF-8") {
+  CHECK(toHex({0x00, 0x0f, 0xa0, 0xff}) == "000fa0ff");
+  CHECK(quoteForError("ok") == "'ok'");
+  CHECK(quoteForError("a\nb'") == "'a\\x0ab\\x27'");
+  CHECK(quoteForError("abcdef", 3) == "'abc'...");
+  const json bad = std::string("\xff\xfe");
+  CHECK_NOTHROW(dumpJson(bad));
+  CHECK(parseJson(dumpJson(bad), "dumped").isOk());
+}

@@ -1,0 +1,38 @@
+// kvx-test-labels: unit
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "agent/channel/messages/message.h"
+
+using kvx::StatusCode;
+using nlohmann::json;
+using namespace kvx::agent::channel;
+
+namespace {
+
+kvx::Result<Message> decodeJson(const json& value) {
+  return decodeMessage(Frame{static_cast<std::uint16_t>(MessageType::kGoodbye), value.dump()});
+}
+
+}  // namespace
+
+TEST_CASE("goodbye round trip") {
+  auto decoded = decodeJson(Goodbye{"shutting down"}.toJson());
+  REQUIRE(decoded.isOk());
+  CHECK(std::get<Goodbye>(*decoded).reason == "shutting down");
+  CHECK(decodeJson(Goodbye{""}.toJson()).isOk());
+  // A local reason longer than the limit is cut when encoded, so the peer accepts it.
+  CHECK(decodeJson(Goodbye{std::string(5000, 'r')}.toJson()).isOk());
+}
+
+TEST_CASE("goodbye field violations name the field") {
+  auto status = decodeJson(json::object()).status();
+  CHECK(status.code() == StatusCode::kProtocolError);
+  CHECK_THAT(status.message(), Catch::Contains("goodbye.reason: missing (expected string)"));
+  CHECK_THAT(decodeJson({{"reason", json::array()}}).status().message(),
+             Catch::Contains("goodbye.reason: expected string, got array"));
+  CHECK_THAT(decodeJson({{"reason", std::string(1025, 'x')}}).status().message(),
+             Catch::Contains("goodbye.reason: expected string of at most 1024 bytes, got 1025"));
+  CHECK_THAT(decodeJson(json(-3)).status().message(),
+             Catch::Contains("goodbye: expected object, got negative integer"));
+}

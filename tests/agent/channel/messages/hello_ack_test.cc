@@ -1,0 +1,40 @@
+// kvx-test-labels: unit
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "agent/channel/messages/message.h"
+#include "tests/agent/metadata/sample_metadata.h"
+
+using kvx::StatusCode;
+using nlohmann::json;
+using namespace kvx::agent::channel;
+
+namespace {
+
+kvx::Result<Message> decodeJson(const json& value) {
+  return decodeMessage(Frame{static_cast<std::uint16_t>(MessageType::kHelloAck), value.dump()});
+}
+
+}  // namespace
+
+TEST_CASE("hello_ack round trip") {
+  const HelloAck ack{kvx::test::sampleMetadata("server", 2)};
+  auto decoded = decodeJson(ack.toJson());
+  REQUIRE(decoded.isOk());
+  REQUIRE(std::holds_alternative<HelloAck>(*decoded));
+  CHECK(kvx::test::sameMetadata(std::get<HelloAck>(*decoded).metadata, ack.metadata));
+}
+
+TEST_CASE("hello_ack field violations name the field") {
+  json value = HelloAck{kvx::test::sampleMetadata("server", 2)}.toJson();
+  value["metadata"]["regions"][1]["kind"] = 1;
+  auto result = decodeJson(value);
+  CHECK(result.status().code() == StatusCode::kProtocolError);
+  CHECK_THAT(result.status().message(),
+             Catch::Contains("hello_ack.metadata.regions[1].kind: expected string, got unsigned "
+                             "integer"));
+  CHECK_THAT(decodeJson(json::object()).status().message(),
+             Catch::Contains("hello_ack.metadata: missing (expected object)"));
+  CHECK_THAT(decodeJson(json(1.5)).status().message(),
+             Catch::Contains("hello_ack: expected object, got float"));
+}

@@ -1,0 +1,42 @@
+// kvx-test-labels: unit
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "agent/channel/messages/message.h"
+#include "tests/agent/metadata/sample_metadata.h"
+
+using kvx::StatusCode;
+using nlohmann::json;
+using namespace kvx::agent::channel;
+
+namespace {
+
+kvx::Result<Message> decodeJson(const json& value) {
+  return decodeMessage(
+      Frame{static_cast<std::uint16_t>(MessageType::kMetadataUpdate), value.dump()});
+}
+
+}  // namespace
+
+TEST_CASE("metadata_update round trip") {
+  const MetadataUpdate update{kvx::test::sampleMetadata("a", 7)};
+  auto decoded = decodeJson(update.toJson());
+  REQUIRE(decoded.isOk());
+  REQUIRE(std::holds_alternative<MetadataUpdate>(*decoded));
+  CHECK(kvx::test::sameMetadata(std::get<MetadataUpdate>(*decoded).metadata, update.metadata));
+}
+
+TEST_CASE("metadata_update field violations name the field") {
+  json value = MetadataUpdate{kvx::test::sampleMetadata("a", 2)}.toJson();
+  value["metadata"]["regions"][0]["address"] = "0x1000";
+  auto result = decodeJson(value);
+  CHECK(result.status().code() == StatusCode::kProtocolError);
+  CHECK_THAT(result.status().message(),
+             Catch::Contains("metadata_update.metadata.regions[0].address: expected unsigned "
+                             "integer, got string"));
+  value = MetadataUpdate{kvx::test::sampleMetadata("a", 2)}.toJson();
+  value["metadata"]["regions"] = json::array({1});
+  CHECK_THAT(decodeJson(value).status().message(),
+             Catch::Contains("metadata_update.metadata.regions[0]: expected object, got unsigned "
+                             "integer"));
+}
