@@ -272,3 +272,23 @@ TEST_CASE("a restarted peer replaces the old incarnation", "[engine]") {
   REQUIRE(p.a->addOrUpdatePeer(reborn->localMetadata()).isOk());
   CHECK(p.waitA(id).code() == StatusCode::kPeerFailed);
 }
+
+TEST_CASE("the first error wins and the transfer fails once", "[engine]") {
+  Pair p(ProgressMode::kCaller);
+  // b withdraws its memory without a's knowledge (stale metadata): every operation fails.
+  auto id = p.a->createTransfer(request(p, TransferOp::kWrite,
+                                        {{0, 0, 4096}, {8192, 8192, 4096}, {20000, 30000, 10}}))
+                .value();
+  REQUIRE(p.a->post(id).isOk());  // unpacks and caches the keys
+  REQUIRE(p.waitA(id).isOk());
+  REQUIRE(p.b->deregisterMemory(p.regionB).isOk());
+  REQUIRE(p.a->post(id).isOk());
+  Status s = p.waitA(id);
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("not inside registered memory"));
+  // The reported error stays the first one, however often it is read.
+  for (int i = 0; i < 3; ++i) {
+    p.a->progress();
+    CHECK(p.a->poll(id).status == s);
+  }
+}

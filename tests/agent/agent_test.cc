@@ -1,0 +1,140 @@
+// kvx-test-labels: unit
+// kvx::Agent end to end in one process: control channel, metadata updates, blobs, bad input.
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+#include "kvx/agent.h"
+#include "tests/support/test_data.h"
+
+using namespace kvx;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::unique_ptr<Agent> makeAgent(const std::string& name, const std::string& transport) {
+  AgentOptions options;
+  options.name = name;
+  options.transport = transport == "inproc" ? "inproc" : "ucx";
+  options.ucxTransports = transport == "inproc" ? "" : transport;
+  auto agent = Agent::create(options);
+  REQUIRE(agent.isOk());
+  return std::move(agent).value();
+}
+
+// Polls `condition` until it holds or 5 s pass.
+template <typename Condition>
+bool eventually(Condition condition) {
+  const Deadline deadline = deadlineIn(5s);
+  while (Clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  return condition();
+}
+
+}  // namespace
+
+TEST_CASE("agents connect over the control channel and move data", "[agent]") {
+  const std::string transport = GENERATE("inproc", "tcp");
+  auto prefill = makeAgent("prefill", transport);
+  auto decode = makeAgent("decode", transport);
+  std::vector<std::uint8_t> src(1 << 16), dst(1 << 16);
+  test::fillPattern(src, 5);
+  RegionId local = prefill->registerMemory({"src", src.data(), src.size()}).value();
+  decode->registerMemory({"dst", dst.data(), dst.size()}).value();
+
+  auto peer = prefill->connect(decode->listenAddress());
+  REQUIRE(peer.isOk());
+  CHECK(*peer == "decode");
+  // The handshake told both sides about each other.
+  REQUIRE(eventually([&] { return decode->peerInfo("prefill").isOk(); }));
+  auto info = prefill->peerInfo("decode");
+  REQUIRE(info.isOk());
+  REQUIRE(info->regions.size() == 1);
+  CHECK(info->regions[0].name == "dst");
+  CHECK(info->regions[0].length == dst.size());
+  CHECK_FALSE(prefill->dataPathDescription("decode")->empty());
+
+  TransferRequest request{"decode", TransferOp::kWrite,
+                          {{{local, 0, src.size()}, {info->regions[0].id, 0, src.size()}}},
+                          "kv ready"};
+  auto id = prefill->submit(request);
+  REQUIRE(id.isOk());
+  auto note = decode->waitNotification(deadlineIn(5s));
+  REQUIRE(note.isOk());
+  CHECK(note->peer == "prefill");
+  CHECK(note->payload == "kv ready");
+  CHECK(src == dst);
+  CHECK(prefill->wait(*id, deadlineIn(5s)).isOk());
+}
+
+TEST_CASE("region changes reach connected peers", "[agent]") {
+  auto a = makeAgent("a", "inproc");
+  auto b = makeAgent("b", "inproc");
+  REQUIRE(a->connect(b->listenAddress()).isOk());
+  std::vector<std::uint8_t> buffer(4096);
+  RegionId id = b->registerMemory({"late", buffer.data(), buffer.size()}).value();
+  CHECK(eventually([&] { return a->peerInfo("b")->regions.size() == 1; }));
+  std::vector<std::uint8_t> other(64);
+  // Regions not marked exposed never reach peers.
+  REQUIRE(b->registerMemory({"hidden", other.data(), other.size(), MemoryKind::kHost, -1, false})
+              .isOk());
+  REQUIRE(b->deregisterMemory(id).isOk());
+  CHECK(eventually([&] { return a->peerInfo("b")->regions.empty(); }));
+}
+
+TEST_CASE("metadata blobs connect agents without a channel", "[agent]") {
+  auto a = makeAgent("blob-a", "tcp");
+  auto b = makeAgent("blob-b", "tcp");
+  std::vector<std::uint8_t> src(8192), dst(8192);
+  test::fillPattern(src, 9);
+  RegionId local = a->registerMemory({"src", src.data(), src.size()}).value();
+  RegionId remote = b->registerMemory({"dst", dst.data(), dst.size()}).value();
+  auto blob = b->exportMetadata();
+  REQUIRE(blob.isOk());
+  auto name = a->loadPeerMetadata(*blob);
+  REQUIRE(name.isOk());
+  CHECK(*name == "blob-b");
+  auto id = a->submit({"blob-b", TransferOp::kWrite, {{{local, 0, 8192}, {remote, 0, 8192}}}, {}});
+  REQUIRE(id.isOk());
+  REQUIRE(a->wait(*id, deadlineIn(5s)).isOk());
+  CHECK(src == dst);
+
+  std::vector<std::uint8_t> garbage = *blob;
+  garbage[0] ^= 0xff;
+  CHECK(a->loadPeerMetadata(garbage).status().code() == StatusCode::kProtocolError);
+  CHECK(a->loadPeerMetadata(std::span<const std::uint8_t>(blob->data(), 5)).status().code() ==
+        StatusCode::kProtocolError);
+  // Its own blob is refused: an agent is not its own peer.
+  CHECK_FALSE(a->loadPeerMetadata(*a->exportMetadata()).isOk());
+}
+
+TEST_CASE("bad input gets a clear error and the agent keeps serving", "[agent]") {
+  auto a = makeAgent("bad-a", "inproc");
+  auto b = makeAgent("bad-b", "inproc");
+  CHECK(a->connect("127.0.0.1:1").status().code() == StatusCode::kPeerFailed);
+  CHECK(a->connect("not an address").status().code() == StatusCode::kInvalidArgument);
+  CHECK(a->submit({"nobody", TransferOp::kWrite, {{{RegionId(1), 0, 1}, {RegionId(1), 0, 1}}}, {}})
+            .status()
+            .code() == StatusCode::kNotFound);
+  CHECK(a->deregisterMemory(RegionId(42)).code() == StatusCode::kNotFound);
+  CHECK(Agent::create(AgentOptions{}).status().code() == StatusCode::kInvalidArgument);
+  AgentOptions unknownTransport;
+  unknownTransport.name = "x";
+  unknownTransport.transport = "carrier-pigeon";
+  CHECK(Agent::create(unknownTransport).status().code() == StatusCode::kNotFound);
+  // After all that, a real connection still works.
+  CHECK(a->connect(b->listenAddress()).isOk());
+}
+
+TEST_CASE("disconnect fails pending work and forgets the peer on both sides", "[agent]") {
+  auto a = makeAgent("d-a", "inproc");
+  auto b = makeAgent("d-b", "inproc");
+  REQUIRE(a->connect(b->listenAddress()).isOk());
+  REQUIRE(eventually([&] { return b->peerInfo("d-a").isOk(); }));
+  REQUIRE(a->disconnect("d-b").isOk());
+  CHECK(a->peerInfo("d-b").status().code() == StatusCode::kNotFound);
+  CHECK(eventually([&] { return !b->peerInfo("d-a").isOk(); }));
+  CHECK(a->disconnect("d-b").code() == StatusCode::kNotFound);
+}
