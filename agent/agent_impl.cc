@@ -42,11 +42,11 @@ Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
   if (!channel.isOk()) return channel.status().withContext("agent '" + impl->options.name + "'");
   impl->channel = std::move(channel).value();
 
-  spdlog::info("agent '{}' up: control {}, transport {}, progress {}", impl->options.name,
-               impl->channel->listenAddress().empty() ? "not listening"
-                                                      : impl->channel->listenAddress(),
-               impl->engine->transport().name(),
-               impl->options.progressMode == ProgressMode::kThread ? "thread" : "caller");
+  spdlog::info(
+      "agent '{}' up: control {}, transport {}, progress {}", impl->options.name,
+      impl->channel->listenAddress().empty() ? "not listening" : impl->channel->listenAddress(),
+      impl->engine->transport().name(),
+      impl->options.progressMode == ProgressMode::kThread ? "thread" : "caller");
   return impl;
 }
 
@@ -59,7 +59,8 @@ Agent::Impl::~Impl() {
 
 void Agent::Impl::publishMetadata() {
   Status s = channel->broadcastMetadata(engine->localMetadata());
-  if (!s.isOk()) spdlog::warn("agent '{}': metadata update not sent: {}", options.name, s.toString());
+  if (!s.isOk())
+    spdlog::warn("agent '{}': metadata update not sent: {}", options.name, s.toString());
 }
 
 Result<engine::PeerMetadata> Agent::Impl::onHello(const engine::PeerMetadata& remote) {

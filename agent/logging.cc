@@ -1,11 +1,11 @@
 #include "agent/logging.h"
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <string>
-
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 namespace kvx::agent {
 
@@ -24,9 +24,10 @@ void configureLogging() {
     spdlog::set_level(parsed);
     if (parsed == spdlog::level::off && std::string(level) != "off") {
       spdlog::set_level(spdlog::level::info);
-      spdlog::warn("KVX_LOG_LEVEL='{}' is not a level (trace, debug, info, warn, error, "
-                   "critical, off); using info",
-                   level);
+      spdlog::warn(
+          "KVX_LOG_LEVEL='{}' is not a level (trace, debug, info, warn, error, "
+          "critical, off); using info",
+          level);
     }
   });
 }

@@ -1,8 +1,8 @@
 #include "engine/engine.h"
 
-#include <random>
-
 #include <spdlog/spdlog.h>
+
+#include <random>
 
 #include "engine/notify/notification_header.h"
 #include "engine/transport/transport_registry.h"
@@ -75,7 +75,8 @@ Engine::~Engine() {
       if (callerDriven() || !driver_) {
         progress();
       } else {
-        transfers_.waitFinished(*transfer, std::min(deadline, deadlineIn(std::chrono::milliseconds(10))));
+        transfers_.waitFinished(*transfer,
+                                std::min(deadline, deadlineIn(std::chrono::milliseconds(10))));
       }
     }
   }
@@ -149,8 +150,8 @@ Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
     return Status::ok();
   }
   if (known) {
-    KVX_RETURN_IF_ERROR(removePeer(metadata.name, peerFailed("peer '" + metadata.name +
-                                                             "' restarted (new incarnation)")));
+    KVX_RETURN_IF_ERROR(removePeer(
+        metadata.name, peerFailed("peer '" + metadata.name + "' restarted (new incarnation)")));
   }
   const std::string peerName = metadata.name;
   KVX_ASSIGN_OR_RETURN(auto peer, RemotePeer::connect(*transport_, std::move(metadata)));
@@ -217,9 +218,9 @@ void Engine::onMessage(std::span<const std::uint8_t> header,
     spdlog::warn("{}: dropped a data-path message: {}", name(), sender.status().toString());
     return;
   }
-  inbox_.push(Notification{std::move(sender).value(),
-                           std::string(reinterpret_cast<const char*>(payload.data()),
-                                       payload.size())});
+  inbox_.push(
+      Notification{std::move(sender).value(),
+                   std::string(reinterpret_cast<const char*>(payload.data()), payload.size())});
 }
 
 Result<Notification> Engine::waitNotification(Deadline deadline) {

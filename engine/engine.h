@@ -91,8 +91,8 @@ class Engine {
 
  private:
   explicit Engine(EngineOptions options);
-  Result<TransferId> addTransfer(std::shared_ptr<RemotePeer> peer, TransferOp op,
-                                 TransferPlan plan, std::optional<std::string> notification);
+  Result<TransferId> addTransfer(std::shared_ptr<RemotePeer> peer, TransferOp op, TransferPlan plan,
+                                 std::optional<std::string> notification);
   void onMessage(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload);
   void failTransfersOf(const RemotePeer& peer, const Status& why);
   Result<std::shared_ptr<PreparedList>> findList(ListId id) const;

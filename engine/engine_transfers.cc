@@ -18,9 +18,9 @@ std::string mismatch(std::size_t index, std::uint64_t local, std::uint64_t remot
 Result<TransferId> Engine::addTransfer(std::shared_ptr<RemotePeer> peer, TransferOp op,
                                        TransferPlan plan, std::optional<std::string> notification) {
   const TransferId id = transfers_.nextId();
-  auto transfer = std::make_shared<Transfer>(id, std::move(peer), op, std::move(plan),
-                                             notificationHeader_, std::move(notification),
-                                             options_.maxOpsInFlight, transfers_);
+  auto transfer =
+      std::make_shared<Transfer>(id, std::move(peer), op, std::move(plan), notificationHeader_,
+                                 std::move(notification), options_.maxOpsInFlight, transfers_);
   transfers_.insert(std::move(transfer));
   return id;
 }
@@ -85,7 +85,8 @@ Result<ListId> Engine::prepareRemoteList(const std::string& peerName,
 Result<std::shared_ptr<PreparedList>> Engine::findList(ListId id) const {
   std::lock_guard lock(mutex_);
   auto it = lists_.find(id);
-  if (it == lists_.end()) return notFound("prepared list " + std::to_string(id.value) + " does not exist");
+  if (it == lists_.end())
+    return notFound("prepared list " + std::to_string(id.value) + " does not exist");
   return it->second;
 }
 

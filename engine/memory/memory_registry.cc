@@ -51,7 +51,8 @@ Status MemoryRegistry::checkNewRegion(const std::string& name, std::uint64_t add
       return alreadyExists("a region named '" + name + "' is already registered");
     }
     const bool sameSpace = other.kind == kind && other.device == device;
-    const bool overlaps = address < other.address + other.length && other.address < address + length;
+    const bool overlaps =
+        address < other.address + other.length && other.address < address + length;
     if (sameSpace && overlaps) {
       return alreadyExists("region '" + name + "' " + describeRange(address, length) +
                            " overlaps registered region " + describeRegion(other));
@@ -71,7 +72,8 @@ RegionId MemoryRegistry::insert(RegionInfo info, std::unique_ptr<TransportMemory
 
 Result<RegionId> MemoryRegistry::add(const MemoryRegionSpec& spec) {
   const auto address = reinterpret_cast<std::uint64_t>(spec.address);
-  if (spec.address == nullptr) return invalidArgument("region '" + spec.name + "' has a null address");
+  if (spec.address == nullptr)
+    return invalidArgument("region '" + spec.name + "' has a null address");
   {
     std::lock_guard lock(mutex_);
     KVX_RETURN_IF_ERROR(checkNewRegion(spec.name, address, spec.length, spec.kind, spec.device));
@@ -81,9 +83,9 @@ Result<RegionId> MemoryRegistry::add(const MemoryRegionSpec& spec) {
   if (!memory.isOk()) return memory.status().withContext("registering region '" + spec.name + "'");
   std::lock_guard lock(mutex_);
   KVX_RETURN_IF_ERROR(checkNewRegion(spec.name, address, spec.length, spec.kind, spec.device));
-  return insert(RegionInfo{RegionId(), spec.name, address, spec.length, spec.kind, spec.device,
-                           spec.exposed},
-                std::move(memory).value());
+  return insert(
+      RegionInfo{RegionId(), spec.name, address, spec.length, spec.kind, spec.device, spec.exposed},
+      std::move(memory).value());
 }
 
 Result<AllocatedRegion> MemoryRegistry::allocate(const AllocationSpec& spec) {

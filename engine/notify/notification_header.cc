@@ -32,8 +32,7 @@ Result<std::string> decodeNotificationHeader(std::span<const std::uint8_t> heade
   const std::size_t n = header[2] | (std::size_t{header[3]} << 8);
   if (header.size() != kFixedBytes + n) {
     return protocolError("notification header says the sender name has " + std::to_string(n) +
-                         " bytes but " + std::to_string(header.size() - kFixedBytes) +
-                         " follow");
+                         " bytes but " + std::to_string(header.size() - kFixedBytes) + " follow");
   }
   return std::string(header.begin() + kFixedBytes, header.end());
 }

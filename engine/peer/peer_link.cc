@@ -16,8 +16,8 @@ Result<const RemoteKey*> PeerLink::key(const RemoteRegion& region) {
   if (it != keys_.end()) return static_cast<const RemoteKey*>(it->second.get());
   auto unpacked = endpoint_->unpackRemoteKey(region.packedKey);
   if (!unpacked.isOk()) {
-    return unpacked.status().withContext("unpacking the key of remote region '" +
-                                         region.info.name + "'");
+    return unpacked.status().withContext("unpacking the key of remote region '" + region.info.name +
+                                         "'");
   }
   const RemoteKey* raw = unpacked->get();
   keys_.emplace(&region, std::move(unpacked).value());

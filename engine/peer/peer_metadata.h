@@ -13,16 +13,16 @@
 namespace kvx::engine {
 
 struct RegionMetadata {
-  RegionInfo info;                         // id, name, address, length, kind, device
-  std::vector<std::uint8_t> packedKey;     // the transport's packed remote key
+  RegionInfo info;                      // id, name, address, length, kind, device
+  std::vector<std::uint8_t> packedKey;  // the transport's packed remote key
 };
 
 struct PeerMetadata {
-  std::string name;                        // agent name, unique among peers
-  std::uint64_t incarnation = 0;           // random per agent start; tells restarts apart
-  std::string transport;                   // transport registry name, e.g. "ucx"
-  std::vector<std::uint8_t> dataAddress;   // Transport::localAddress() of the agent
-  std::vector<RegionMetadata> regions;     // exposed regions only
+  std::string name;                       // agent name, unique among peers
+  std::uint64_t incarnation = 0;          // random per agent start; tells restarts apart
+  std::string transport;                  // transport registry name, e.g. "ucx"
+  std::vector<std::uint8_t> dataAddress;  // Transport::localAddress() of the agent
+  std::vector<RegionMetadata> regions;    // exposed regions only
 };
 
 }  // namespace kvx::engine

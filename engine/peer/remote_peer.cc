@@ -1,8 +1,8 @@
 #include "engine/peer/remote_peer.h"
 
-#include <algorithm>
-
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 #include "engine/memory/memory_registry.h"
 

@@ -16,7 +16,9 @@ ProgressDriver::ProgressDriver(Transport& transport, std::function<bool()> step,
 
 ProgressDriver::~ProgressDriver() { stop(); }
 
-void ProgressDriver::start() { thread_ = std::thread([this] { run(); }); }
+void ProgressDriver::start() {
+  thread_ = std::thread([this] { run(); });
+}
 
 void ProgressDriver::stop() {
   stopping_.store(true);

@@ -44,9 +44,8 @@ class TransferListener {
 class Transfer : public std::enable_shared_from_this<Transfer> {
  public:
   Transfer(TransferId id, std::shared_ptr<RemotePeer> peer, TransferOp op, TransferPlan plan,
-           std::vector<std::uint8_t> notificationHeader,
-           std::optional<std::string> notification, std::uint32_t maxOpsInFlight,
-           TransferListener& listener);
+           std::vector<std::uint8_t> notificationHeader, std::optional<std::string> notification,
+           std::uint32_t maxOpsInFlight, TransferListener& listener);
 
   TransferId id() const { return id_; }
   TransferOp op() const { return op_; }

@@ -41,8 +41,7 @@ void PlanBuilder::add(const std::shared_ptr<LocalRegion>& local, std::uint64_t l
   while (length > 0) {
     PlannedOp* last = plan_.ops.empty() ? nullptr : &plan_.ops.back();
     const bool continues = last != nullptr && last->localMemory == local->memory.get() &&
-                           last->local + last->length == localAddress &&
-                           last->remoteSlot == slot &&
+                           last->local + last->length == localAddress && last->remoteSlot == slot &&
                            last->remoteAddress + last->length == remoteAddress &&
                            last->length < maxOpBytes_;
     std::uint64_t take;

@@ -20,15 +20,15 @@
 namespace kvx::engine {
 
 struct TransportOptions {
-  std::string agentName;      // for log lines
-  std::string transports;     // backend-specific selection ("tcp", "shm", ...); empty = default
-  std::string netDevices;     // backend-specific device selection; empty = default
+  std::string agentName;   // for log lines
+  std::string transports;  // backend-specific selection ("tcp", "shm", ...); empty = default
+  std::string netDevices;  // backend-specific device selection; empty = default
 };
 
 // Called, from inside progress(), once for each received message. The spans are valid only
 // during the call: copy what must be kept. Must not call back into the transport.
-using MessageHandler =
-    std::function<void(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload)>;
+using MessageHandler = std::function<void(std::span<const std::uint8_t> header,
+                                          std::span<const std::uint8_t> payload)>;
 
 // Called, from inside progress(), once when an endpoint fails (peer died, link cut).
 // Must not call back into the transport.

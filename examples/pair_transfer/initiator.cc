@@ -52,19 +52,20 @@ int runInitiator(const Options& o) {
   std::optional<ChildProcess> child;
   std::string address = o.connect;
   if (address.empty()) {
-    std::vector<std::string> args{"--role", "target", "--transport", o.transport,
-                                  "--bytes", std::to_string(o.bytes), "--segment",
-                                  std::to_string(o.segment), "--timeout",
-                                  std::to_string(o.timeoutSeconds)};
+    std::vector<std::string> args{"--role",      "target",
+                                  "--transport", o.transport,
+                                  "--bytes",     std::to_string(o.bytes),
+                                  "--segment",   std::to_string(o.segment),
+                                  "--timeout",   std::to_string(o.timeoutSeconds)};
     if (o.allocate) args.push_back("--allocate");
     auto spawned = ChildProcess::spawnSelf(args);
     if (!spawned.isOk()) return fail("starting the target", spawned.status());
     child.emplace(std::move(spawned).value());
     auto line = child->readLine(30s);
     if (!line.isOk() || line->rfind("LISTEN ", 0) != 0) {
-      return fail("reading the target's address",
-                  line.isOk() ? kvx::protocolError("unexpected line '" + *line + "'")
-                              : line.status());
+      return fail(
+          "reading the target's address",
+          line.isOk() ? kvx::protocolError("unexpected line '" + *line + "'") : line.status());
     }
     address = line->substr(7);
   }
@@ -79,10 +80,12 @@ int runInitiator(const Options& o) {
   auto peer = agent.connect(address);
   if (!peer.isOk()) return fail("connecting to " + address, peer.status());
   auto info = agent.peerInfo(*peer);
-  if (!info.isOk() || info->regions.empty()) return fail("reading the target's regions", info.status());
+  if (!info.isOk() || info->regions.empty())
+    return fail("reading the target's regions", info.status());
   const kvx::RegionInfo remote = info->regions.front();
   if (remote.length < o.bytes) {
-    return fail("target buffer", kvx::invalidArgument("only " + std::to_string(remote.length) + " bytes"));
+    return fail("target buffer",
+                kvx::invalidArgument("only " + std::to_string(remote.length) + " bytes"));
   }
 
   std::uint8_t* buffer = nullptr;
@@ -164,13 +167,13 @@ int runInitiator(const Options& o) {
     if (verdict.empty()) verdict = "ok";
   }
   const std::string path = agent.dataPathDescription(*peer).valueOr(std::string("unknown"));
-  std::printf("pair_transfer: %-5s %s in %s segments over %s [%s]: %.3f s, %.2f GB/s, "
-              "%llu descriptors -> %llu operations, verify: %s\n",
-              o.op.c_str(), human(o.bytes).c_str(), human(o.segment).c_str(),
-              o.transport.c_str(), path.c_str(), seconds,
-              static_cast<double>(o.bytes) / seconds / 1e9,
-              static_cast<unsigned long long>(segments),
-              static_cast<unsigned long long>(operations), verdict.c_str());
+  std::printf(
+      "pair_transfer: %-5s %s in %s segments over %s [%s]: %.3f s, %.2f GB/s, "
+      "%llu descriptors -> %llu operations, verify: %s\n",
+      o.op.c_str(), human(o.bytes).c_str(), human(o.segment).c_str(), o.transport.c_str(),
+      path.c_str(), seconds, static_cast<double>(o.bytes) / seconds / 1e9,
+      static_cast<unsigned long long>(segments), static_cast<unsigned long long>(operations),
+      verdict.c_str());
   std::fflush(stdout);
 
   agent.sendNotification(*peer, formatCommand(Command{"exit"})).ignore();

@@ -15,13 +15,13 @@ Options parseOptions(int argc, char** argv) {
       ->check(CLI::IsMember({"write", "read"}));
   app.add_option("--transport", o.transport, "UCX transport: shm or tcp")
       ->check(CLI::IsMember({"shm", "tcp"}));
-  app.add_option("--bytes", o.bytes, "bytes to move, e.g. 1G")
-      ->transform(CLI::AsSizeValue(false));
+  app.add_option("--bytes", o.bytes, "bytes to move, e.g. 1G")->transform(CLI::AsSizeValue(false));
   app.add_option("--segment", o.segment, "descriptor size, e.g. 32K")
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--batch", o.batch, "bytes per transfer request, e.g. 64M")
       ->transform(CLI::AsSizeValue(false));
-  app.add_option("--in-flight", o.inFlight, "transfer requests in flight")->check(CLI::Range(1, 64));
+  app.add_option("--in-flight", o.inFlight, "transfer requests in flight")
+      ->check(CLI::Range(1, 64));
   app.add_option("--order", o.order,
                  "segment order: shuffled (every segment its own operation) or sequential "
                  "(adjacent segments coalesce)")

@@ -8,9 +8,9 @@
 namespace pair_transfer {
 
 struct Options {
-  std::string role = "initiator";      // initiator | target
-  std::string op = "write";            // write | read
-  std::string transport = "shm";       // shm | tcp (UCX transports)
+  std::string role = "initiator";  // initiator | target
+  std::string op = "write";        // write | read
+  std::string transport = "shm";   // shm | tcp (UCX transports)
   std::uint64_t bytes = 1ull << 30;
   std::uint64_t segment = 32 * 1024;
   std::uint64_t batch = 64ull << 20;   // bytes per transfer request

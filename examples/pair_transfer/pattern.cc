@@ -22,7 +22,8 @@ std::uint8_t byteAt(std::uint64_t seed, std::uint64_t offset) {
 void fillPattern(std::span<std::uint8_t> bytes, std::uint64_t firstOffset, std::uint64_t seed) {
   std::uint64_t i = 0;
   // Unaligned head byte by byte, then whole words.
-  for (; i < bytes.size() && (firstOffset + i) % 8 != 0; ++i) bytes[i] = byteAt(seed, firstOffset + i);
+  for (; i < bytes.size() && (firstOffset + i) % 8 != 0; ++i)
+    bytes[i] = byteAt(seed, firstOffset + i);
   for (; i + 8 <= bytes.size(); i += 8) {
     const std::uint64_t w = word(seed, (firstOffset + i) / 8);
     std::memcpy(bytes.data() + i, &w, 8);

@@ -1,12 +1,11 @@
 #include "examples/pair_transfer/target.h"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <memory>
 #include <vector>
-
-#include <spdlog/spdlog.h>
 
 #include "examples/pair_transfer/pattern.h"
 #include "kvx/agent.h"

@@ -1,10 +1,10 @@
 // kvx-test-labels: unit
 // kvx::Agent end to end in one process: control channel, metadata updates, blobs, bad input.
-#include <catch2/catch.hpp>
+#include "kvx/agent.h"
 
+#include <catch2/catch.hpp>
 #include <thread>
 
-#include "kvx/agent.h"
 #include "tests/support/test_data.h"
 
 using namespace kvx;
@@ -56,7 +56,8 @@ TEST_CASE("agents connect over the control channel and move data", "[agent]") {
   CHECK(info->regions[0].length == dst.size());
   CHECK_FALSE(prefill->dataPathDescription("decode")->empty());
 
-  TransferRequest request{"decode", TransferOp::kWrite,
+  TransferRequest request{"decode",
+                          TransferOp::kWrite,
                           {{{local, 0, src.size()}, {info->regions[0].id, 0, src.size()}}},
                           "kv ready"};
   auto id = prefill->submit(request);

@@ -1,12 +1,12 @@
 // kvx-test-labels: unit
-#include <catch2/catch.hpp>
-
-#include "kvx/result.h"
 #include "kvx/status.h"
 
+#include <catch2/catch.hpp>
 #include <memory>
 #include <set>
 #include <string>
+
+#include "kvx/result.h"
 
 using kvx::Result;
 using kvx::Status;

@@ -1,12 +1,12 @@
 // kvx-test-labels: unit
 // The engine over the in-process transport: two engines in one process, both progress modes.
-#include <catch2/catch.hpp>
+#include "engine/engine.h"
 
+#include <catch2/catch.hpp>
 #include <numeric>
 #include <random>
 #include <thread>
 
-#include "engine/engine.h"
 #include "tests/support/test_data.h"
 
 using namespace kvx;
@@ -26,8 +26,7 @@ std::unique_ptr<Engine> makeEngine(const std::string& name, ProgressMode mode) {
 }
 
 struct Pair {
-  explicit Pair(ProgressMode mode)
-      : a(makeEngine("a", mode)), b(makeEngine("b", mode)) {
+  explicit Pair(ProgressMode mode) : a(makeEngine("a", mode)), b(makeEngine("b", mode)) {
     fillPattern(bufA, 1);
     fillPattern(bufB, 2);
     regionA = a->registerMemory({"bufA", bufA.data(), bufA.size()}).value();
@@ -54,7 +53,8 @@ struct Pair {
   RegionId regionA, regionB;
 };
 
-TransferRequest request(const Pair& p, TransferOp op, std::vector<std::array<std::uint64_t, 3>> segs) {
+TransferRequest request(const Pair& p, TransferOp op,
+                        std::vector<std::array<std::uint64_t, 3>> segs) {
   TransferRequest r;
   r.peer = "b";
   r.op = op;
@@ -72,7 +72,8 @@ TEST_CASE("WRITE and READ move exactly the described bytes", "[engine]") {
   std::vector<std::uint8_t> expectB = p.bufB;
   std::vector<std::uint8_t> expectA = p.bufA;
 
-  auto write = p.a->createTransfer(request(p, TransferOp::kWrite, {{0, 1000, 300000}, {500000, 0, 7}}));
+  auto write =
+      p.a->createTransfer(request(p, TransferOp::kWrite, {{0, 1000, 300000}, {500000, 0, 7}}));
   REQUIRE(write.isOk());
   REQUIRE(p.a->post(*write).isOk());
   REQUIRE(p.waitA(*write).isOk());
@@ -122,7 +123,8 @@ TEST_CASE("notification arrives only after the data is in place", "[engine]") {
     CHECK(n->peer == "a");
     CHECK(n->payload == "req-" + std::to_string(i));
     for (std::uint64_t k = 0; k < 4096; ++k) {
-      if (p.bufB[i * 4096 + k] != static_cast<std::uint8_t>(i + 1)) FAIL("byte " << k << " of request " << i << " not in place");
+      if (p.bufB[i * 4096 + k] != static_cast<std::uint8_t>(i + 1))
+        FAIL("byte " << k << " of request " << i << " not in place");
     }
     REQUIRE(p.a->wait(id, deadlineIn(5s)).isOk());
     REQUIRE(p.a->release(id).isOk());
@@ -153,7 +155,8 @@ TEST_CASE("bad descriptors are refused before anything moves", "[engine]") {
 
   auto r = request(p, TransferOp::kWrite, {{0, 0, 4096}});
   r.segments[0].remote.length = 8192;
-  CHECK_THAT(p.a->createTransfer(r).status().message(), Catch::Contains("differs from remote length"));
+  CHECK_THAT(p.a->createTransfer(r).status().message(),
+             Catch::Contains("differs from remote length"));
 
   r = request(p, TransferOp::kWrite, {{0, 0, 16}});
   r.segments[0].local.region = RegionId(77);

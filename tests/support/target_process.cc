@@ -1,8 +1,7 @@
 #include "tests/support/target_process.h"
 
-#include <cstdlib>
-
 #include <catch2/catch.hpp>
+#include <cstdlib>
 
 namespace kvx::test {
 
@@ -15,8 +14,9 @@ std::string pairTransferBinary() {
 }
 
 TargetProcess startTarget(const std::string& transport, std::uint64_t bytes, bool allocate) {
-  std::vector<std::string> args{"--role", "target", "--transport", transport, "--bytes",
-                                std::to_string(bytes), "--segment", "1", "--timeout", "300"};
+  std::vector<std::string> args{
+      "--role",    "target", "--transport", transport, "--bytes", std::to_string(bytes),
+      "--segment", "1",      "--timeout",   "300"};
   if (allocate) args.push_back("--allocate");
   auto child = pair_transfer::ChildProcess::spawn(pairTransferBinary(), args);
   REQUIRE(child.isOk());

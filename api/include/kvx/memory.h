@@ -24,12 +24,12 @@ std::optional<MemoryKind> parseMemoryKind(std::string_view text);
 // Memory the caller already owns and asks the agent to register.
 // The caller keeps ownership and must keep it valid until deregisterMemory returns.
 struct MemoryRegionSpec {
-  std::string name;             // unique within the agent, e.g. "kv.layer3"; shown in errors
+  std::string name;  // unique within the agent, e.g. "kv.layer3"; shown in errors
   void* address = nullptr;
   std::uint64_t length = 0;
   MemoryKind kind = MemoryKind::kHost;
-  int device = -1;              // CUDA device ordinal for kCuda; -1 for host memory
-  bool exposed = true;          // false: usable as a local side only, never in metadata
+  int device = -1;      // CUDA device ordinal for kCuda; -1 for host memory
+  bool exposed = true;  // false: usable as a local side only, never in metadata
 };
 
 // Memory the agent allocates itself; on shared memory UCX can then move it one-sidedly.

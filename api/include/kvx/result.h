@@ -16,7 +16,8 @@ class [[nodiscard]] Result {
   // REQUIRES: `status` is not OK (an OK Result must carry a value).
   Result(Status status) : state_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (std::get<Status>(state_).isOk()) {
-      state_ = Status(StatusCode::kInternal, "Result constructed from an OK status without a value");
+      state_ =
+          Status(StatusCode::kInternal, "Result constructed from an OK status without a value");
     }
   }
   Result(T value) : state_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
@@ -28,9 +29,18 @@ class [[nodiscard]] Result {
   Status status() && { return isOk() ? Status::ok() : std::move(std::get<Status>(state_)); }
 
   // REQUIRES: isOk().
-  T& value() & { assert(isOk()); return std::get<T>(state_); }
-  const T& value() const& { assert(isOk()); return std::get<T>(state_); }
-  T&& value() && { assert(isOk()); return std::move(std::get<T>(state_)); }
+  T& value() & {
+    assert(isOk());
+    return std::get<T>(state_);
+  }
+  const T& value() const& {
+    assert(isOk());
+    return std::get<T>(state_);
+  }
+  T&& value() && {
+    assert(isOk());
+    return std::move(std::get<T>(state_));
+  }
 
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }

@@ -85,16 +85,16 @@ Status internalError(std::string message);
 #define KVX_STATUS_CONCAT(a, b) KVX_STATUS_CONCAT_INNER(a, b)
 
 // Returns from the enclosing function when `expr` (a Status) is not OK.
-#define KVX_RETURN_IF_ERROR(expr)                                      \
-  do {                                                                 \
-    ::kvx::Status kvx_status_ = (expr);                                \
-    if (!kvx_status_.isOk()) return kvx_status_;                       \
+#define KVX_RETURN_IF_ERROR(expr)                \
+  do {                                           \
+    ::kvx::Status kvx_status_ = (expr);          \
+    if (!kvx_status_.isOk()) return kvx_status_; \
   } while (false)
 
 // Evaluates `expr` (a Result<T>); returns its Status on error, else moves the value into `lhs`.
 #define KVX_ASSIGN_OR_RETURN(lhs, expr) \
   KVX_ASSIGN_OR_RETURN_IMPL(KVX_STATUS_CONCAT(kvx_result_, __LINE__), lhs, expr)
-#define KVX_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                              \
+#define KVX_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)  \
+  auto tmp = (expr);                               \
   if (!tmp.isOk()) return std::move(tmp).status(); \
   lhs = std::move(tmp).value()

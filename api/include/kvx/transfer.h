@@ -30,10 +30,10 @@ struct TransferSegment {
 };
 
 struct TransferRequest {
-  std::string peer;                          // the peer agent's name
+  std::string peer;  // the peer agent's name
   TransferOp op = TransferOp::kWrite;
   std::vector<TransferSegment> segments;
-  std::optional<std::string> notification;   // delivered after all data is in place
+  std::optional<std::string> notification;  // delivered after all data is in place
 };
 
 enum class TransferState : std::uint8_t {

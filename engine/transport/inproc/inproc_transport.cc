@@ -13,8 +13,7 @@
 
 namespace kvx::engine::inproc {
 
-InprocTransport::InprocTransport(const TransportOptions& options)
-    : agentName_(options.agentName) {
+InprocTransport::InprocTransport(const TransportOptions& options) : agentName_(options.agentName) {
   eventFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   fabricId_ = InprocFabric::instance().attach(this);
 }

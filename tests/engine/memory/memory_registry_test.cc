@@ -1,9 +1,9 @@
 // kvx-test-labels: unit
-#include <catch2/catch.hpp>
+#include "engine/memory/memory_registry.h"
 
+#include <catch2/catch.hpp>
 #include <vector>
 
-#include "engine/memory/memory_registry.h"
 #include "engine/transport/transport_registry.h"
 
 using namespace kvx;
@@ -96,9 +96,9 @@ TEST_CASE("allocated regions are usable and listed when exposed", "[registry]") 
   REQUIRE(allocated.isOk());
   CHECK(allocated->address != nullptr);
   static_cast<std::uint8_t*>(allocated->address)[8191] = 7;
-  REQUIRE(f.registry.add(MemoryRegionSpec{"hidden", f.buffer.data(), 100, MemoryKind::kHost, -1,
-                                          false})
-              .isOk());
+  REQUIRE(
+      f.registry.add(MemoryRegionSpec{"hidden", f.buffer.data(), 100, MemoryKind::kHost, -1, false})
+          .isOk());
   auto exposed = f.registry.exposedRegions();
   REQUIRE(exposed.size() == 1);
   CHECK(exposed[0]->info.name == "pool");

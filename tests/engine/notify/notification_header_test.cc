@@ -1,7 +1,7 @@
 // kvx-test-labels: unit
-#include <catch2/catch.hpp>
-
 #include "engine/notify/notification_header.h"
+
+#include <catch2/catch.hpp>
 
 using namespace kvx;
 using namespace kvx::engine;

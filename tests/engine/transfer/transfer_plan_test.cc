@@ -1,7 +1,8 @@
 // kvx-test-labels: unit
+#include "engine/transfer/transfer_plan.h"
+
 #include <catch2/catch.hpp>
 
-#include "engine/transfer/transfer_plan.h"
 #include "engine/transport/transport_registry.h"
 
 using namespace kvx;
@@ -19,8 +20,8 @@ struct Regions {
 
   std::shared_ptr<LocalRegion> makeLocal(std::size_t offset, std::size_t length) {
     auto r = std::make_shared<LocalRegion>();
-    r->memory = std::move(transport->registerMemory(buffer.data() + offset, length,
-                                                    MemoryKind::kHost, -1).value());
+    r->memory = std::move(
+        transport->registerMemory(buffer.data() + offset, length, MemoryKind::kHost, -1).value());
     r->info.length = length;
     return r;
   }
@@ -55,9 +56,9 @@ TEST_CASE("a gap on either side breaks coalescing", "[plan]") {
   Regions r;
   PlanBuilder b(0);
   b.add(r.local, 0, r.remote, 0, 4096);
-  b.add(r.local, 4096, r.remote, 8192, 4096);   // remote gap
-  b.add(r.local, 12288, r.remote, 12288, 4096); // local gap
-  b.add(r.local, 16384, r.remote, 16384, 4096); // continues the previous one
+  b.add(r.local, 4096, r.remote, 8192, 4096);    // remote gap
+  b.add(r.local, 12288, r.remote, 12288, 4096);  // local gap
+  b.add(r.local, 16384, r.remote, 16384, 4096);  // continues the previous one
   TransferPlan plan = std::move(b).finish();
   REQUIRE(plan.ops.size() == 3);
   CHECK(plan.ops[2].length == 8192);

@@ -2,7 +2,6 @@
 // pair_transfer as a user runs it: 1 GiB in 32 KiB segments, each way, over tcp and shared
 // memory, between two processes; the program verifies every byte and says so.
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <string>
 
