@@ -30,7 +30,7 @@ kvx::Result<std::string> ask(kvx::Agent& agent, const std::string& peer, const C
                              std::chrono::milliseconds timeout) {
   KVX_RETURN_IF_ERROR(agent.sendNotification(peer, formatCommand(command)));
   KVX_ASSIGN_OR_RETURN(kvx::Notification reply, agent.waitNotification(kvx::deadlineIn(timeout)));
-  return reply.payload;
+  return parseReply(reply.payload).result;
 }
 
 std::string human(std::uint64_t bytes) {

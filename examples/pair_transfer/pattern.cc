@@ -72,4 +72,10 @@ std::string formatCommand(const Command& c) {
          std::to_string(c.seed);
 }
 
+Reply parseReply(const std::string& text) {
+  const auto bar = text.find(" | ");
+  if (bar == std::string::npos) return Reply{text, {}};
+  return Reply{text.substr(0, bar), text.substr(bar + 3)};
+}
+
 }  // namespace pair_transfer

@@ -25,4 +25,11 @@ struct Command {
 std::optional<Command> parseCommand(const std::string& text);
 std::string formatCommand(const Command& command);
 
+// A target's reply is "RESULT | COMMAND"; RESULT is "ok" or says what went wrong.
+struct Reply {
+  std::string result;
+  std::string command;
+};
+Reply parseReply(const std::string& text);
+
 }  // namespace pair_transfer

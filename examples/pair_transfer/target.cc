@@ -84,7 +84,9 @@ int runTarget(const Options& o) {
     } else {
       reply = execute(*command, buffer, o.bytes);
     }
-    kvx::Status sent = (*agent)->sendNotification(n->peer, reply);
+    // Replies name the command they answer: notifications of different transfers are not
+    // ordered with each other, so a sender with several in flight must match them up.
+    kvx::Status sent = (*agent)->sendNotification(n->peer, reply + " | " + n->payload);
     if (!sent.isOk()) spdlog::warn("target: reply to '{}' failed: {}", n->peer, sent.toString());
   }
   spdlog::error("target: no exit command within {} s", o.timeoutSeconds);
