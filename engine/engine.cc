@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <random>
+#include <utility>
 
 #include "engine/notify/notification_header.h"
 #include "engine/transport/transport_registry.h"
@@ -71,13 +72,10 @@ Engine::~Engine() {
   // Force-closed links completed every in-flight operation; let the transfers finish.
   const Deadline deadline = Clock::now() + std::chrono::seconds(2);
   for (auto& transfer : transfers_.all()) {
-    while (transfer->pending() && Clock::now() < deadline) {
-      if (callerDriven() || !driver_) {
-        progress();
-      } else {
-        transfers_.waitFinished(*transfer,
-                                std::min(deadline, deadlineIn(std::chrono::milliseconds(10))));
-      }
+    if (driver_) {
+      transfers_.waitFinished(*transfer, deadline);
+    } else {
+      while (transfer->pending() && Clock::now() < deadline) progress();
     }
   }
   if (driver_) driver_->stop();
@@ -154,9 +152,28 @@ Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
         metadata.name, peerFailed("peer '" + metadata.name + "' restarted (new incarnation)")));
   }
   const std::string peerName = metadata.name;
+  const std::uint64_t incarnation = metadata.incarnation;
+  const std::vector<RegionMetadata> regions = metadata.regions;
   KVX_ASSIGN_OR_RETURN(auto peer, RemotePeer::connect(*transport_, std::move(metadata)));
-  std::lock_guard lock(mutex_);
-  peers_[peerName] = std::move(peer);
+  std::shared_ptr<RemotePeer> redundant;  // closed outside the lock
+  {
+    std::lock_guard lock(mutex_);
+    auto [it, inserted] = peers_.try_emplace(peerName, peer);
+    if (!inserted) {
+      // Another handshake with the same peer (both agents connected to each other) won the
+      // race: keep its peer object, so transfers already made against it stay valid.
+      if (it->second->incarnation() == incarnation) {
+        it->second->updateRegions(regions);
+        redundant = std::move(peer);
+      } else {
+        redundant = std::exchange(it->second, std::move(peer));
+      }
+    }
+  }
+  if (redundant && redundant->incarnation() != incarnation) {
+    failTransfersOf(*redundant, peerFailed("peer '" + peerName + "' restarted (new incarnation)"));
+    redundant->fail(peerFailed("peer '" + peerName + "' restarted (new incarnation)"));
+  }
   return Status::ok();
 }
 
