@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <thread>
 
-#include "tests/support/test_data.h"
+#include "examples/pair_transfer/pattern.h"
 
 using namespace kvx;
 using namespace std::chrono_literals;
@@ -40,7 +40,7 @@ TEST_CASE("agents connect over the control channel and move data", "[agent]") {
   auto prefill = makeAgent("prefill", transport);
   auto decode = makeAgent("decode", transport);
   std::vector<std::uint8_t> src(1 << 16), dst(1 << 16);
-  test::fillPattern(src, 5);
+  pair_transfer::fillPattern(src, 0, 5);
   RegionId local = prefill->registerMemory({"src", src.data(), src.size()}).value();
   decode->registerMemory({"dst", dst.data(), dst.size()}).value();
 
@@ -89,7 +89,7 @@ TEST_CASE("metadata blobs connect agents without a channel", "[agent]") {
   auto a = makeAgent("blob-a", "tcp");
   auto b = makeAgent("blob-b", "tcp");
   std::vector<std::uint8_t> src(8192), dst(8192);
-  test::fillPattern(src, 9);
+  pair_transfer::fillPattern(src, 0, 9);
   RegionId local = a->registerMemory({"src", src.data(), src.size()}).value();
   RegionId remote = b->registerMemory({"dst", dst.data(), dst.size()}).value();
   auto blob = b->exportMetadata();

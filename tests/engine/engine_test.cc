@@ -7,7 +7,7 @@
 #include <random>
 #include <thread>
 
-#include "tests/support/test_data.h"
+#include "examples/pair_transfer/pattern.h"
 
 using namespace kvx;
 using namespace kvx::engine;
@@ -35,7 +35,7 @@ struct Pair {
     REQUIRE(b->addOrUpdatePeer(a->localMetadata()).isOk());
   }
   static void fillPattern(std::vector<std::uint8_t>& v, std::uint64_t seed) {
-    kvx::test::fillPattern(v, seed);
+    pair_transfer::fillPattern(v, 0, seed);
   }
   // Keeps b progressing in caller mode while a waits.
   Status waitA(TransferId id) {
@@ -212,7 +212,7 @@ TEST_CASE("cancel ends a pending transfer exactly once with CANCELLED", "[engine
   CHECK(p.waitA(next).isOk());
 }
 
-TEST_CASE("wait honours its deadline", "[engine]") {
+TEST_CASE("waiting on a transfer that was never posted fails at once", "[engine]") {
   Pair p(ProgressMode::kCaller);
   auto id = p.a->createTransfer(request(p, TransferOp::kWrite, {{0, 0, 1 << 20}})).value();
   CHECK(p.a->wait(id, deadlineIn(1ms)).code() == StatusCode::kFailedPrecondition);  // never posted

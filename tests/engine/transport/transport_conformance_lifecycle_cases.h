@@ -7,7 +7,6 @@
 #include <poll.h>
 
 #include "tests/engine/transport/transport_conformance_support.h"
-#include "tests/support/test_data.h"
 
 namespace kvx::test::conformance {
 

@@ -11,14 +11,24 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/transport/transport.h"
 #include "engine/transport/transport_registry.h"
+#include "examples/pair_transfer/pattern.h"
 
 namespace kvx::test {
+
+// The suite's byte pattern: pair_transfer's, positioned at the start of each span.
+inline void fillPattern(std::span<std::uint8_t> bytes, std::uint64_t seed) {
+  pair_transfer::fillPattern(bytes, 0, seed);
+}
+inline std::string checkPattern(std::span<const std::uint8_t> bytes, std::uint64_t seed) {
+  return pair_transfer::checkPattern(bytes, 0, seed);
+}
 
 // What the including test file supplies: which transport, with which options.
 struct ConformanceConfig {
