@@ -106,6 +106,9 @@ Result<TransferId> Agent::makeTransfer(TransferOp op, ListId localList,
 
 Status Agent::releaseList(ListId list) { return impl_->engine->releaseList(list); }
 Status Agent::post(TransferId transfer) { return impl_->engine->post(transfer); }
+Status Agent::post(TransferId transfer, TransferCallback onFinished) {
+  return impl_->engine->post(transfer, std::move(onFinished));
+}
 TransferStatus Agent::poll(TransferId transfer) const { return impl_->engine->poll(transfer); }
 Status Agent::wait(TransferId transfer, Deadline deadline) {
   return impl_->engine->wait(transfer, deadline);
@@ -136,6 +139,10 @@ std::vector<Notification> Agent::takeNotifications(std::size_t max) {
 
 Result<Notification> Agent::waitNotification(Deadline deadline) {
   return impl_->engine->waitNotification(deadline);
+}
+
+void Agent::setNotificationHandler(NotificationHandler handler) {
+  impl_->engine->setNotificationHandler(std::move(handler));
 }
 
 bool Agent::progress() { return impl_->engine->progress(); }

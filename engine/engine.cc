@@ -252,7 +252,31 @@ Result<Notification> Engine::waitNotification(Deadline deadline) {
 bool Engine::progress() {
   const bool moved = transport_->progress();
   const bool advanced = transfers_.pump();
-  return moved || advanced;
+  const bool delivered = hasHandler_.load(std::memory_order_relaxed) && deliverNotifications();
+  return moved || advanced || delivered;
+}
+
+void Engine::setNotificationHandler(std::function<void(Notification)> handler) {
+  std::lock_guard lock(handlerMutex_);
+  handler_ = handler ? std::make_shared<const std::function<void(Notification)>>(std::move(handler))
+                     : nullptr;
+  hasHandler_.store(handler_ != nullptr);
+  if (driver_) driver_->kick();  // hands over what is already queued
+}
+
+bool Engine::deliverNotifications() {
+  std::shared_ptr<const std::function<void(Notification)>> handler;
+  {
+    std::lock_guard lock(handlerMutex_);
+    handler = handler_;
+  }
+  if (!handler) return false;
+  bool any = false;
+  while (auto notification = inbox_.tryTake()) {
+    (*handler)(std::move(*notification));
+    any = true;
+  }
+  return any;
 }
 
 }  // namespace kvx::engine

@@ -7,7 +7,9 @@
 //
 // Thread safety: every member may be called from any thread.
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -74,7 +76,8 @@ class Engine {
                                   std::span<const std::uint32_t> remoteIndices,
                                   std::optional<std::string> notification);
   Status releaseList(ListId list);
-  Status post(TransferId id);
+  // `onFinished` (optional) runs once when this post finishes; see Transfer::start.
+  Status post(TransferId id, Transfer::FinishedCallback onFinished = nullptr);
   TransferStatus poll(TransferId id) const;
   Status wait(TransferId id, Deadline deadline);
   Status cancel(TransferId id);
@@ -84,6 +87,10 @@ class Engine {
   // ---- notifications ----
   Status sendNotification(const std::string& peer, std::string payload);
   NotificationInbox& inbox() { return inbox_; }
+  // Hands every later notification to `handler` (on the progress thread, or the thread
+  // calling progress() in caller-driven mode, outside kvx locks) instead of queueing it for
+  // waitNotification. Null restores queueing.
+  void setNotificationHandler(std::function<void(Notification)> handler);
   Result<Notification> waitNotification(Deadline deadline);
 
   // One round of progress (caller-driven mode, or from the progress thread).
@@ -94,6 +101,8 @@ class Engine {
   Result<TransferId> addTransfer(std::shared_ptr<RemotePeer> peer, TransferOp op, TransferPlan plan,
                                  std::optional<std::string> notification);
   void onMessage(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload);
+  // Hands queued notifications to the handler; true if there were any.
+  bool deliverNotifications();
   void failTransfersOf(const RemotePeer& peer, const Status& why);
   Result<std::shared_ptr<PreparedList>> findList(ListId id) const;
   bool callerDriven() const { return options_.progressMode == ProgressMode::kCaller; }
@@ -110,6 +119,10 @@ class Engine {
   std::unordered_map<std::string, std::shared_ptr<RemotePeer>> peers_;
   std::unordered_map<ListId, std::shared_ptr<PreparedList>> lists_;
   std::uint64_t nextListId_ = 1;
+
+  std::mutex handlerMutex_;  // guards handler_; leaf lock, never held while calling it
+  std::shared_ptr<const std::function<void(Notification)>> handler_;
+  std::atomic<bool> hasHandler_{false};
 
   std::unique_ptr<ProgressDriver> driver_;  // null in caller-driven mode
 };

@@ -131,9 +131,9 @@ Status Engine::releaseList(ListId id) {
   return Status::ok();
 }
 
-Status Engine::post(TransferId id) {
+Status Engine::post(TransferId id, Transfer::FinishedCallback onFinished) {
   KVX_ASSIGN_OR_RETURN(auto transfer, transfers_.find(id));
-  KVX_RETURN_IF_ERROR(transfer->start(*registry_));
+  KVX_RETURN_IF_ERROR(transfer->start(*registry_, std::move(onFinished)));
   if (driver_) driver_->kick();
   return Status::ok();
 }

@@ -71,7 +71,7 @@ Status Transfer::refreshKeys() {
   return Status::ok();
 }
 
-Status Transfer::start(MemoryRegistry& registry) {
+Status Transfer::start(MemoryRegistry& registry, FinishedCallback onFinished) {
   std::unique_lock lock(mutex_);
   if (state_.load() == TransferState::kPending) {
     return failedPrecondition("transfer " + std::to_string(id_.value) + " is still pending");
@@ -95,6 +95,7 @@ Status Transfer::start(MemoryRegistry& registry) {
   nextOp_ = 0;
   phase_ = Phase::kOps;
   self_ = shared_from_this();
+  onFinished_ = std::move(onFinished);
   state_.store(TransferState::kPending);
   lock.unlock();
   advance();
@@ -149,7 +150,14 @@ void Transfer::advance() {
     if (phase_ == Phase::kMessage && messageDone_.load()) phase_ = Phase::kEnd;
   }
   const bool drained = inFlight_.load() == 0;
-  if (drained && (errored_.load() || phase_ == Phase::kEnd)) keepAlive = finishLocked();
+  if (!drained || !(errored_.load() || phase_ == Phase::kEnd)) return;
+  keepAlive = finishLocked();
+  FinishedCallback callback = std::move(onFinished_);
+  onFinished_ = nullptr;
+  const TransferStatus final = status();  // before a repost from another thread changes it
+  lock.unlock();
+  // The user's callback runs outside every kvx lock, so it may post, cancel or release.
+  if (callback) callback(id_, final);
 }
 
 std::shared_ptr<Transfer> Transfer::finishLocked() {

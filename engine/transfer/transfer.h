@@ -13,6 +13,7 @@
 // only after every posted operation has completed (so no byte lands after it is reported).
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -56,9 +57,14 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   TransferStats stats() const;
   bool pending() const { return state_.load() == TransferState::kPending; }
 
+  // Called once when a started transfer finishes, on the thread that finishes it, with no
+  // kvx lock held.
+  using FinishedCallback = std::function<void(TransferId, const TransferStatus&)>;
+
   // Posts the transfer. FAILED_PRECONDITION if it is pending; errors found before anything
-  // was posted (deregistered region, failed peer) are returned and leave it as it was.
-  Status start(MemoryRegistry& registry);
+  // was posted (deregistered region, failed peer) are returned and leave it as it was (the
+  // callback is then not called).
+  Status start(MemoryRegistry& registry, FinishedCallback onFinished = nullptr);
   void advance();
   // Asks the transfer to stop posting and end as failed with `reason` once drained.
   void requestCancel(Status reason);
@@ -96,6 +102,7 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   std::uint64_t keysEpoch_ = 0;
   std::vector<const RemoteKey*> keys_;  // per remote slot, valid for keysEpoch_
   std::shared_ptr<Transfer> self_;      // keeps the transfer alive while pending
+  FinishedCallback onFinished_;         // of the current start
   MemoryRegistry* registry_ = nullptr;
 
   std::atomic<TransferState> state_{TransferState::kIdle};

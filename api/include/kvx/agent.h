@@ -83,6 +83,13 @@ class Agent final {
 
   // Posts (or reposts, once finished) a created transfer.
   Status post(TransferId transfer);
+  // As post(), and calls `onFinished` exactly once when this post finishes (done or failed,
+  // including by cancel, peer failure or the agent's destruction). It runs on the thread
+  // that finishes the transfer (normally the progress thread; possibly a thread calling
+  // post, cancel, disconnect or the destructor), outside every kvx lock: it may call Agent
+  // members, but should return quickly, since it delays progress. Not called when post
+  // itself returns an error.
+  Status post(TransferId transfer, TransferCallback onFinished);
   TransferStatus poll(TransferId transfer) const;
   // Waits until the transfer finished or the deadline passed (TIMED_OUT; the transfer goes on).
   Status wait(TransferId transfer, Deadline deadline);
@@ -101,6 +108,11 @@ class Agent final {
   std::vector<Notification> takeNotifications(std::size_t max = SIZE_MAX);
   // Waits for one notification until the deadline (TIMED_OUT if none arrived).
   Result<Notification> waitNotification(Deadline deadline);
+  // From now on hands every notification to `handler` instead of queueing it for
+  // takeNotifications/waitNotification (already queued ones are handed over too). It runs
+  // on the progress thread (in caller mode: the thread calling progress or wait), outside
+  // every kvx lock, one notification at a time, in arrival order. Null restores queueing.
+  void setNotificationHandler(NotificationHandler handler);
 
   // ---- progress (caller mode) ----
   // Makes non-blocking progress; returns true when something happened.

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,6 +64,11 @@ struct Notification {
   std::string peer;
   std::string payload;
 };
+
+// Called when a posted transfer finishes (see Agent::post).
+using TransferCallback = std::function<void(TransferId, const TransferStatus&)>;
+// Receives notifications instead of the queue (see Agent::setNotificationHandler).
+using NotificationHandler = std::function<void(Notification)>;
 
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
