@@ -87,4 +87,21 @@ Result<ModelShape> shapeFromJson(std::string_view text) {
   return shape;
 }
 
+std::string shapeToJson(const ModelShape& shape) {
+  return nlohmann::json{{"name", shape.name},
+                        {"layers", shape.layers},
+                        {"kvHeads", shape.kvHeads},
+                        {"headDim", shape.headDim},
+                        {"dtypeBytes", shape.dtypeBytes},
+                        {"tokensPerBlock", shape.tokensPerBlock},
+                        {"mla", shape.mla}}
+      .dump();
+}
+
+Result<ModelShape> shapeFromNameOrJson(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && text[first] == '{') return shapeFromJson(text);
+  return builtinShape(text);
+}
+
 }  // namespace kvx::agent::kv

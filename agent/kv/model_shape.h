@@ -45,5 +45,9 @@ std::vector<std::string> builtinShapeNames();
 
 // A shape from JSON text (see above); every field type- and range-checked.
 Result<ModelShape> shapeFromJson(std::string_view text);
+// The JSON text shapeFromJson reads back.
+std::string shapeToJson(const ModelShape& shape);
+// A built-in name, or else JSON text.
+Result<ModelShape> shapeFromNameOrJson(std::string_view text);
 
 }  // namespace kvx::agent::kv

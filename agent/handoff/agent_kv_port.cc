@@ -1,0 +1,122 @@
+#include "agent/handoff/agent_kv_port.h"
+
+namespace kvx::agent::handoff {
+
+AgentKvPort::AgentKvPort(Agent& agent, const kv::KvPool& pool, ListId localList)
+    : agent_(agent), pool_(pool), localList_(localList), canceller_([this] { runCanceller(); }) {}
+
+Result<std::unique_ptr<AgentKvPort>> AgentKvPort::create(Agent& agent, const kv::KvPool& pool) {
+  const std::vector<MemoryRange> ranges = pool.allSegmentRanges();
+  KVX_ASSIGN_OR_RETURN(ListId list, agent.prepareLocalList(ranges));
+  return std::unique_ptr<AgentKvPort>(new AgentKvPort(agent, pool, list));
+}
+
+AgentKvPort::~AgentKvPort() {
+  open_->store(false);
+  {
+    std::lock_guard lock(cancelMutex_);
+    stopping_ = true;
+  }
+  cancelWake_.notify_all();
+  canceller_.join();
+  for (auto& [peer, remote] : remotes_) (void)agent_.releaseList(remote.list);
+  (void)agent_.releaseList(localList_);
+}
+
+Status AgentKvPort::send(const std::string& peer, const KvMessage& message) {
+  return agent_.sendNotification(peer, encode(message));
+}
+
+Status AgentKvPort::attachPool(const std::string& peer, const kv::PoolDescription& pool) {
+  const std::vector<MemoryRange> ranges = kv::KvPool::allSegmentRanges(pool);
+  KVX_ASSIGN_OR_RETURN(ListId list, agent_.prepareRemoteList(peer, ranges));
+  detachPool(peer);
+  remotes_.emplace(peer, RemotePool{list,
+                                    kv::SegmentOrder(pool.layout, pool.blocks, pool.shape.layers,
+                                                     pool.shape.kvCount()),
+                                    pool.blocks});
+  return Status::ok();
+}
+
+void AgentKvPort::detachPool(const std::string& peer) {
+  auto it = remotes_.find(peer);
+  if (it == remotes_.end()) return;
+  (void)agent_.releaseList(it->second.list);
+  remotes_.erase(it);
+}
+
+Result<MoveId> AgentKvPort::move(const std::string& peer, TransferOp op,
+                                 std::span<const std::uint64_t> localBlocks,
+                                 std::span<const std::uint64_t> remoteBlocks,
+                                 std::uint32_t firstLayer, std::uint32_t layerCount,
+                                 std::optional<KvMessage> notification,
+                                 std::function<void(MoveResult)> onDone) {
+  auto it = remotes_.find(peer);
+  if (it == remotes_.end()) return notFound("no KV pool of peer '" + peer + "' is attached");
+  const RemotePool& remote = it->second;
+  const kv::PoolLayout& local = pool_.layout();
+  if (localBlocks.size() != remoteBlocks.size() || localBlocks.empty()) {
+    return invalidArgument("a move needs equal, non-empty block lists; got " +
+                           std::to_string(localBlocks.size()) + " and " +
+                           std::to_string(remoteBlocks.size()));
+  }
+  if (firstLayer + layerCount > local.shape().layers || layerCount == 0) {
+    return invalidArgument("layers [" + std::to_string(firstLayer) + ", " +
+                           std::to_string(firstLayer + layerCount) + ") are outside the pool's " +
+                           std::to_string(local.shape().layers));
+  }
+  for (std::size_t i = 0; i < localBlocks.size(); ++i) {
+    if (localBlocks[i] >= local.blocks() || remoteBlocks[i] >= remote.blocks) {
+      return invalidArgument(
+          "block pair " + std::to_string(i) + " (" + std::to_string(localBlocks[i]) + " -> " +
+          std::to_string(remoteBlocks[i]) + ") is outside the pools (" +
+          std::to_string(local.blocks()) + " / " + std::to_string(remote.blocks) + " blocks)");
+    }
+  }
+  localIndices_.clear();
+  remoteIndices_.clear();
+  pool_.order().appendPairs(remote.order, localBlocks, remoteBlocks, firstLayer, layerCount,
+                            localIndices_, remoteIndices_);
+  std::optional<std::string> note;
+  if (notification) note = encode(*notification);
+  KVX_ASSIGN_OR_RETURN(TransferId id, agent_.makeTransfer(op, localList_, localIndices_,
+                                                          remote.list, remoteIndices_, note));
+  Agent& agent = agent_;
+  Status posted = agent_.post(id, [&agent, open = open_, onDone = std::move(onDone)](
+                                      TransferId transfer, const TransferStatus& status) {
+    if (!open->load()) return;
+    MoveResult result{status.status, agent.transferStats(transfer).valueOr(TransferStats{})};
+    (void)agent.release(transfer);
+    onDone(std::move(result));
+  });
+  if (!posted.isOk()) {
+    (void)agent_.release(id);
+    return posted;
+  }
+  return MoveId{id.value};
+}
+
+void AgentKvPort::cancel(MoveId move) {
+  {
+    std::lock_guard lock(cancelMutex_);
+    cancels_.push_back(TransferId(move));
+  }
+  cancelWake_.notify_one();
+}
+
+void AgentKvPort::runCanceller() {
+  std::unique_lock lock(cancelMutex_);
+  while (true) {
+    cancelWake_.wait(lock, [&] { return stopping_ || !cancels_.empty(); });
+    if (stopping_) return;
+    TransferId id = cancels_.front();
+    cancels_.pop_front();
+    lock.unlock();
+    (void)agent_.cancel(id);  // NOT_FOUND once it finished and was released: fine
+    lock.lock();
+  }
+}
+
+std::vector<std::string> AgentKvPort::livePeers() const { return agent_.peers(); }
+
+}  // namespace kvx::agent::handoff

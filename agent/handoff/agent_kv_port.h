@@ -1,0 +1,66 @@
+#pragma once
+
+// AgentKvPort: KvPort on a kvx::Agent. One prepared descriptor list covers every segment of
+// the local pool, and one per attached peer pool; a move is a makeTransfer by index, which
+// coalesces adjacent segments. Cancels run on a worker thread of their own, because a
+// cancel may wait for the engine's grace period.
+//
+// Thread safety: send/attachPool/detachPool/move from one thread (the KV service thread);
+// cancel and livePeers from any thread.
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "agent/handoff/kv_port.h"
+#include "agent/kv/kv_pool.h"
+#include "kvx/agent.h"
+
+namespace kvx::agent::handoff {
+
+class AgentKvPort final : public KvPort {
+ public:
+  static Result<std::unique_ptr<AgentKvPort>> create(Agent& agent, const kv::KvPool& pool);
+  ~AgentKvPort() override;
+
+  Status send(const std::string& peer, const KvMessage& message) override;
+  Status attachPool(const std::string& peer, const kv::PoolDescription& pool) override;
+  void detachPool(const std::string& peer) override;
+  Result<MoveId> move(const std::string& peer, TransferOp op,
+                      std::span<const std::uint64_t> localBlocks,
+                      std::span<const std::uint64_t> remoteBlocks, std::uint32_t firstLayer,
+                      std::uint32_t layerCount, std::optional<KvMessage> notification,
+                      std::function<void(MoveResult)> onDone) override;
+  void cancel(MoveId move) override;
+  std::vector<std::string> livePeers() const override;
+
+ private:
+  struct RemotePool {
+    ListId list;
+    kv::SegmentOrder order;
+    std::uint64_t blocks;
+  };
+
+  AgentKvPort(Agent& agent, const kv::KvPool& pool, ListId localList);
+  void runCanceller();
+
+  Agent& agent_;
+  // Cleared on destruction: a move finishing later (the agent's own shutdown) then touches
+  // neither the agent's tables nor the caller.
+  std::shared_ptr<std::atomic<bool>> open_ = std::make_shared<std::atomic<bool>>(true);
+  const kv::KvPool& pool_;
+  const ListId localList_;
+  std::unordered_map<std::string, RemotePool> remotes_;
+  std::vector<std::uint32_t> localIndices_, remoteIndices_;  // reused per move
+
+  std::mutex cancelMutex_;
+  std::condition_variable cancelWake_;
+  std::deque<TransferId> cancels_;
+  bool stopping_ = false;
+  std::thread canceller_;
+};
+
+}  // namespace kvx::agent::handoff

@@ -1,0 +1,443 @@
+#include "agent/handoff/prefill_side.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace kvx::agent::handoff {
+
+namespace {
+
+std::uint64_t ceilDiv(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+PrefillSide::PrefillSide(SideContext& context)
+    : context_(context),
+      scheduler_(placement::SchedulerOptions{context.options.maxInFlightBytesPerPeer, 65536}),
+      queue_(context.options.queueCapacity) {}
+
+PrefillSide::Request* PrefillSide::find(const std::string& id) {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : &it->second;
+}
+
+void PrefillSide::publish(Request& r) { context_.board.publish(r.view); }
+
+Status PrefillSide::submit(const KvRequestSpec& spec) {
+  if (spec.id.empty() || spec.id.size() > kMaxRequestIdBytes) {
+    return invalidArgument("request ids must have 1 to " + std::to_string(kMaxRequestIdBytes) +
+                           " bytes");
+  }
+  if (requests_.contains(spec.id)) {
+    return alreadyExists("request '" + spec.id + "' is live already; ids must be unique");
+  }
+  if (spec.tokens == 0) return invalidArgument("request '" + spec.id + "' has 0 tokens");
+  const std::uint64_t blocks = ceilDiv(spec.tokens, context_.pool.shape.tokensPerBlock);
+  if (spec.sourceBlocks.size() != blocks) {
+    return invalidArgument("request '" + spec.id + "': " + std::to_string(spec.tokens) +
+                           " tokens need " + std::to_string(blocks) + " blocks of " +
+                           std::to_string(context_.pool.shape.tokensPerBlock) + " tokens; got " +
+                           std::to_string(spec.sourceBlocks.size()));
+  }
+  std::vector<std::uint64_t> sorted = spec.sourceBlocks;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    if (sorted[i] >= context_.pool.blocks || context_.allocator.isFree(sorted[i]) ||
+        (i > 0 && sorted[i] == sorted[i - 1])) {
+      return invalidArgument("request '" + spec.id + "': source block " +
+                             std::to_string(sorted[i]) +
+                             " is out of the pool, not allocated, or listed twice");
+    }
+  }
+  Request r;
+  r.spec = spec;
+  r.mode = spec.mode.value_or(context_.options.defaultMode);
+  r.submitted = Clock::now();
+  const auto timeout = spec.timeout.count() > 0 ? spec.timeout : context_.options.requestTimeout;
+  r.deadline = r.submitted + timeout;
+  r.ready.assign(layers(), !spec.layerwise);
+  r.sent.assign(layers(), false);
+  r.bytesEstimate = blocks * context_.blockBytes();
+  r.view.id = spec.id;
+  r.view.state = KvRequestState::kQueued;
+  r.view.mode = r.mode;
+  r.view.blocks = blocks;
+  auto [it, inserted] = requests_.emplace(spec.id, std::move(r));
+  publish(it->second);
+  tryPlace(it->second);
+  return Status::ok();
+}
+
+void PrefillSide::tryPlace(Request& r) {
+  placement::PlacementQuery query{r.spec.id,
+                                  r.view.blocks,
+                                  r.bytesEstimate,
+                                  r.spec.prefixHashes,
+                                  context_.blocksPerChunk(),
+                                  r.spec.destination};
+  const placement::PlacementDecision d = scheduler_.decide(query);
+  if (d.verdict == placement::Verdict::kRefuse) {
+    queue_.remove(r.spec.id);
+    fail(r, d.status, false);
+    return;
+  }
+  if (d.verdict == placement::Verdict::kWait) {
+    lastWaitReason_ = d.status.message();
+    if (!queue_.contains(r.spec.id)) {
+      Status queued = queue_.push(r.spec.id, r.deadline);
+      if (!queued.isOk()) fail(r, queued, false);
+    }
+    return;
+  }
+  queue_.remove(r.spec.id);
+  PlaceMsg place;
+  place.req = r.spec.id;
+  place.tokens = r.spec.tokens;
+  place.blocks = r.view.blocks;
+  place.prefixHashes = r.spec.prefixHashes;
+  place.mode = r.mode;
+  place.layerwise = r.spec.layerwise;
+  place.leaseMs = static_cast<std::uint64_t>(context_.options.leaseTimeout.count());
+  if (r.mode == KvMode::kPull) place.sourceBlocks = kv::compressBlocks(r.spec.sourceBlocks);
+  Status sent = context_.port.send(d.peer, place);
+  if (!sent.isOk()) {
+    fail(r, sent.withContext("sending the placement of '" + r.spec.id + "' to '" + d.peer + "'"),
+         false);
+    return;
+  }
+  r.placing = true;
+  r.view.peer = d.peer;
+  r.view.placement = d.reason;
+  r.expectedPrefixBlocks = d.expectedPrefixChunks * context_.blocksPerChunk();
+  const std::uint64_t reserve = r.view.blocks - std::min(r.view.blocks, r.expectedPrefixBlocks);
+  scheduler_.recordPlaced(d.peer, reserve, r.bytesEstimate, r.spec.prefixHashes);
+  spdlog::debug("{}: request '{}' ({} blocks) -> '{}': {}", context_.name, r.spec.id, r.view.blocks,
+                d.peer, d.reason);
+}
+
+void PrefillSide::retryQueued() {
+  for (const std::string& id : queue_.ids()) {
+    if (Request* r = find(id)) tryPlace(*r);
+  }
+}
+
+Status PrefillSide::layerReady(const std::string& id, std::uint32_t layer) {
+  Request* r = find(id);
+  if (r == nullptr) return notFound("request '" + id + "' is not live");
+  if (!r->spec.layerwise) {
+    return failedPrecondition("request '" + id + "' was not submitted layer-wise");
+  }
+  if (layer >= layers()) {
+    return invalidArgument("layer " + std::to_string(layer) + " is outside the model's " +
+                           std::to_string(layers()));
+  }
+  if (r->ready[layer]) {
+    return failedPrecondition("layer " + std::to_string(layer) + " of '" + id +
+                              "' was handed over already");
+  }
+  r->ready[layer] = true;
+  if (r->placed && !r->failing) startMoves(*r);
+  return Status::ok();
+}
+
+Status PrefillSide::cancel(const std::string& id, Status why) {
+  Request* r = find(id);
+  if (r == nullptr) return notFound("request '" + id + "' is not live");
+  fail(*r, std::move(why), true);
+  return Status::ok();
+}
+
+void PrefillSide::onPeerReady(const std::string& peer, std::uint64_t totalBlocks,
+                              std::uint64_t freeBlocks) {
+  peersAlive_[peer] = true;
+  scheduler_.upsertPeer(peer, totalBlocks, freeBlocks);
+  retryQueued();
+}
+
+void PrefillSide::onPeerGone(const std::string& peer, const Status& why) {
+  if (peersAlive_.erase(peer) == 0) return;
+  scheduler_.removePeer(peer);
+  std::vector<std::string> affected;
+  for (auto& [id, r] : requests_) {
+    if (r.view.peer == peer) affected.push_back(id);
+  }
+  for (const std::string& id : affected) {
+    Request& r = requests_.at(id);
+    if (r.placing && !r.placed && !r.failing) {
+      // Never placed: another decode agent may take it.
+      r.placing = false;
+      r.view.peer.clear();
+      tryPlace(r);
+      continue;
+    }
+    r.awaitingAck = false;  // nobody left to acknowledge
+    if (!r.failing) {
+      fail(r, peerFailed("decode agent '" + peer + "' failed: " + why.message()), false);
+    } else {
+      maybeFinish(id);
+    }
+  }
+}
+
+void PrefillSide::onMessage(const std::string& peer, const KvMessage& message) {
+  const auto reqOf = [](const auto& m) -> const std::string& { return m.req; };
+  if (const auto* capacity = std::get_if<CapacityMsg>(&message)) {
+    updateFree(peer, capacity->freeBlocks);
+    retryQueued();
+    return;
+  }
+  const std::string* id = std::visit(
+      [&](const auto& m) -> const std::string* {
+        if constexpr (requires { m.req; }) {
+          return &reqOf(m);
+        } else {
+          return nullptr;
+        }
+      },
+      message);
+  if (id == nullptr) return;
+  Request* r = find(*id);
+  if (r == nullptr || r->view.peer != peer) {
+    spdlog::debug("{}: message about unknown request '{}' from '{}' ignored", context_.name, *id,
+                  peer);
+    return;
+  }
+  if (const auto* placed = std::get_if<PlacedMsg>(&message)) return onPlaced(*r, *placed);
+  if (const auto* refused = std::get_if<RefusedMsg>(&message)) return onRefused(*r, *refused);
+  if (const auto* confirm = std::get_if<ConfirmMsg>(&message)) return onConfirm(*r, *confirm);
+  if (const auto* abort = std::get_if<AbortMsg>(&message)) {
+    r->awaitingAck = false;
+    r->ackOwed = true;  // sent once our own writes have drained
+    if (r->failing) return maybeFinish(*id);
+    fail(*r, abort->why.withContext("decode agent '" + peer + "' aborted '" + *id + "'"), false);
+    return;
+  }
+  if (std::holds_alternative<AbortAckMsg>(message)) {
+    r->awaitingAck = false;
+    maybeFinish(*id);
+  }
+}
+
+void PrefillSide::updateFree(const std::string& peer, std::uint64_t freeBlocks) {
+  if (auto view = scheduler_.peer(peer)) scheduler_.upsertPeer(peer, view->totalBlocks, freeBlocks);
+}
+
+void PrefillSide::onRefused(Request& r, const RefusedMsg& m) {
+  const std::string peer = r.view.peer;
+  updateFree(peer, m.freeBlocks);
+  scheduler_.recordFinished(peer, r.bytesEstimate);
+  r.placing = false;
+  r.view.peer.clear();
+  if (r.failing) {
+    r.awaitingAck = false;
+    maybeFinish(r.spec.id);
+  } else if (m.retryable) {
+    tryPlace(r);
+  } else {
+    fail(r, m.why.withContext("decode agent '" + peer + "' refused '" + r.spec.id + "'"), false);
+  }
+}
+
+void PrefillSide::onConfirm(Request& r, const ConfirmMsg& m) {
+  updateFree(r.view.peer, m.freeBlocks);
+  if (r.mode == KvMode::kPull) {
+    r.view.descriptors = m.descriptors;
+    r.view.operations = m.operations;
+  }
+  r.confirmed = true;
+  r.view.state = KvRequestState::kComplete;
+  r.view.latency = Clock::now() - r.submitted;
+  publish(r);
+  maybeFinish(r.spec.id);
+}
+
+void PrefillSide::onPlaced(Request& r, const PlacedMsg& m) {
+  if (r.failing || r.placed) return;
+  r.destination = kv::expandExtents(m.blocks);
+  if (r.destination.size() != r.view.blocks || m.prefixBlocks > r.view.blocks) {
+    fail(r,
+         protocolError("decode agent '" + r.view.peer + "' placed '" + r.spec.id + "' on " +
+                       std::to_string(r.destination.size()) + " blocks (" +
+                       std::to_string(m.prefixBlocks) + " reused); it needs " +
+                       std::to_string(r.view.blocks)),
+         true);
+    return;
+  }
+  updateFree(r.view.peer, m.freeBlocks);
+  r.placing = false;
+  r.placed = true;
+  r.view.prefixBlocks = m.prefixBlocks;
+  r.view.bytes = (r.view.blocks - m.prefixBlocks) * context_.blockBytes();
+  r.view.queued = Clock::now() - r.submitted;
+  r.view.state = KvRequestState::kPlaced;
+  publish(r);
+  startMoves(r);
+}
+
+void PrefillSide::startMoves(Request& r) {
+  if (!r.spec.layerwise) {
+    if (!r.sent[0]) {
+      std::fill(r.sent.begin(), r.sent.end(), true);
+      moveLayers(r, kAllLayers);
+    }
+    return;
+  }
+  for (std::uint32_t layer = 0; layer < layers() && !r.failing; ++layer) {
+    if (r.ready[layer] && !r.sent[layer]) {
+      r.sent[layer] = true;
+      moveLayers(r, layer);
+    }
+  }
+}
+
+void PrefillSide::moveLayers(Request& r, std::int64_t layer) {
+  if (r.view.state == KvRequestState::kPlaced) {
+    r.view.state = KvRequestState::kTransferring;
+    publish(r);
+  }
+  const std::string& peer = r.view.peer;
+  if (r.mode == KvMode::kPull) {
+    Status sent = context_.port.send(peer, ReadyMsg{r.spec.id, layer});
+    if (!sent.isOk()) fail(r, sent, true);
+    return;
+  }
+  const std::uint64_t skip = r.view.prefixBlocks;
+  if (skip == r.view.blocks) {  // everything is at the destination already
+    Status sent = context_.port.send(peer, DataMsg{r.spec.id, layer});
+    if (!sent.isOk()) fail(r, sent, true);
+    return;
+  }
+  const std::uint32_t first = layer == kAllLayers ? 0 : static_cast<std::uint32_t>(layer);
+  const std::uint32_t count = layer == kAllLayers ? layers() : 1;
+  std::span<const std::uint64_t> src(r.spec.sourceBlocks);
+  std::span<const std::uint64_t> dst(r.destination);
+  const std::string id = r.spec.id;
+  auto moveId = std::make_shared<MoveId>(0);
+  auto moved = context_.port.move(
+      peer, TransferOp::kWrite, src.subspan(skip), dst.subspan(skip), first, count,
+      KvMessage(DataMsg{id, layer}), [this, id, moveId](MoveResult result) {
+        context_.postToLoop(
+            [this, id, moveId, result = std::move(result)] { onMoveDone(id, *moveId, result); });
+      });
+  if (!moved.isOk()) {
+    fail(r, moved.status().withContext("writing '" + id + "' to '" + peer + "'"), true);
+    return;
+  }
+  *moveId = *moved;
+  r.moves.push_back(*moved);
+  ++r.outstanding;
+}
+
+void PrefillSide::onMoveDone(const std::string& id, MoveId move, const MoveResult& result) {
+  Request* r = find(id);
+  if (r == nullptr) return;
+  --r->outstanding;
+  std::erase(r->moves, move);
+  r->view.descriptors += result.stats.descriptors;
+  r->view.operations += result.stats.operations;
+  if (!result.status.isOk() && !r->failing) {
+    fail(*r, result.status.withContext("writing '" + id + "' to '" + r->view.peer + "'"), true);
+    return;
+  }
+  maybeFinish(id);
+}
+
+void PrefillSide::fail(Request& r, Status why, bool tellPeer) {
+  if (r.failing) return;
+  r.failing = true;
+  r.view.status = std::move(why);
+  queue_.remove(r.spec.id);
+  for (MoveId move : r.moves) context_.port.cancel(move);
+  r.abortPending = tellPeer && (r.placing || r.placed) && peersAlive_.contains(r.view.peer);
+  spdlog::debug("{}: request '{}' failing: {}", context_.name, r.spec.id, r.view.status.toString());
+  maybeFinish(r.spec.id);
+}
+
+void PrefillSide::maybeFinish(const std::string& id) {
+  Request* r = find(id);
+  if (r == nullptr || r->outstanding > 0) return;
+  if (!r->failing && !r->confirmed) return;
+  if (r->failing) {
+    // Our own writes have drained: only now may the decode side reuse its blocks.
+    const bool alive = peersAlive_.contains(r->view.peer);
+    if (r->abortPending && alive) {
+      (void)context_.port.send(r->view.peer, AbortMsg{id, r->view.status});
+      // In PULL the decode side reads our blocks until it acknowledges; an unplaced
+      // request may be mid-placement there.
+      r->awaitingAck = r->mode == KvMode::kPull || !r->placed;
+      r->ackDeadline = Clock::now() + context_.options.leaseTimeout;
+    }
+    r->abortPending = false;
+    if (r->ackOwed && alive) (void)context_.port.send(r->view.peer, AbortAckMsg{id, 0});
+    r->ackOwed = false;
+    if (r->awaitingAck) return;
+  }
+  Status freed = context_.allocator.free(kv::compressBlocks(r->spec.sourceBlocks));
+  if (!freed.isOk()) {
+    spdlog::error("{}: freeing the source blocks of '{}': {}", context_.name, id, freed.toString());
+  }
+  if (!r->view.peer.empty() && (r->placed || r->placing)) {
+    scheduler_.recordFinished(r->view.peer, r->bytesEstimate);
+  }
+  r->view.state = r->failing ? KvRequestState::kFailed : KvRequestState::kReleased;
+  if (r->view.latency.count() == 0) r->view.latency = Clock::now() - r->submitted;
+  publish(*r);
+  requests_.erase(id);
+  retryQueued();
+}
+
+void PrefillSide::onTick() {
+  const auto now = Clock::now();
+  for (const std::string& id : queue_.takeExpired(now)) {
+    if (Request* r = find(id)) {
+      fail(*r,
+           timedOut("request '" + id +
+                    "' found no decode agent with room before its deadline: " + lastWaitReason_),
+           false);
+    }
+  }
+  std::vector<std::string> expired, ackLost;
+  for (auto& [id, r] : requests_) {
+    if (!r.failing && now >= r.deadline) expired.push_back(id);
+    if (r.failing && r.awaitingAck && now >= r.ackDeadline) ackLost.push_back(id);
+  }
+  for (const std::string& id : expired) {
+    Request& r = requests_.at(id);
+    fail(r,
+         timedOut("request '" + id + "' was still " + std::string(toString(r.view.state)) +
+                  " at its deadline"),
+         true);
+  }
+  for (const std::string& id : ackLost) {
+    spdlog::warn("{}: no abort acknowledgement for '{}' from '{}'; freeing its blocks anyway",
+                 context_.name, id, requests_.at(id).view.peer);
+    requests_.at(id).awaitingAck = false;
+    maybeFinish(id);
+  }
+}
+
+void PrefillSide::failAll(const Status& why) {
+  std::vector<std::string> ids;
+  for (auto& [id, r] : requests_) ids.push_back(id);
+  for (const std::string& id : ids) {
+    if (Request* r = find(id)) fail(*r, why, true);
+  }
+}
+
+std::vector<KvPeerStatus> PrefillSide::peerViews() const {
+  std::vector<KvPeerStatus> out;
+  for (const auto& view : scheduler_.peers()) {
+    KvPeerStatus s;
+    s.name = view.name;
+    s.role = KvRole::kDecode;
+    s.compatible = true;
+    s.totalBlocks = view.totalBlocks;
+    s.freeBlocks = view.freeBlocks;
+    s.inFlightBytes = view.inFlightBytes;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace kvx::agent::handoff

@@ -1,0 +1,110 @@
+#include "agent/handoff/request_board.h"
+
+#include <algorithm>
+
+namespace kvx::agent::handoff {
+
+void RequestBoard::publish(const KvRequestStatus& status, std::vector<bool> layersDone) {
+  {
+    std::lock_guard lock(mutex_);
+    auto [it, inserted] = entries_.try_emplace(status.id);
+    const bool wasTerminal = !inserted && isTerminal(it->second.status.state);
+    it->second.status = status;
+    if (!layersDone.empty()) it->second.layersDone = std::move(layersDone);
+    if (isTerminal(status.state) && !wasTerminal) {
+      terminalOrder_.push_back(status.id);
+      while (terminalOrder_.size() > retain_) {
+        auto old = entries_.find(terminalOrder_.front());
+        if (old != entries_.end() && isTerminal(old->second.status.state)) entries_.erase(old);
+        terminalOrder_.pop_front();
+      }
+    }
+  }
+  changed_.notify_all();
+}
+
+void RequestBoard::publishArrival(KvArrival arrival) {
+  {
+    std::lock_guard lock(mutex_);
+    arrivals_.push_back(std::move(arrival));
+  }
+  changed_.notify_all();
+}
+
+bool RequestBoard::withdrawArrival(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  auto it = std::find_if(arrivals_.begin(), arrivals_.end(),
+                         [&](const KvArrival& a) { return a.id == id; });
+  if (it == arrivals_.end()) return false;
+  arrivals_.erase(it);
+  return true;
+}
+
+void RequestBoard::erase(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  entries_.erase(id);
+}
+
+std::optional<KvRequestStatus> RequestBoard::get(const std::string& id) const {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second.status;
+}
+
+Result<KvRequestStatus> RequestBoard::waitTerminal(const std::string& id, Deadline deadline) const {
+  std::unique_lock lock(mutex_);
+  auto terminal = [&] {
+    auto it = entries_.find(id);
+    return it != entries_.end() && isTerminal(it->second.status.state);
+  };
+  if (!changed_.wait_until(lock, deadline, terminal)) {
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return notFound("request '" + id + "' is not known");
+    return timedOut("request '" + id + "' is still " +
+                    std::string(toString(it->second.status.state)) + " at the deadline");
+  }
+  return entries_.at(id).status;
+}
+
+Status RequestBoard::waitLayer(const std::string& id, std::uint32_t layer,
+                               Deadline deadline) const {
+  std::unique_lock lock(mutex_);
+  Status outcome = timedOut("layer " + std::to_string(layer) + " of request '" + id +
+                            "' was not in place by the deadline");
+  auto ready = [&] {
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return false;
+    const Entry& e = it->second;
+    if (e.status.state == KvRequestState::kFailed) {
+      outcome = e.status.status;
+      return true;
+    }
+    if (layer < e.layersDone.size() && e.layersDone[layer]) {
+      outcome = Status::ok();
+      return true;
+    }
+    if (e.status.state == KvRequestState::kComplete ||
+        e.status.state == KvRequestState::kConsumed) {
+      outcome = Status::ok();
+      return true;
+    }
+    return false;
+  };
+  changed_.wait_until(lock, deadline, ready);
+  return outcome;
+}
+
+Result<KvArrival> RequestBoard::nextArrival(Deadline deadline) {
+  std::unique_lock lock(mutex_);
+  if (!changed_.wait_until(lock, deadline, [&] { return !arrivals_.empty(); })) {
+    return timedOut("no request arrived before the deadline");
+  }
+  KvArrival out = std::move(arrivals_.front());
+  arrivals_.pop_front();
+  return out;
+}
+
+void RequestBoard::wakeAll() { changed_.notify_all(); }
+
+}  // namespace kvx::agent::handoff

@@ -1,0 +1,112 @@
+#include "agent/kv/kv_pool.h"
+
+namespace kvx::agent::kv {
+
+namespace {
+
+std::vector<MemoryRange> rangesInOrder(const PoolLayout& layout, const SegmentOrder& order,
+                                       std::span<const RegionId> regions) {
+  const ModelShape& s = layout.shape();
+  std::vector<MemoryRange> out(order.size());
+  std::vector<TensorRange> pieces;
+  for (std::uint64_t block = 0; block < layout.blocks(); ++block) {
+    for (std::uint32_t layer = 0; layer < s.layers; ++layer) {
+      for (std::uint32_t kv = 0; kv < s.kvCount(); ++kv) {
+        pieces.clear();
+        // A whole segment is one contiguous range in every layout.
+        (void)layout.appendRanges(block, layer, kv, {}, pieces);
+        const TensorRange& r = pieces.front();
+        out[order.index(block, layer, kv)] = MemoryRange{regions[r.tensor], r.offset, r.length};
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+KvPool::KvPool(Agent& agent, PoolLayout layout, KvPoolSpec spec)
+    : agent_(agent),
+      layout_(std::move(layout)),
+      order_(layout_.layout(), layout_.blocks(), layout_.shape().layers, layout_.shape().kvCount()),
+      spec_(std::move(spec)) {
+  const ModelShape& s = layout_.shape();
+  info_.model = s.name;
+  info_.layout = std::string(toString(layout_.layout()));
+  info_.blocks = layout_.blocks();
+  info_.layers = s.layers;
+  info_.kvCount = s.kvCount();
+  info_.tokensPerBlock = s.tokensPerBlock;
+  info_.segmentBytes = s.segmentBytes();
+  info_.blockBytes = s.segmentBytes() * s.kvCount() * s.layers;
+  info_.tensors = layout_.tensorCount();
+  info_.tensorBytes = layout_.tensorBytes();
+}
+
+Result<std::unique_ptr<KvPool>> KvPool::create(Agent& agent, const KvPoolSpec& spec) {
+  KVX_ASSIGN_OR_RETURN(ModelShape shape, shapeFromNameOrJson(spec.model));
+  KVX_ASSIGN_OR_RETURN(KvLayout kind, parseLayout(spec.layout));
+  KVX_ASSIGN_OR_RETURN(PoolLayout layout, PoolLayout::create(shape, kind, spec.blocks));
+  PoolDescription check{shape, kind, spec.blocks,
+                        std::vector<RegionId>(layout.tensorCount(), RegionId{})};
+  KVX_RETURN_IF_ERROR(validateDescription(check));
+  if (!spec.tensors.empty() && spec.tensors.size() != layout.tensorCount()) {
+    return invalidArgument("pool " + describe(check) + " needs " +
+                           std::to_string(layout.tensorCount()) + " tensors of " +
+                           std::to_string(layout.tensorBytes()) + " bytes; got " +
+                           std::to_string(spec.tensors.size()));
+  }
+  std::unique_ptr<KvPool> pool(new KvPool(agent, std::move(layout), spec));
+  for (std::uint32_t t = 0; t < pool->layout_.tensorCount(); ++t) {
+    const std::string name = "kv.t" + std::to_string(t);
+    if (spec.tensors.empty()) {
+      KVX_ASSIGN_OR_RETURN(
+          AllocatedRegion region,
+          agent.allocateMemory({name, pool->layout_.tensorBytes(), spec.kind, spec.device, true}));
+      pool->bases_.push_back(static_cast<std::byte*>(region.address));
+      pool->regions_.push_back(region.id);
+    } else {
+      if (spec.tensors[t] == nullptr) {
+        return invalidArgument("pool tensor " + std::to_string(t) + " has a null address");
+      }
+      KVX_ASSIGN_OR_RETURN(RegionId id,
+                           agent.registerMemory({name, spec.tensors[t], pool->layout_.tensorBytes(),
+                                                 spec.kind, spec.device, true}));
+      pool->bases_.push_back(static_cast<std::byte*>(spec.tensors[t]));
+      pool->regions_.push_back(id);
+    }
+  }
+  return pool;
+}
+
+KvPool::~KvPool() {
+  for (RegionId id : regions_) (void)agent_.deregisterMemory(id);
+}
+
+PoolDescription KvPool::description() const {
+  return PoolDescription{layout_.shape(), layout_.layout(), layout_.blocks(), regions_};
+}
+
+Result<std::span<std::byte>> KvPool::segment(std::uint64_t block, std::uint32_t layer,
+                                             std::uint32_t kv) const {
+  if (spec_.kind != MemoryKind::kHost) {
+    return failedPrecondition("segment views exist for host pools only; this pool is " +
+                              std::string(toString(spec_.kind)) + " memory");
+  }
+  std::vector<TensorRange> pieces;
+  KVX_RETURN_IF_ERROR(layout_.appendRanges(block, layer, kv, {}, pieces));
+  const TensorRange& r = pieces.front();
+  return std::span<std::byte>(bases_[r.tensor] + r.offset, r.length);
+}
+
+std::vector<MemoryRange> KvPool::allSegmentRanges() const {
+  return rangesInOrder(layout_, order_, regions_);
+}
+
+std::vector<MemoryRange> KvPool::allSegmentRanges(const PoolDescription& remote) {
+  PoolLayout layout = PoolLayout::create(remote.shape, remote.layout, remote.blocks).value();
+  SegmentOrder order(remote.layout, remote.blocks, remote.shape.layers, remote.shape.kvCount());
+  return rangesInOrder(layout, order, remote.tensorRegions);
+}
+
+}  // namespace kvx::agent::kv

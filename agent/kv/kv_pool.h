@@ -1,0 +1,57 @@
+#pragma once
+
+// KvPool: one agent's KV-cache pool, bound to memory registered with its kvx::Agent. Each
+// tensor of the layout is one region ("kv.t<i>"), either the server's own memory (wrapped)
+// or allocated by the agent. The pool maps segments to bytes and to descriptor ranges.
+//
+// Ownership: the pool deregisters its regions on destruction; the Agent must outlive it.
+// Thread safety: immutable after create(); segment() hands out views the caller
+// synchronises itself.
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "agent/kv/pool_description.h"
+#include "agent/kv/pool_layout.h"
+#include "agent/kv/segment_order.h"
+#include "kvx/agent.h"
+#include "kvx/kv_types.h"
+
+namespace kvx::agent::kv {
+
+class KvPool {
+ public:
+  // INVALID_ARGUMENT for an unknown shape or layout, zero blocks, or a count of wrapped
+  // tensors the layout does not have; errors of registration or allocation otherwise.
+  static Result<std::unique_ptr<KvPool>> create(Agent& agent, const KvPoolSpec& spec);
+  ~KvPool();
+  KvPool(const KvPool&) = delete;
+  KvPool& operator=(const KvPool&) = delete;
+
+  const PoolLayout& layout() const { return layout_; }
+  const SegmentOrder& order() const { return order_; }
+  const KvPoolInfo& info() const { return info_; }
+  PoolDescription description() const;
+
+  // The bytes of one whole segment (host pools only).
+  Result<std::span<std::byte>> segment(std::uint64_t block, std::uint32_t layer,
+                                       std::uint32_t kv) const;
+  // Every segment of the pool as local ranges, in order() (for a prepared list).
+  std::vector<MemoryRange> allSegmentRanges() const;
+  // Every segment of a peer's pool as ranges in the peer's regions, in its order.
+  static std::vector<MemoryRange> allSegmentRanges(const PoolDescription& remote);
+
+ private:
+  KvPool(Agent& agent, PoolLayout layout, KvPoolSpec spec);
+
+  Agent& agent_;
+  PoolLayout layout_;
+  SegmentOrder order_;
+  KvPoolSpec spec_;
+  KvPoolInfo info_;
+  std::vector<std::byte*> bases_;  // per tensor
+  std::vector<RegionId> regions_;  // per tensor
+};
+
+}  // namespace kvx::agent::kv

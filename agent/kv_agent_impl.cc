@@ -1,0 +1,215 @@
+#include "agent/kv_agent_impl.h"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+namespace kvx {
+
+using namespace agent::handoff;
+
+Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions options) {
+  if (options.prefixChunkTokens == 0) {
+    return invalidArgument("prefixChunkTokens must be > 0");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  KVX_ASSIGN_OR_RETURN(impl->agent, Agent::create(options.agent));
+  KVX_ASSIGN_OR_RETURN(impl->pool, kvx::agent::kv::KvPool::create(*impl->agent, options.pool));
+  if (options.prefixChunkTokens % impl->pool->info().tokensPerBlock != 0) {
+    return invalidArgument("prefixChunkTokens (" + std::to_string(options.prefixChunkTokens) +
+                           ") must be a multiple of the pool's tokens per block (" +
+                           std::to_string(impl->pool->info().tokensPerBlock) + ")");
+  }
+  impl->allocator = std::make_unique<agent::kv::BlockAllocator>(impl->pool->info().blocks);
+  KVX_ASSIGN_OR_RETURN(impl->port, AgentKvPort::create(*impl->agent, *impl->pool));
+  std::weak_ptr<LoopGuard> weakGuard = impl->guard;
+  impl->context = std::make_unique<SideContext>(SideContext{
+      options.agent.name, *impl->port, impl->pool->description(), *impl->allocator, impl->board,
+      [weakGuard](std::function<void()> task) {
+        if (auto g = weakGuard.lock()) g->post(std::move(task));
+      },
+      options});
+  if (options.role == KvRole::kPrefill) {
+    impl->prefill = std::make_unique<PrefillSide>(*impl->context);
+  } else {
+    impl->decode = std::make_unique<DecodeSide>(*impl->context);
+  }
+  Impl* self = impl.get();
+  impl->loop =
+      std::make_unique<TaskLoop>(std::chrono::milliseconds(50), [self] { self->onTick(); });
+  impl->guard->loop = impl->loop.get();
+  impl->agent->setNotificationHandler([weakGuard, self](Notification n) {
+    if (auto g = weakGuard.lock()) g->post([self, n = std::move(n)] { self->onNotification(n); });
+  });
+  spdlog::info("{}: {} agent on {}, pool {} ({} MiB, {} tensors)", options.agent.name,
+               toString(options.role), impl->agent->listenAddress(),
+               kvx::agent::kv::describe(impl->pool->description()),
+               impl->pool->info().blockBytes * impl->pool->info().blocks >> 20,
+               impl->pool->info().tensors);
+  return impl;
+}
+
+KvAgent::Impl::~Impl() {
+  if (loop) (void)shutdown(deadlineIn(std::chrono::seconds(2)), "the agent is being destroyed");
+  if (agent) agent->setNotificationHandler(nullptr);
+  guard->close();
+  loop.reset();
+  port.reset();
+  prefill.reset();
+  decode.reset();
+  pool.reset();
+  agent.reset();
+}
+
+std::size_t KvAgent::Impl::liveRequests() const {
+  return prefill ? prefill->liveRequests() : decode->liveRequests();
+}
+
+Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
+  if (shutDown.exchange(true)) return Status::ok();
+  accepting.store(false);
+  (void)loop->callStatus(
+      [this] {
+        if (decode) decode->stopAccepting();
+        return Status::ok();
+      },
+      callDeadline());
+  auto live = [this] {
+    return loop->call<std::size_t>([this]() -> Result<std::size_t> { return liveRequests(); },
+                                   callDeadline());
+  };
+  auto wait = [&](Deadline until) {
+    while (Clock::now() < until) {
+      auto n = live();
+      if (n.isOk() && *n == 0) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  if (wait(deadline)) return Status::ok();
+  (void)loop->callStatus(
+      [this, reason] {
+        const Status why = cancelled(reason);
+        if (prefill) prefill->failAll(why);
+        if (decode) decode->failAll(why);
+        return Status::ok();
+      },
+      callDeadline());
+  // Failure paths drain moves and wait for acknowledgements; give them a bounded while.
+  if (!wait(std::max(deadline, Clock::now()) + std::chrono::seconds(1))) {
+    spdlog::warn("{}: {} requests still live at shutdown", options.agent.name, live().valueOr(0));
+  }
+  board.wakeAll();
+  return Status::ok();
+}
+
+Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline deadline) {
+  KVX_ASSIGN_OR_RETURN(std::string peer, agent->connect(address));
+  KVX_RETURN_IF_ERROR(loop->callStatus(
+      [this, peer] {
+        return port->send(
+            peer, HelloMsg{options.role, pool->description(), allocator->freeBlocks(), false});
+      },
+      deadline));
+  std::unique_lock lock(peersMutex);
+  if (!peersChanged.wait_until(lock, deadline, [&] { return handshakes.contains(peer); })) {
+    return timedOut("agent '" + peer + "' at " + address +
+                    " did not answer the KV handshake in time (is it a kvx KV agent?)");
+  }
+  const PeerEntry& entry = handshakes.at(peer);
+  if (!entry.compatible) return failedPrecondition(entry.reason);
+  return peer;
+}
+
+void KvAgent::Impl::onNotification(const Notification& n) {
+  auto message = kvx::agent::handoff::decode(n.payload);
+  if (!message.isOk()) {
+    spdlog::warn("{}: dropped a message from '{}': {}", options.agent.name, n.peer,
+                 message.status().toString());
+    return;
+  }
+  if (const auto* hello = std::get_if<HelloMsg>(&*message)) return onHello(n.peer, *hello);
+  if (const auto* refused = std::get_if<RefusedMsg>(&*message); refused && refused->req.empty()) {
+    PeerEntry entry{KvRole::kDecode, false, refused->why.message(), 0};
+    kvPeers[n.peer] = entry;
+    {
+      std::lock_guard lock(peersMutex);
+      handshakes[n.peer] = entry;
+    }
+    peersChanged.notify_all();
+    spdlog::warn("{}: '{}' refused the KV handshake: {}", options.agent.name, n.peer,
+                 refused->why.message());
+    return;
+  }
+  auto known = kvPeers.find(n.peer);
+  if (known == kvPeers.end() || !known->second.compatible) {
+    spdlog::warn("{}: dropped a KV message from '{}', which has not completed the KV handshake",
+                 options.agent.name, n.peer);
+    return;
+  }
+  if (prefill) prefill->onMessage(n.peer, *message);
+  if (decode) decode->onMessage(n.peer, *message);
+}
+
+void KvAgent::Impl::onHello(const std::string& peer, const HelloMsg& hello) {
+  PeerEntry entry;
+  entry.role = hello.role;
+  entry.totalBlocks = hello.pool.blocks;
+  Status ok = kvx::agent::kv::checkCompatible(pool->description(), hello.pool);
+  if (ok.isOk() && hello.role == options.role) {
+    ok = failedPrecondition("both agents are " + std::string(toString(options.role)) +
+                            " agents; a KV hand-off needs a prefill and a decode agent");
+  }
+  if (ok.isOk()) ok = port->attachPool(peer, hello.pool);
+  entry.compatible = ok.isOk();
+  entry.reason = ok.isOk() ? "" : ok.message();
+  kvPeers[peer] = entry;
+  if (!hello.reply) {
+    if (ok.isOk()) {
+      (void)port->send(peer,
+                       HelloMsg{options.role, pool->description(), allocator->freeBlocks(), true});
+    } else {
+      (void)port->send(peer, RefusedMsg{"", ok, false, 0});
+    }
+  }
+  if (ok.isOk()) {
+    auto path = agent->dataPathDescription(peer);
+    spdlog::info("{}: {} agent '{}' joined: {}; data path {}", options.agent.name,
+                 toString(hello.role), peer, kvx::agent::kv::describe(hello.pool),
+                 path.isOk() ? *path : path.status().message());
+    if (prefill) prefill->onPeerReady(peer, hello.pool.blocks, hello.freeBlocks);
+    if (decode) decode->onPeerReady(peer);
+  } else {
+    spdlog::warn("{}: refused '{}': {}", options.agent.name, peer, ok.message());
+  }
+  {
+    std::lock_guard lock(peersMutex);
+    handshakes[peer] = entry;
+  }
+  peersChanged.notify_all();
+}
+
+void KvAgent::Impl::onTick() {
+  if (prefill) prefill->onTick();
+  if (decode) decode->onTick();
+  const std::vector<std::string> live = port->livePeers();
+  std::vector<std::string> gone;
+  for (const auto& [name, entry] : kvPeers) {
+    if (std::find(live.begin(), live.end(), name) == live.end()) gone.push_back(name);
+  }
+  for (const std::string& name : gone) {
+    const Status why = peerFailed("the connection to '" + name + "' was lost");
+    spdlog::warn("{}: peer '{}' left: its requests fail", options.agent.name, name);
+    kvPeers.erase(name);
+    port->detachPool(name);
+    if (prefill) prefill->onPeerGone(name, why);
+    if (decode) decode->onPeerGone(name, why);
+    {
+      std::lock_guard lock(peersMutex);
+      handshakes.erase(name);
+    }
+  }
+}
+
+}  // namespace kvx

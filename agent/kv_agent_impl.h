@@ -1,0 +1,81 @@
+#pragma once
+
+// KvAgent::Impl: a kvx::Agent, its KV pool, the port between them and the request state
+// machines, all driven by one service thread (TaskLoop). Notifications and move
+// completions are re-posted to that thread through a guard that shutdown closes, so that
+// nothing reaches a state machine after it is gone.
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "agent/handoff/agent_kv_port.h"
+#include "agent/handoff/decode_side.h"
+#include "agent/handoff/prefill_side.h"
+#include "agent/handoff/request_board.h"
+#include "agent/handoff/task_loop.h"
+#include "agent/kv/block_allocator.h"
+#include "agent/kv/kv_pool.h"
+#include "kvx/kv_agent.h"
+
+namespace kvx {
+
+struct KvAgent::Impl {
+  // Forwards tasks to the loop until closed.
+  struct LoopGuard {
+    std::mutex mutex;
+    agent::handoff::TaskLoop* loop = nullptr;
+    void post(std::function<void()> task) {
+      std::lock_guard lock(mutex);
+      if (loop != nullptr) loop->post(std::move(task));
+    }
+    void close() {
+      std::lock_guard lock(mutex);
+      loop = nullptr;
+    }
+  };
+
+  // The KV handshake with one peer (service thread).
+  struct PeerEntry {
+    KvRole role = KvRole::kDecode;
+    bool compatible = false;
+    std::string reason;
+    std::uint64_t totalBlocks = 0;
+  };
+
+  static Result<std::unique_ptr<Impl>> create(KvAgentOptions options);
+  ~Impl();
+
+  Status shutdown(Deadline deadline, const std::string& reason);
+  Result<std::string> connect(const std::string& address, Deadline deadline);
+
+  // Service thread.
+  void onNotification(const Notification& n);
+  void onHello(const std::string& peer, const agent::handoff::HelloMsg& hello);
+  void onTick();
+  std::size_t liveRequests() const;
+  Deadline callDeadline() const { return deadlineIn(std::chrono::seconds(10)); }
+
+  KvAgentOptions options;
+  std::unique_ptr<Agent> agent;
+  std::unique_ptr<agent::kv::KvPool> pool;
+  std::unique_ptr<agent::kv::BlockAllocator> allocator;
+  std::unique_ptr<agent::handoff::AgentKvPort> port;
+  agent::handoff::RequestBoard board;
+  std::unique_ptr<agent::handoff::SideContext> context;
+  std::unique_ptr<agent::handoff::PrefillSide> prefill;
+  std::unique_ptr<agent::handoff::DecodeSide> decode;
+  std::map<std::string, PeerEntry> kvPeers;  // service thread
+
+  // Handshake outcomes, for connect() to wait on.
+  std::mutex peersMutex;
+  std::condition_variable peersChanged;
+  std::map<std::string, PeerEntry> handshakes;
+
+  std::shared_ptr<LoopGuard> guard = std::make_shared<LoopGuard>();
+  std::unique_ptr<agent::handoff::TaskLoop> loop;
+  std::atomic<bool> accepting{true};
+  std::atomic<bool> shutDown{false};
+};
+
+}  // namespace kvx

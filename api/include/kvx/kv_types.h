@@ -1,0 +1,162 @@
+#pragma once
+
+// The vocabulary of the KV-cache layer: pools of paged KV blocks, requests that move a
+// prompt's blocks from a prefill agent to a decode agent, and their life cycle.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvx/agent_options.h"
+#include "kvx/memory.h"
+#include "kvx/status.h"
+
+namespace kvx {
+
+enum class KvRole : std::uint8_t { kPrefill, kDecode };
+std::string_view toString(KvRole role);
+std::optional<KvRole> parseKvRole(std::string_view text);  // "prefill", "decode"
+
+// Who moves the bytes: PUSH = the prefill agent WRITEs into the decode agent's blocks
+// (Mooncake's connector); PULL = the decode agent READs from the prefill agent's blocks
+// (vLLM's NIXL connector).
+enum class KvMode : std::uint8_t { kPush, kPull };
+std::string_view toString(KvMode mode);
+std::optional<KvMode> parseKvMode(std::string_view text);  // "push", "pull"
+
+// A pool of KV-cache blocks: a model shape, a layout and a number of blocks.
+struct KvPoolSpec {
+  // A built-in shape ("llama3-8b", "qwen2.5-32b", "llama3-70b", "deepseek-v3") or a JSON
+  // object ({"name":..., "layers":..., "kvHeads":..., "headDim":..., "dtypeBytes":...,
+  // "tokensPerBlock":..., "mla":...}).
+  std::string model = "llama3-8b";
+  std::string layout = "nhd";  // "nhd", "hnd", "blocks-first", "cross-layer"
+  std::uint64_t blocks = 0;
+  // Memory the server already owns (its KV tensors): one base address per tensor of the
+  // layout (one per layer; one in all for cross-layer), each KvPoolInfo::tensorBytes long.
+  // The caller keeps ownership and keeps it valid while the agent lives.
+  // Empty: the agent allocates the pool itself.
+  std::vector<void*> tensors;
+  MemoryKind kind = MemoryKind::kHost;
+  int device = -1;
+};
+
+// What a pool turned out to be.
+struct KvPoolInfo {
+  std::string model;
+  std::string layout;
+  std::uint64_t blocks = 0;
+  std::uint32_t layers = 0;
+  std::uint32_t kvCount = 2;  // 1 for MLA
+  std::uint32_t tokensPerBlock = 0;
+  std::uint64_t segmentBytes = 0;  // one (block, layer, K or V)
+  std::uint64_t blockBytes = 0;    // one block over all layers, K and V
+  std::uint32_t tensors = 0;
+  std::uint64_t tensorBytes = 0;
+};
+
+// Free space in a pool.
+struct KvPoolUsage {
+  std::uint64_t totalBlocks = 0;
+  std::uint64_t freeBlocks = 0;
+  std::uint64_t freeExtents = 0;
+  std::uint64_t largestFreeExtent = 0;
+  std::uint64_t cachedPrefixBlocks = 0;  // decode: blocks kept for prefix reuse
+};
+
+struct KvAgentOptions {
+  AgentOptions agent;  // name, listen address, transport, ...
+  KvRole role = KvRole::kPrefill;
+  KvPoolSpec pool;
+  KvMode defaultMode = KvMode::kPush;
+  // Prefill: from submit until the destination confirmed (queueing included).
+  std::chrono::milliseconds requestTimeout{30000};
+  // Decode: blocks reserved for a request are reclaimed when it is not complete this long
+  // after placement, or not consumed this long after completion.
+  std::chrono::milliseconds leaseTimeout{30000};
+  // Prefill: admission control per decode agent.
+  std::uint64_t maxInFlightBytesPerPeer = 1ull << 30;
+  // Prefill: requests waiting for room beyond this are refused.
+  std::size_t queueCapacity = 1024;
+  // Decode: blocks kept after release for prefix reuse (0: no prefix cache).
+  std::uint64_t prefixCacheBlocks = 0;
+  // Tokens per prefix hash id (the Mooncake trace format uses 512).
+  std::uint32_t prefixChunkTokens = 512;
+};
+
+// One request: a prompt's KV blocks on the prefill agent, to be moved to a decode agent.
+struct KvRequestSpec {
+  std::string id;  // unique among live requests of this agent
+  std::uint64_t tokens = 0;
+  // The prefill pool's blocks holding the prompt, in token order (ceil(tokens /
+  // tokensPerBlock) of them). Submit hands them to the agent, which frees them when the
+  // request ends (after the destination confirmed, or on failure).
+  std::vector<std::uint64_t> sourceBlocks;
+  // Optional: one id per prefixChunkTokens tokens of the prompt; equal ids mean an equal
+  // prefix. Chunks already held by the destination are not moved again.
+  std::vector<std::uint64_t> prefixHashes;
+  std::optional<KvMode> mode;  // default: the agent's
+  // true: the data of layer i moves once layerReady(id, i) is called; false: all at once.
+  bool layerwise = false;
+  std::optional<std::string> destination;  // a decode agent's name; default: the scheduler's
+  std::chrono::milliseconds timeout{0};    // 0: the agent's requestTimeout
+};
+
+// placed -> transferring -> complete -> consumed -> released; or failed from any state.
+// kQueued: waiting for a destination with room (prefill side only).
+enum class KvRequestState : std::uint8_t {
+  kQueued,
+  kPlaced,
+  kTransferring,
+  kComplete,
+  kConsumed,
+  kReleased,
+  kFailed,
+};
+std::string_view toString(KvRequestState state);
+inline bool isTerminal(KvRequestState s) {
+  return s == KvRequestState::kReleased || s == KvRequestState::kFailed;
+}
+
+struct KvRequestStatus {
+  std::string id;
+  KvRequestState state = KvRequestState::kQueued;
+  Status status;     // why it failed
+  std::string peer;  // the other agent
+  KvMode mode = KvMode::kPush;
+  std::string placement;                // why the scheduler chose this destination
+  std::uint64_t blocks = 0;             // destination blocks of the request
+  std::uint64_t prefixBlocks = 0;       // of which already present there (not moved)
+  std::uint64_t bytes = 0;              // moved
+  std::uint64_t descriptors = 0;        // segments handed to the engine
+  std::uint64_t operations = 0;         // after coalescing
+  std::chrono::nanoseconds queued{0};   // submit -> placed
+  std::chrono::nanoseconds latency{0};  // submit -> complete (destination confirmed)
+};
+
+// A request as the decode side sees it once its data is in place.
+struct KvArrival {
+  std::string id;
+  std::string peer;  // the prefill agent
+  std::uint64_t tokens = 0;
+  std::vector<std::uint64_t> blocks;  // this pool's blocks, in token order
+  std::uint64_t prefixBlocks = 0;     // leading blocks reused from the prefix cache
+  std::vector<std::uint64_t> prefixHashes;
+};
+
+// A decode agent as a prefill agent sees it (or a prefill agent, on the decode side).
+struct KvPeerStatus {
+  std::string name;
+  KvRole role = KvRole::kDecode;
+  bool compatible = false;
+  std::string reason;  // why not compatible
+  std::uint64_t totalBlocks = 0;
+  std::uint64_t freeBlocks = 0;  // as last reported, minus placements since
+  std::uint64_t inFlightBytes = 0;
+  std::string dataPath;  // UCX transports in use
+};
+
+}  // namespace kvx
