@@ -1,0 +1,83 @@
+#pragma once
+
+// AgentConfig: everything `kvx agent` is configured with. Each option comes from, in order of
+// precedence: the command line (--blocks 1024), the environment (KVX_BLOCKS=1024; list
+// options comma-separated: KVX_PEERS=127.0.0.1:7001,127.0.0.1:7002), a JSON config file
+// (--config FILE or KVX_CONFIG; keys are the option names: {"blocks": 1024, "peers": [...]}),
+// then the defaults below.
+// Plain data and pure functions; safe from any thread.
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvx/kv_types.h"
+#include "kvx/result.h"
+
+namespace kvx::cli {
+
+// A prefill agent's workload and how it replays it.
+struct WorkloadConfig {
+  std::string trace;           // a JSONL trace file (Mooncake format)
+  bool synthetic = false;      // or a generated trace:
+  std::uint64_t requests = 0;  // synthetic: how many (0: 100); trace: the first N (0: all)
+  std::uint64_t seed = 1;
+  double rate = 50;  // synthetic arrivals per second (0: all at once)
+  std::uint64_t minTokens = 128;
+  std::uint64_t maxTokens = 4096;
+  double prefixShare = 0.5;  // probability that a request starts with a shared prefix
+  double timeScale = 1;      // replay speed: timestamps are divided by it
+  std::uint64_t maxOutstanding = 32;
+  std::string layerwise = "off";  // on | off | mixed
+  double layerMs = 0;             // simulated compute per layer
+  std::string report;             // JSON report file written at the end
+
+  bool given() const { return synthetic || !trace.empty(); }
+};
+
+struct AgentConfig {
+  std::string role;  // prefill | decode (required)
+  std::string name;  // unique among the agents (required)
+  std::string listen = "127.0.0.1:0";
+  std::string model = "llama3-8b";  // a built-in shape name or a JSON shape file
+  std::string layout = "nhd";       // nhd | hnd | blocks-first | cross-layer
+  std::uint64_t blocks = 0;         // pool size (required)
+  std::vector<std::string> peers;   // prefill: decode agents to connect to
+  std::string transport = "shm";    // shm | tcp
+  std::string mode = "push";        // push | pull | mixed (prefill workloads alternate)
+  std::uint64_t leaseMs = 30000;
+  std::uint64_t timeoutMs = 30000;
+  std::uint64_t connectTimeoutMs = 30000;  // prefill: how long to retry --peer
+  std::uint64_t prefixCacheBlocks = 0;
+  std::uint64_t maxInflightBytes = 1ull << 30;
+  std::string logLevel = "info";
+  std::string configFile;
+  bool printConfig = false;  // print the effective configuration and exit
+  bool verify = false;       // decode: check every arrived block
+  WorkloadConfig workload;
+};
+
+// Adds every `kvx agent` option to `app`, bound to `config`, each with its KVX_* variable.
+// The bound fields keep `config`'s current values as defaults.
+void addAgentOptions(CLI::App& app, AgentConfig& config);
+
+// After app.parse(): applies the config file (if any) to the options still unset, then checks
+// the result. INVALID_ARGUMENT / NOT_FOUND name the option or key and what to do.
+Status finishAgentConfig(CLI::App& app, AgentConfig& config);
+
+// The checks finishAgentConfig makes: required options, role-specific options, ranges.
+Status validateAgentConfig(const AgentConfig& config);
+
+// Parses `args` (what follows `kvx agent`) with the environment and config file, validated.
+// For tests and embedding; INVALID_ARGUMENT carries CLI11's message for command-line errors.
+Result<AgentConfig> parseAgentConfig(const std::vector<std::string>& args);
+
+// The agent's options: --model read from its file when it names one, --transport mapped to
+// UCX transports. NOT_FOUND for a model file that cannot be read.
+Result<KvAgentOptions> toKvAgentOptions(const AgentConfig& config);
+
+// The effective configuration as JSON (the format --config reads).
+std::string configJson(const CLI::App& app);
+
+}  // namespace kvx::cli

@@ -1,0 +1,108 @@
+#include "cli/decode_loop.h"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "cli/kv_content.h"
+
+namespace kvx::cli {
+namespace {
+
+constexpr auto kPoll = std::chrono::milliseconds(100);
+constexpr auto kSummaryEvery = std::chrono::seconds(5);
+constexpr auto kPeerPollEvery = std::chrono::seconds(1);
+
+}  // namespace
+
+DecodeLoop::DecodeLoop(KvAgent& agent, bool verify, std::uint32_t prefixChunkTokens)
+    : agent_(agent), verify_(verify), prefixChunkTokens_(prefixChunkTokens), peers_(agent) {}
+
+void DecodeLoop::run(const std::function<bool()>& done) {
+  auto nextSummary = Clock::now() + kSummaryEvery;
+  auto nextPeerPoll = Clock::now();
+  while (!done()) {
+    auto arrival = agent_.nextArrival(deadlineIn(kPoll));
+    if (arrival.isOk()) {
+      handle(*arrival);
+    } else if (arrival.status().code() != StatusCode::kTimedOut) {
+      spdlog::warn("nextArrival failed: {}", arrival.status().toString());
+      std::this_thread::sleep_for(kPoll);
+    }
+    const auto now = Clock::now();
+    if (now >= nextPeerPoll) {
+      peers_.poll();
+      nextPeerPoll = now + kPeerPollEvery;
+    }
+    if (now >= nextSummary) {
+      logSummary();
+      nextSummary = now + kSummaryEvery;
+    }
+  }
+}
+
+void DecodeLoop::drain(Deadline deadline) {
+  while (true) {
+    auto arrival = agent_.nextArrival(deadline);
+    if (!arrival.isOk()) return;
+    handle(*arrival);
+  }
+}
+
+void DecodeLoop::handle(const KvArrival& arrival) {
+  ++stats_.arrivals;
+  stats_.blocks += arrival.blocks.size();
+  stats_.prefixBlocks += arrival.prefixBlocks;
+  const std::uint64_t moved = arrival.blocks.size() > arrival.prefixBlocks
+                                  ? arrival.blocks.size() - arrival.prefixBlocks
+                                  : 0;
+  stats_.bytes += moved * agent_.pool().blockBytes;
+  spdlog::debug("arrival {} from {}: {} tokens, {} blocks ({} from the prefix cache)", arrival.id,
+                arrival.peer, arrival.tokens, arrival.blocks.size(), arrival.prefixBlocks);
+  if (verify_) verify(arrival);
+  if (Status s = agent_.consume(arrival.id); !s.isOk()) {
+    ++stats_.errors;
+    spdlog::error("consume {} failed: {}", arrival.id, s.toString());
+  }
+  if (Status s = agent_.release(arrival.id); !s.isOk()) {
+    ++stats_.errors;
+    spdlog::error("release {} failed: {}", arrival.id, s.toString());
+  }
+}
+
+void DecodeLoop::verify(const KvArrival& arrival) {
+  const KvContent content(arrival.id, arrival.tokens, arrival.prefixHashes,
+                          geometryOf(agent_.pool(), prefixChunkTokens_));
+  const SegmentAccessor segments = segmentsOf(agent_);
+  for (std::uint64_t index = 0; index < arrival.blocks.size(); ++index) {
+    auto problem = content.checkBlock(segments, index, arrival.blocks[index]);
+    if (!problem.isOk()) {
+      ++stats_.errors;
+      spdlog::error("cannot verify request {} block {} (pool block {}): {}", arrival.id, index,
+                    arrival.blocks[index], problem.status().toString());
+      return;
+    }
+    if (problem->empty()) {
+      ++stats_.blocksVerified;
+      continue;
+    }
+    ++stats_.corruptBlocks;
+    spdlog::error("CORRUPT: request {} from {} block {} (pool block {}{}): {}", arrival.id,
+                  arrival.peer, index, arrival.blocks[index],
+                  index < arrival.prefixBlocks ? ", from the prefix cache" : "", *problem);
+  }
+}
+
+void DecodeLoop::logSummary() {
+  if (stats_.arrivals == arrivalsAtLastSummary_) return;
+  const KvPoolUsage usage = agent_.usage();
+  spdlog::info(
+      "decode: {} arrivals (+{} in 5 s), {} blocks ({} from the prefix cache), {} verified, {} "
+      "corrupt, {:.2f} GiB moved in; pool {}/{} blocks free, {} cached",
+      stats_.arrivals, stats_.arrivals - arrivalsAtLastSummary_, stats_.blocks, stats_.prefixBlocks,
+      stats_.blocksVerified, stats_.corruptBlocks, static_cast<double>(stats_.bytes) / (1u << 30),
+      usage.freeBlocks, usage.totalBlocks, usage.cachedPrefixBlocks);
+  arrivalsAtLastSummary_ = stats_.arrivals;
+}
+
+}  // namespace kvx::cli

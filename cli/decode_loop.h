@@ -1,0 +1,52 @@
+#pragma once
+
+// DecodeLoop: what a `kvx agent --role decode` does with arrivals. It takes every request
+// whose data is complete (KvAgent::nextArrival), checks every block against kv_content with
+// --verify (each corrupt block is logged with the request id and block), then consumes and
+// releases it. Owned and driven by one thread.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "cli/peers.h"
+#include "kvx/kv_agent.h"
+
+namespace kvx::cli {
+
+struct DecodeStats {
+  std::uint64_t arrivals = 0;
+  std::uint64_t blocks = 0;  // arrived blocks, prefix blocks included
+  std::uint64_t blocksVerified = 0;
+  std::uint64_t corruptBlocks = 0;
+  std::uint64_t bytes = 0;         // moved into the pool: (blocks - prefixBlocks) x blockBytes
+  std::uint64_t prefixBlocks = 0;  // reused from the prefix cache
+  std::uint64_t errors = 0;        // consume/release/verify calls that failed
+};
+
+class DecodeLoop {
+ public:
+  DecodeLoop(KvAgent& agent, bool verify, std::uint32_t prefixChunkTokens);
+
+  // Serves arrivals until `done()` returns true (tested at least every 100 ms); logs peers as
+  // they come and go, and a summary every 5 s while busy.
+  void run(const std::function<bool()>& done);
+  // Serves the arrivals that complete before `deadline` (after shutdown, to leave nothing
+  // holding blocks).
+  void drain(Deadline deadline);
+  const DecodeStats& stats() const { return stats_; }
+
+ private:
+  void handle(const KvArrival& arrival);
+  void verify(const KvArrival& arrival);
+  void logSummary();
+
+  KvAgent& agent_;
+  const bool verify_;
+  const std::uint32_t prefixChunkTokens_;
+  PeerWatch peers_;
+  DecodeStats stats_;
+  std::uint64_t arrivalsAtLastSummary_ = 0;
+};
+
+}  // namespace kvx::cli

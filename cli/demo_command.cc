@@ -1,0 +1,267 @@
+#include "cli/demo_command.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "cli/demo_report.h"
+#include "examples/pair_transfer/child_process.h"
+#include "kvx/transfer.h"
+
+namespace kvx::cli {
+namespace {
+
+using pair_transfer::ChildProcess;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr auto kStartTimeout = seconds(60);
+constexpr auto kStatsTimeout = seconds(20);
+constexpr int kDecodeAgents = 2;
+
+std::vector<std::string> poolArgs(const DemoOptions& o, std::uint64_t blocks) {
+  return {"--model",     o.model,     "--layout", o.layout,
+          "--transport", o.transport, "--blocks", std::to_string(blocks),
+          "--log-level", o.logLevel,  "--listen", "127.0.0.1:0"};
+}
+
+// Starts `kvx agent ARGS` and reads its LISTENING line.
+Result<std::string> startAgent(const std::vector<std::string>& args,
+                               std::optional<ChildProcess>& child) {
+  auto spawned = ChildProcess::spawnSelf(args);
+  if (!spawned.isOk()) return spawned.status();
+  child.emplace(std::move(spawned).value());
+  auto line = child->readLine(kStartTimeout);
+  if (!line.isOk()) return line.status().withContext("waiting for LISTENING");
+  const std::string prefix = "LISTENING ";
+  if (line->rfind(prefix, 0) != 0) {
+    return protocolError("expected 'LISTENING <address>', got '" + *line + "'");
+  }
+  return line->substr(prefix.size());
+}
+
+// Reads lines until a "STATS {json}" one; null json when there is none by the timeout.
+nlohmann::json readStats(ChildProcess& child, milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    auto line = child.readLine(std::chrono::duration_cast<milliseconds>(deadline - Clock::now()) +
+                               milliseconds(1));
+    if (!line.isOk()) return nullptr;
+    if (line->rfind("STATS ", 0) == 0) {
+      auto parsed = nlohmann::json::parse(line->substr(6), nullptr, false);
+      return parsed.is_discarded() ? nlohmann::json() : parsed;
+    }
+  }
+  return nullptr;
+}
+
+// Waits for the prefill agent to end its replay; SIGTERMs it on a stop or at the deadline.
+int awaitPrefill(ChildProcess& prefill, const DemoOptions& o, StopSignal& stop,
+                 std::vector<std::string>& problems) {
+  const auto deadline = Clock::now() + seconds(o.timeoutSeconds);
+  bool signalled = false;
+  while (true) {
+    auto line = prefill.readLine(milliseconds(200));
+    if (!line.isOk() && line.status().code() != StatusCode::kTimedOut) break;  // it exited
+    if (signalled) continue;
+    if (stop.requested() || Clock::now() >= deadline) {
+      problems.push_back(stop.requested() ? "the demo was stopped (" + stop.reason() + ")"
+                                          : "the replay did not end within --timeout-s " +
+                                                std::to_string(o.timeoutSeconds) + " s");
+      ::kill(prefill.pid(), SIGTERM);
+      signalled = true;
+    }
+  }
+  return prefill.waitExit(seconds(30));
+}
+
+nlohmann::json readJsonFile(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return nullptr;
+  auto parsed = nlohmann::json::parse(file, nullptr, false);
+  return parsed.is_discarded() ? nlohmann::json() : parsed;
+}
+
+// The agents take their options from the demo's command line only: a KVX_PEERS or KVX_TRACE
+// meant for another run would make a decode agent refuse to start.
+void clearAgentEnvironment() {
+  std::vector<std::string> names;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    if (text.rfind("KVX_", 0) == 0) names.push_back(text.substr(0, text.find('=')));
+  }
+  for (const std::string& name : names) ::unsetenv(name.c_str());
+}
+
+}  // namespace
+
+void addDemoOptions(CLI::App& app, DemoOptions& o) {
+  app.description(
+      "Runs a prefill agent and two decode agents here and reports on the KV migration.\n"
+      "The agents are separate `kvx agent` processes on 127.0.0.1; the prefill agent\n"
+      "replays a workload, every moved block is verified on arrival, and the report shows\n"
+      "requests ok/failed, latency and queueing percentiles, GB/s, descriptors vs operations\n"
+      "on the wire, placement decisions, prefix reuse, corrupt blocks, and whether every pool\n"
+      "got all its blocks back. Exit code 0 only if all of that is clean.");
+  app.footer(
+      "\nThe agents get every option from here: KVX_* variables are not passed on to them.\n"
+      "\nExamples:\n  kvx demo\n  kvx demo --requests 50 --transport tcp --mode pull\n"
+      "  kvx demo --trace conversation_trace.jsonl --requests 100 --time-scale 4\n");
+  auto* requests =
+      app.add_option("--requests", o.requests, "requests (with --trace: the first N of the trace)");
+  requests->capture_default_str();
+  app.add_option("--seed", o.seed, "synthetic workload seed")->capture_default_str();
+  app.add_option("--model", o.model, "model shape (built-in name or JSON file)")
+      ->capture_default_str();
+  app.add_option("--layout", o.layout, "pool layout")
+      ->check(CLI::IsMember({"nhd", "hnd", "blocks-first", "cross-layer"}))
+      ->capture_default_str();
+  app.add_option("--transport", o.transport, "shm or tcp")
+      ->check(CLI::IsMember({"shm", "tcp"}))
+      ->capture_default_str();
+  app.add_option("--mode", o.mode, "push, pull or mixed (alternating)")
+      ->check(CLI::IsMember({"push", "pull", "mixed"}))
+      ->capture_default_str();
+  app.add_option("--layerwise", o.layerwise, "on, off or mixed")
+      ->check(CLI::IsMember({"on", "off", "mixed"}))
+      ->capture_default_str();
+  app.add_option("--trace", o.trace, "replay this JSONL trace instead of a synthetic one");
+  app.add_option("--time-scale", o.timeScale, "replay speed-up")->capture_default_str();
+  app.add_option("--rate", o.rate, "synthetic arrivals per second")->capture_default_str();
+  app.add_option("--min-tokens", o.minTokens, "synthetic: shortest prompt")->capture_default_str();
+  app.add_option("--max-tokens", o.maxTokens, "synthetic: longest prompt")->capture_default_str();
+  app.add_option("--prefix-share", o.prefixShare, "synthetic: share of prompts with a prefix")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--layer-ms", o.layerMs, "simulated prefill compute per layer")
+      ->capture_default_str();
+  app.add_option("--max-outstanding", o.maxOutstanding, "requests in flight at most")
+      ->capture_default_str();
+  app.add_option("--decode-blocks", o.decodeBlocks, "blocks per decode pool")
+      ->capture_default_str();
+  app.add_option("--prefill-blocks", o.prefillBlocks, "blocks in the prefill pool")
+      ->capture_default_str();
+  app.add_option("--prefix-cache-blocks", o.prefixCacheBlocks,
+                 "decode: blocks kept for prefix reuse")
+      ->capture_default_str();
+  app.add_option("--timeout-s", o.timeoutSeconds, "deadline for the replay")->capture_default_str();
+  app.add_option("--log-level", o.logLevel, "the agents' stderr log level")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+      ->capture_default_str();
+  app.add_option("--json", o.json, "also write the report as JSON to this file");
+}
+
+int runDemoCommand(const DemoOptions& o, StopSignal& stop) {
+  clearAgentEnvironment();
+  char dirTemplate[] = "/tmp/kvx-demo-XXXXXX";
+  if (::mkdtemp(dirTemplate) == nullptr) {
+    std::fprintf(stderr, "kvx demo: cannot create a temporary directory in /tmp\n");
+    return 1;
+  }
+  const std::string dir = dirTemplate;
+  const std::string reportPath = dir + "/prefill-report.json";
+  DemoInputs inputs;
+  inputs.title = fmt::format(
+      "kvx demo: {} requests of {}; {} ({} layout) over {}; mode {}, layer-wise {}; {} decode "
+      "agents of {} blocks, prefill pool of {}",
+      o.requests, o.trace.empty() ? "a synthetic workload" : o.trace, o.model, o.layout,
+      o.transport, o.mode, o.layerwise, kDecodeAgents, o.decodeBlocks, o.prefillBlocks);
+
+  std::vector<std::optional<ChildProcess>> decodes(kDecodeAgents);
+  std::vector<std::string> peerArgs;
+  for (int i = 0; i < kDecodeAgents; ++i) {
+    DecodeOutcome outcome;
+    outcome.name = "decode-" + std::to_string(i);
+    std::vector<std::string> args{"agent",
+                                  "--role",
+                                  "decode",
+                                  "--name",
+                                  outcome.name,
+                                  "--verify",
+                                  "--prefix-cache-blocks",
+                                  std::to_string(o.prefixCacheBlocks)};
+    const auto pool = poolArgs(o, o.decodeBlocks);
+    args.insert(args.end(), pool.begin(), pool.end());
+    auto address = startAgent(args, decodes[i]);
+    if (!address.isOk()) {
+      inputs.problems.push_back(outcome.name + " did not start: " + address.status().toString());
+    } else {
+      outcome.address = *address;
+      peerArgs.insert(peerArgs.end(), {"--peer", *address});
+      std::fprintf(stderr, "kvx demo: %s listening on %s\n", outcome.name.c_str(),
+                   address->c_str());
+    }
+    inputs.decodes.push_back(std::move(outcome));
+  }
+
+  if (inputs.problems.empty()) {
+    std::vector<std::string> args{"agent",
+                                  "--role",
+                                  "prefill",
+                                  "--name",
+                                  "prefill-0",
+                                  "--mode",
+                                  o.mode,
+                                  "--layerwise",
+                                  o.layerwise,
+                                  "--layer-ms",
+                                  std::to_string(o.layerMs),
+                                  "--time-scale",
+                                  std::to_string(o.timeScale),
+                                  "--max-outstanding",
+                                  std::to_string(o.maxOutstanding),
+                                  "--requests",
+                                  std::to_string(o.requests),
+                                  "--report",
+                                  reportPath};
+    if (o.trace.empty()) {
+      args.insert(args.end(), {"--synthetic", "--seed", std::to_string(o.seed), "--rate",
+                               std::to_string(o.rate), "--min-tokens", std::to_string(o.minTokens),
+                               "--max-tokens", std::to_string(o.maxTokens), "--prefix-share",
+                               std::to_string(o.prefixShare)});
+    } else {
+      args.insert(args.end(), {"--trace", o.trace});
+    }
+    const auto pool = poolArgs(o, o.prefillBlocks);
+    args.insert(args.end(), pool.begin(), pool.end());
+    args.insert(args.end(), peerArgs.begin(), peerArgs.end());
+    std::optional<ChildProcess> prefill;
+    auto address = startAgent(args, prefill);
+    if (!address.isOk()) {
+      inputs.problems.push_back("prefill-0 did not start: " + address.status().toString());
+    } else {
+      std::fprintf(stderr, "kvx demo: prefill-0 listening on %s; replaying...\n", address->c_str());
+    }
+    if (prefill) inputs.prefillExitCode = awaitPrefill(*prefill, o, stop, inputs.problems);
+  }
+
+  for (int i = 0; i < kDecodeAgents; ++i) {
+    if (!decodes[i]) continue;
+    ::kill(decodes[i]->pid(), SIGTERM);
+  }
+  for (int i = 0; i < kDecodeAgents; ++i) {
+    if (!decodes[i]) continue;
+    inputs.decodes[i].stats = readStats(*decodes[i], kStatsTimeout);
+    inputs.decodes[i].exitCode = decodes[i]->waitExit(seconds(10));
+  }
+  inputs.prefill = readJsonFile(reportPath);
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+
+  const DemoReport report(std::move(inputs));
+  std::fputs(report.text().c_str(), stdout);
+  std::fflush(stdout);
+  if (!o.json.empty()) {
+    std::ofstream file(o.json);
+    file << report.json().dump(2) << '\n';
+    if (!file) std::fprintf(stderr, "kvx demo: cannot write --json %s\n", o.json.c_str());
+  }
+  return report.passed() ? 0 : 1;
+}
+
+}  // namespace kvx::cli

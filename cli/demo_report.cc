@@ -1,0 +1,252 @@
+#include "cli/demo_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <map>
+
+#include "workload/latency_stats.h"
+
+namespace kvx::cli {
+namespace {
+
+constexpr std::size_t kReasonsShown = 5;
+
+double ms(std::chrono::nanoseconds d) { return static_cast<double>(d.count()) / 1e6; }
+
+std::uint64_t u64(const nlohmann::json& object, const char* key) {
+  return object.is_object() && object.contains(key) && object[key].is_number()
+             ? object[key].get<std::uint64_t>()
+             : 0;
+}
+
+std::string line(const std::string& label, const std::string& text) {
+  return fmt::format("{:<14}{}", label, text);
+}
+
+// Failure reasons grouped: the request's own id and the figures in the message are replaced,
+// so that equal causes count once.
+std::string reasonKey(std::string error, const std::string& id) {
+  for (auto at = error.find(id); !id.empty() && at != std::string::npos; at = error.find(id)) {
+    error.replace(at, id.size(), "<id>");
+  }
+  std::string key;
+  for (std::size_t i = 0; i < error.size(); ++i) {
+    const bool digit = std::isdigit(static_cast<unsigned char>(error[i])) != 0;
+    if (!digit) {
+      key += error[i];
+    } else if (i == 0 || std::isdigit(static_cast<unsigned char>(error[i - 1])) == 0) {
+      key += 'N';
+    }
+  }
+  return key.empty() ? "unknown" : key;
+}
+
+// Placement reasons carry the figures of the moment ("fewest bytes in flight (178257920, 16% of
+// limit)"); the kind of decision is what is before them.
+std::string placementKind(const std::string& reason) {
+  if (reason.empty()) return "(no reason given)";
+  const auto end = reason.find_first_of("(:");
+  std::string kind = reason.substr(0, end);
+  while (!kind.empty() && kind.back() == ' ') kind.pop_back();
+  return kind;
+}
+
+nlohmann::json latencyJson(const workload::LatencySummary& s) {
+  return {{"count", s.count},   {"p50Ms", ms(s.p50)}, {"p90Ms", ms(s.p90)},
+          {"p99Ms", ms(s.p99)}, {"maxMs", ms(s.max)}, {"meanMs", ms(s.mean)}};
+}
+
+}  // namespace
+
+DemoReport::DemoReport(DemoInputs inputs) : inputs_(std::move(inputs)) {
+  problems_ = inputs_.problems;
+  lines_.push_back(inputs_.title);
+  json_["title"] = inputs_.title;
+  summarizeRequests();
+  summarizeDecodes();
+  json_["passed"] = passed();
+  json_["problems"] = problems_;
+}
+
+void DemoReport::summarizeRequests() {
+  const nlohmann::json& report = inputs_.prefill;
+  if (!report.is_object() || !report.contains("requests")) {
+    problems_.push_back("the prefill agent wrote no report (exit code " +
+                        std::to_string(inputs_.prefillExitCode) + ")");
+    return;
+  }
+  workload::LatencyRecorder latency, queued;
+  std::uint64_t ok = 0, failed = 0, bytes = 0, descriptors = 0, operations = 0, blocks = 0,
+                prefixBlocks = 0;
+  double rateSum = 0;
+  std::map<std::string, std::uint64_t> reasons;
+  struct Placement {
+    std::uint64_t requests = 0;
+    std::uint64_t bytes = 0;
+    std::map<std::string, std::uint64_t> reasons;
+  };
+  std::map<std::string, Placement> placements;
+  for (const nlohmann::json& r : report["requests"]) {
+    const bool released = r.value("released", false);
+    const std::string peer = r.value("peer", "");
+    if (!peer.empty()) {
+      Placement& p = placements[peer];
+      ++p.requests;
+      p.bytes += u64(r, "bytes");
+      ++p.reasons[placementKind(r.value("placement", ""))];
+    }
+    if (!released) {
+      ++failed;
+      ++reasons[reasonKey(r.value("error", ""), r.value("id", ""))];
+      continue;
+    }
+    ++ok;
+    const auto lat = std::chrono::nanoseconds(u64(r, "latencyNs"));
+    latency.add(lat);
+    queued.add(std::chrono::nanoseconds(u64(r, "queuedNs")));
+    bytes += u64(r, "bytes");
+    descriptors += u64(r, "descriptors");
+    operations += u64(r, "operations");
+    blocks += u64(r, "blocks");
+    prefixBlocks += u64(r, "prefixBlocks");
+    if (lat.count() > 0) rateSum += static_cast<double>(u64(r, "bytes")) / lat.count();
+  }
+  const double wall = report["totals"].value("wallSeconds", 0.0);
+  const auto lat = latency.summary();
+  const auto que = queued.summary();
+  const double gbps = wall > 0 ? static_cast<double>(bytes) / wall / 1e9 : 0;
+  const double meanGbps = ok > 0 ? rateSum / static_cast<double>(ok) : 0;  // bytes/ns = GB/s
+  const double coalescing =
+      operations > 0 ? static_cast<double>(descriptors) / static_cast<double>(operations) : 0;
+
+  lines_.push_back(line("requests", fmt::format("{} ok, {} failed", ok, failed)));
+  std::vector<std::pair<std::uint64_t, std::string>> byCount;
+  for (const auto& [reason, count] : reasons) byCount.emplace_back(count, reason);
+  std::sort(byCount.begin(), byCount.end(), std::greater<>());
+  for (std::size_t i = 0; i < byCount.size() && i < kReasonsShown; ++i) {
+    lines_.push_back(line("", fmt::format("{} x {}", byCount[i].first, byCount[i].second)));
+  }
+  if (byCount.size() > kReasonsShown) {
+    lines_.push_back(line(
+        "", fmt::format("... and {} other reasons (see --json)", byCount.size() - kReasonsShown)));
+  }
+  lines_.push_back(
+      line("latency", fmt::format("p50 {:.2f} ms  p90 {:.2f} ms  p99 {:.2f} ms  max "
+                                  "{:.2f} ms  (submit -> destination confirmed)",
+                                  ms(lat.p50), ms(lat.p90), ms(lat.p99), ms(lat.max))));
+  lines_.push_back(
+      line("queueing", fmt::format("p50 {:.2f} ms  p90 {:.2f} ms  p99 {:.2f} ms  max "
+                                   "{:.2f} ms  (submit -> placed)",
+                                   ms(que.p50), ms(que.p90), ms(que.p99), ms(que.max))));
+  lines_.push_back(line(
+      "bandwidth", fmt::format("{:.2f} GiB in {:.2f} s of replay = {:.2f} GB/s; per request "
+                               "{:.2f} GB/s mean (payload / latency)",
+                               static_cast<double>(bytes) / (1u << 30), wall, gbps, meanGbps)));
+  lines_.push_back(line("on the wire", fmt::format("{} descriptors -> {} operations ({:.1f} "
+                                                   "descriptors per operation)",
+                                                   descriptors, operations, coalescing)));
+  lines_.push_back(
+      line("prefix reuse",
+           fmt::format("{} of {} destination blocks already there ({:.1f}%)", prefixBlocks, blocks,
+                       blocks > 0
+                           ? 100.0 * static_cast<double>(prefixBlocks) / static_cast<double>(blocks)
+                           : 0.0)));
+  nlohmann::json placementJson = nlohmann::json::object();
+  bool first = true;
+  for (const auto& [peer, p] : placements) {
+    std::string why;
+    for (const auto& [reason, count] : p.reasons) {
+      why += fmt::format("{}{} x {}", why.empty() ? "" : "; ", count, reason);
+    }
+    lines_.push_back(line(first ? "placement" : "",
+                          fmt::format("{}: {} requests, {:.2f} GiB ({})", peer, p.requests,
+                                      static_cast<double>(p.bytes) / (1u << 30), why)));
+    placementJson[peer] = {{"requests", p.requests}, {"bytes", p.bytes}, {"reasons", p.reasons}};
+    first = false;
+  }
+  if (report.contains("peers")) {
+    std::string paths;
+    for (const auto& peer : report["peers"]) {
+      paths += fmt::format("{}{}: {}", paths.empty() ? "" : "; ", peer.value("name", "?"),
+                           peer.value("dataPath", "?"));
+    }
+    lines_.push_back(line("data path", paths));
+  }
+  json_["requests"] = {{"ok", ok}, {"failed", failed}, {"failureReasons", reasons}};
+  json_["latency"] = latencyJson(lat);
+  json_["queueing"] = latencyJson(que);
+  json_["bytes"] = bytes;
+  json_["wallSeconds"] = wall;
+  json_["gbPerSecond"] = gbps;
+  json_["meanRequestGbPerSecond"] = meanGbps;
+  json_["descriptors"] = descriptors;
+  json_["operations"] = operations;
+  json_["descriptorsPerOperation"] = coalescing;
+  json_["blocks"] = blocks;
+  json_["prefixBlocks"] = prefixBlocks;
+  json_["placement"] = placementJson;
+
+  if (failed > 0) problems_.push_back(std::to_string(failed) + " request(s) failed");
+  if (ok + failed == 0) problems_.push_back("the workload had no requests");
+  const nlohmann::json& usage = report["usageAtExit"];
+  if (u64(usage, "freeBlocks") != u64(usage, "totalBlocks")) {
+    problems_.push_back(fmt::format("prefill pool: {} of {} blocks free at exit",
+                                    u64(usage, "freeBlocks"), u64(usage, "totalBlocks")));
+  }
+  json_["prefillPool"] = usage;
+  if (inputs_.prefillExitCode != 0) {
+    problems_.push_back("the prefill agent exited with " + std::to_string(inputs_.prefillExitCode));
+  }
+}
+
+void DemoReport::summarizeDecodes() {
+  nlohmann::json decodes = nlohmann::json::array();
+  std::string pools;
+  const nlohmann::json& prefillUsage =
+      inputs_.prefill.is_object() ? inputs_.prefill["usageAtExit"] : nlohmann::json();
+  bool first = true;
+  for (const DecodeOutcome& d : inputs_.decodes) {
+    decodes.push_back({{"name", d.name}, {"stats", d.stats}, {"exitCode", d.exitCode}});
+    if (!d.stats.is_object()) {
+      problems_.push_back(d.name + " printed no STATS (exit code " + std::to_string(d.exitCode) +
+                          ")");
+      continue;
+    }
+    const std::uint64_t corrupt = u64(d.stats, "corruptBlocks");
+    const std::uint64_t errors = u64(d.stats, "errors");
+    lines_.push_back(
+        line(first ? "decode side" : "",
+             fmt::format("{}: {} arrivals, {} of {} blocks verified, {} corrupt{}", d.name,
+                         u64(d.stats, "arrivals"), u64(d.stats, "blocksVerified"),
+                         u64(d.stats, "blocks"), corrupt,
+                         errors > 0 ? fmt::format(", {} errors", errors) : "")));
+    first = false;
+    if (corrupt > 0) problems_.push_back(fmt::format("{}: {} corrupt blocks", d.name, corrupt));
+    if (errors > 0) problems_.push_back(fmt::format("{}: {} failed calls", d.name, errors));
+    if (d.exitCode != 0) problems_.push_back(d.name + " exited with " + std::to_string(d.exitCode));
+    const std::uint64_t free = u64(d.stats, "freeBlocks"), total = u64(d.stats, "totalBlocks");
+    if (free != total) {
+      problems_.push_back(fmt::format("{}: {} of {} blocks free at exit", d.name, free, total));
+    }
+    pools += fmt::format("{}{} {}/{}", pools.empty() ? "" : ", ", d.name, free, total);
+  }
+  if (prefillUsage.is_object()) {
+    pools += fmt::format("{}prefill {}/{}", pools.empty() ? "" : ", ",
+                         u64(prefillUsage, "freeBlocks"), u64(prefillUsage, "totalBlocks"));
+  }
+  lines_.push_back(line("pools free", pools + " (free/total blocks at exit)"));
+  json_["decodes"] = std::move(decodes);
+}
+
+std::string DemoReport::text() const {
+  std::string out;
+  for (const std::string& l : lines_) out += l + "\n";
+  for (const std::string& p : problems_) out += line("PROBLEM", p) + "\n";
+  out += passed() ? "RESULT: PASS\n" : "RESULT: FAIL\n";
+  return out;
+}
+
+}  // namespace kvx::cli

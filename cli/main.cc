@@ -1,0 +1,59 @@
+// kvx: the command-line tool of the kvx KV-cache transfer engine.
+//   kvx agent --role prefill|decode ...   one agent process (see kvx agent --help)
+//   kvx demo [...]                        two decode agents and a prefill agent, and a report
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+
+#include "cli/agent_command.h"
+#include "cli/agent_config.h"
+#include "cli/demo_command.h"
+#include "cli/signals.h"
+
+namespace {
+
+// Lists each subcommand with the first line of its description only: the full text is for
+// `kvx SUBCOMMAND --help`.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_subcommand(const CLI::App* sub) const override {
+    const std::string& description = sub->get_description();
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_display_name(true),
+                             description.substr(0, description.find('\n')), column_width_);
+    return out.str();
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before any thread starts: every thread inherits the blocked SIGINT/SIGTERM.
+  auto stop = kvx::cli::StopSignal::install();
+  if (!stop.isOk()) {
+    std::fprintf(stderr, "kvx: %s\n", stop.status().toString().c_str());
+    return 1;
+  }
+  CLI::App app{
+      "kvx: moves LLM KV caches between prefill and decode agents (disaggregated inference).\n"
+      "Start with `kvx demo`; run agents yourself with `kvx agent`."};
+  app.formatter(std::make_shared<HelpFormatter>());
+  app.require_subcommand(1);
+  kvx::cli::AgentConfig agentConfig;
+  CLI::App* agent = app.add_subcommand("agent", "run one prefill or decode agent");
+  kvx::cli::addAgentOptions(*agent, agentConfig);
+  kvx::cli::DemoOptions demoOptions;
+  CLI::App* demo = app.add_subcommand("demo",
+                                      "run two decode agents and a prefill agent and "
+                                      "print a KV migration latency report");
+  kvx::cli::addDemoOptions(*demo, demoOptions);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints the help or the error
+    return code == 0 ? 0 : 2;
+  }
+  if (agent->parsed()) return kvx::cli::runAgentCommand(*agent, agentConfig, **stop);
+  return kvx::cli::runDemoCommand(demoOptions, **stop);
+}

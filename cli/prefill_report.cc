@@ -1,0 +1,70 @@
+#include "cli/prefill_report.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace kvx::cli {
+
+nlohmann::json usageJson(const KvPoolUsage& usage) {
+  return {{"totalBlocks", usage.totalBlocks},
+          {"freeBlocks", usage.freeBlocks},
+          {"freeExtents", usage.freeExtents},
+          {"largestFreeExtent", usage.largestFreeExtent},
+          {"cachedPrefixBlocks", usage.cachedPrefixBlocks}};
+}
+
+nlohmann::json replayReport(const std::string& agentName, const ReplayResult& result,
+                            const std::vector<KvPeerStatus>& peers,
+                            const KvPoolUsage& usageAtExit) {
+  nlohmann::json peerList = nlohmann::json::array();
+  for (const KvPeerStatus& peer : peers) {
+    peerList.push_back({{"name", peer.name},
+                        {"dataPath", peer.dataPath},
+                        {"totalBlocks", peer.totalBlocks},
+                        {"compatible", peer.compatible}});
+  }
+  nlohmann::json requests = nlohmann::json::array();
+  std::uint64_t released = 0, submitted = 0, bytes = 0, descriptors = 0, operations = 0, blocks = 0,
+                prefixBlocks = 0;
+  for (const RequestRecord& r : result.requests) {
+    requests.push_back(toJson(r));
+    released += r.released ? 1 : 0;
+    submitted += r.submitted ? 1 : 0;
+    bytes += r.status.bytes;
+    descriptors += r.status.descriptors;
+    operations += r.status.operations;
+    blocks += r.status.blocks;
+    prefixBlocks += r.status.prefixBlocks;
+  }
+  const double wallSeconds = static_cast<double>(result.wall.count()) / 1e9;
+  return {{"agent", agentName},
+          {"requests", std::move(requests)},
+          {"totals",
+           {{"requests", result.requests.size()},
+            {"released", released},
+            {"failed", result.requests.size() - released},
+            {"submitted", submitted},
+            {"bytes", bytes},
+            {"descriptors", descriptors},
+            {"operations", operations},
+            {"blocks", blocks},
+            {"prefixBlocks", prefixBlocks},
+            {"wallSeconds", wallSeconds},
+            {"stopped", result.stopped}}},
+          {"peers", std::move(peerList)},
+          {"usageAtExit", usageJson(usageAtExit)}};
+}
+
+Status writeJsonFile(const std::string& path, const nlohmann::json& json) {
+  std::ofstream file(path);
+  file << json.dump(2) << '\n';
+  file.close();
+  if (!file) {
+    return notFound("cannot write '" + path + "': " + std::strerror(errno) +
+                    "; check that its directory exists and is writable");
+  }
+  return Status::ok();
+}
+
+}  // namespace kvx::cli

@@ -1,0 +1,52 @@
+#pragma once
+
+// StopSignal: SIGINT and SIGTERM turned into a flag that any thread can test or wait for.
+// install() blocks both signals in the calling thread and starts a watcher thread that reads
+// them from a signalfd, so no work ever runs in a signal handler. Call it in main() before any
+// other thread starts: threads (and child processes) inherit the blocked mask. A second SIGINT
+// (Ctrl-C pressed again) ends the process at once with exit code 130; further SIGTERMs are
+// ignored while it stops.
+// Thread safety: every member may be called from any thread.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "kvx/result.h"
+
+namespace kvx::cli {
+
+class StopSignal {
+ public:
+  static Result<std::unique_ptr<StopSignal>> install();
+  // Stops the watcher thread; the signals stay blocked.
+  ~StopSignal();
+  StopSignal(const StopSignal&) = delete;
+  StopSignal& operator=(const StopSignal&) = delete;
+
+  bool requested() const { return requested_.load(std::memory_order_acquire); }
+  // Waits until a stop is requested or `timeout` passes; true when stopped.
+  bool waitFor(std::chrono::nanoseconds timeout);
+  // Asks for a stop as if a signal came; `why` is what reason() returns.
+  void request(const std::string& why);
+  // "SIGTERM", "SIGINT", the text given to request(), or "" while nobody asked to stop.
+  std::string reason() const;
+
+ private:
+  StopSignal(int signalFd, int wakeFd);
+  void watch();
+
+  const int signalFd_;
+  const int wakeFd_;  // eventfd: the destructor's way to end watch()
+  std::atomic<bool> requested_{false};
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::string reason_;  // GUARDED_BY(mutex_)
+  std::thread watcher_;
+};
+
+}  // namespace kvx::cli

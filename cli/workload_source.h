@@ -1,0 +1,16 @@
+#pragma once
+
+// The requests a prefill agent replays: a recorded trace (--trace, optionally only its first
+// --requests records) or a synthetic one (--synthetic and its options).
+
+#include <vector>
+
+#include "cli/agent_config.h"
+#include "workload/trace_record.h"
+
+namespace kvx::cli {
+
+// NOT_FOUND / INVALID_ARGUMENT from the trace reader or the generator, naming the problem.
+Result<std::vector<workload::TraceRecord>> loadWorkload(const WorkloadConfig& config);
+
+}  // namespace kvx::cli

@@ -1,0 +1,339 @@
+// kvx-test-labels: unit
+#include "cli/agent_config.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+using namespace kvx;
+using namespace kvx::cli;
+
+namespace {
+
+// Every KVX_* variable the tests touch, cleared for the test and restored after it.
+class CleanEnvironment {
+ public:
+  CleanEnvironment() {
+    for (const char* name : kNames) {
+      const char* value = std::getenv(name);
+      saved_.emplace_back(name, value ? std::optional<std::string>(value) : std::nullopt);
+      ::unsetenv(name);
+    }
+  }
+  ~CleanEnvironment() {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        ::setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        ::unsetenv(name.c_str());
+      }
+    }
+  }
+  void set(const char* name, const char* value) { ::setenv(name, value, 1); }
+
+ private:
+  static constexpr const char* kNames[] = {"KVX_ROLE",
+                                           "KVX_NAME",
+                                           "KVX_LISTEN",
+                                           "KVX_MODEL",
+                                           "KVX_LAYOUT",
+                                           "KVX_BLOCKS",
+                                           "KVX_PEERS",
+                                           "KVX_TRANSPORT",
+                                           "KVX_MODE",
+                                           "KVX_LEASE_MS",
+                                           "KVX_TIMEOUT_MS",
+                                           "KVX_PREFIX_CACHE_BLOCKS",
+                                           "KVX_MAX_INFLIGHT_BYTES",
+                                           "KVX_LOG_LEVEL",
+                                           "KVX_CONFIG",
+                                           "KVX_VERIFY",
+                                           "KVX_TRACE",
+                                           "KVX_SYNTHETIC",
+                                           "KVX_REQUESTS",
+                                           "KVX_REPORT"};
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// A file in the temporary directory, removed at the end of the test.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& text) {
+    char name[] = "/tmp/kvx-cli-test-XXXXXX";
+    const int fd = ::mkstemp(name);
+    REQUIRE(fd >= 0);
+    ::close(fd);
+    path_ = name;
+    std::ofstream(path_) << text;
+  }
+  ~TempFile() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+const std::vector<std::string> kDecode{"--role", "decode", "--name", "d0", "--blocks", "64"};
+
+std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+}  // namespace
+
+TEST_CASE("the command line sets every option", "[agent_config]") {
+  CleanEnvironment env;
+  auto config = parseAgentConfig({"--role",
+                                  "prefill",
+                                  "--name",
+                                  "p0",
+                                  "--listen",
+                                  "127.0.0.1:7000",
+                                  "--model",
+                                  "qwen2.5-32b",
+                                  "--layout",
+                                  "hnd",
+                                  "--blocks",
+                                  "128",
+                                  "--peer",
+                                  "127.0.0.1:7001",
+                                  "--peer",
+                                  "127.0.0.1:7002",
+                                  "--transport",
+                                  "tcp",
+                                  "--mode",
+                                  "pull",
+                                  "--lease-ms",
+                                  "100",
+                                  "--timeout-ms",
+                                  "200",
+                                  "--max-inflight-bytes",
+                                  "64M",
+                                  "--log-level",
+                                  "debug",
+                                  "--synthetic",
+                                  "--requests",
+                                  "7",
+                                  "--layerwise",
+                                  "mixed",
+                                  "--report",
+                                  "r.json"});
+  REQUIRE(config.isOk());
+  CHECK(config->role == "prefill");
+  CHECK(config->name == "p0");
+  CHECK(config->listen == "127.0.0.1:7000");
+  CHECK(config->model == "qwen2.5-32b");
+  CHECK(config->layout == "hnd");
+  CHECK(config->blocks == 128);
+  CHECK(config->peers == std::vector<std::string>{"127.0.0.1:7001", "127.0.0.1:7002"});
+  CHECK(config->transport == "tcp");
+  CHECK(config->mode == "pull");
+  CHECK(config->leaseMs == 100);
+  CHECK(config->timeoutMs == 200);
+  CHECK(config->maxInflightBytes == 64ull << 20);
+  CHECK(config->logLevel == "debug");
+  CHECK(config->workload.synthetic);
+  CHECK(config->workload.requests == 7);
+  CHECK(config->workload.layerwise == "mixed");
+  CHECK(config->workload.report == "r.json");
+}
+
+TEST_CASE("defaults apply when nothing else is given", "[agent_config]") {
+  CleanEnvironment env;
+  auto config = parseAgentConfig(kDecode);
+  REQUIRE(config.isOk());
+  CHECK(config->listen == "127.0.0.1:0");
+  CHECK(config->model == "llama3-8b");
+  CHECK(config->layout == "nhd");
+  CHECK(config->transport == "shm");
+  CHECK(config->mode == "push");
+  CHECK(config->leaseMs == 30000);
+  CHECK(config->prefixCacheBlocks == 0);
+  CHECK(config->logLevel == "info");
+  CHECK_FALSE(config->verify);
+}
+
+TEST_CASE("the environment sets options, lists comma-separated", "[agent_config]") {
+  CleanEnvironment env;
+  env.set("KVX_ROLE", "prefill");
+  env.set("KVX_NAME", "p-env");
+  env.set("KVX_BLOCKS", "32");
+  env.set("KVX_PEERS", "127.0.0.1:1,127.0.0.1:2");
+  env.set("KVX_TRANSPORT", "tcp");
+  env.set("KVX_PREFIX_CACHE_BLOCKS", "5");
+  auto config = parseAgentConfig({});
+  REQUIRE(config.isOk());
+  CHECK(config->role == "prefill");
+  CHECK(config->name == "p-env");
+  CHECK(config->blocks == 32);
+  CHECK(config->peers == std::vector<std::string>{"127.0.0.1:1", "127.0.0.1:2"});
+  CHECK(config->transport == "tcp");
+  CHECK(config->prefixCacheBlocks == 5);
+}
+
+TEST_CASE("precedence: command line > environment > config file > defaults", "[agent_config]") {
+  CleanEnvironment env;
+  TempFile file(R"({"role": "decode", "name": "from-file", "blocks": 10, "layout": "hnd",
+                    "lease-ms": 111, "timeout-ms": 222, "verify": true})");
+  env.set("KVX_CONFIG", file.path().c_str());
+  env.set("KVX_BLOCKS", "20");
+  env.set("KVX_LEASE_MS", "333");
+  auto config = parseAgentConfig({"--blocks", "30"});
+  REQUIRE(config.isOk());
+  CHECK(config->blocks == 30);          // command line over environment and file
+  CHECK(config->leaseMs == 333);        // environment over file
+  CHECK(config->timeoutMs == 222);      // file over default
+  CHECK(config->layout == "hnd");       // file over default
+  CHECK(config->name == "from-file");   // file only
+  CHECK(config->verify);                // a flag from the file
+  CHECK(config->model == "llama3-8b");  // default
+}
+
+TEST_CASE("--config on the command line, and arrays for list options", "[agent_config]") {
+  CleanEnvironment env;
+  TempFile file(R"({"role": "prefill", "name": "p", "blocks": 8,
+                    "peers": ["127.0.0.1:1", "127.0.0.1:2"], "max-inflight-bytes": "2M"})");
+  auto config = parseAgentConfig({"--config", file.path()});
+  REQUIRE(config.isOk());
+  CHECK(config->peers == std::vector<std::string>{"127.0.0.1:1", "127.0.0.1:2"});
+  CHECK(config->maxInflightBytes == 2ull << 20);
+  auto overridden = parseAgentConfig({"--config", file.path(), "--peer", "127.0.0.1:9"});
+  REQUIRE(overridden.isOk());
+  CHECK(overridden->peers == std::vector<std::string>{"127.0.0.1:9"});
+}
+
+TEST_CASE("config file errors name the file and the key", "[agent_config]") {
+  CleanEnvironment env;
+  SECTION("unknown key") {
+    TempFile file(R"({"role": "decode", "blokcs": 10})");
+    auto config = parseAgentConfig(with(kDecode, {"--config", file.path()}));
+    REQUIRE_FALSE(config.isOk());
+    CHECK(config.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(config.status().message(), Catch::Contains("unknown key 'blokcs'") &&
+                                              Catch::Contains(file.path()) &&
+                                              Catch::Contains("blocks"));
+  }
+  SECTION("a value the option refuses") {
+    TempFile file(R"({"transport": "carrier-pigeon"})");
+    auto config = parseAgentConfig(with(kDecode, {"--config", file.path()}));
+    REQUIRE_FALSE(config.isOk());
+    CHECK_THAT(config.status().message(),
+               Catch::Contains("key 'transport'") && Catch::Contains("carrier-pigeon"));
+  }
+  SECTION("not JSON") {
+    TempFile file("blocks = 10");
+    auto config = parseAgentConfig(with(kDecode, {"--config", file.path()}));
+    REQUIRE_FALSE(config.isOk());
+    CHECK_THAT(config.status().message(), Catch::Contains("not valid JSON"));
+  }
+  SECTION("not an object") {
+    TempFile file("[1, 2]");
+    auto config = parseAgentConfig(with(kDecode, {"--config", file.path()}));
+    REQUIRE_FALSE(config.isOk());
+    CHECK_THAT(config.status().message(), Catch::Contains("one JSON object"));
+  }
+  SECTION("missing file") {
+    auto config = parseAgentConfig(with(kDecode, {"--config", "/nonexistent/kvx.json"}));
+    REQUIRE_FALSE(config.isOk());
+    CHECK(config.status().code() == StatusCode::kNotFound);
+  }
+}
+
+TEST_CASE("validation explains what is missing or contradictory", "[agent_config]") {
+  CleanEnvironment env;
+  auto fails = [](const std::vector<std::string>& args, const std::string& text) {
+    auto config = parseAgentConfig(args);
+    REQUIRE_FALSE(config.isOk());
+    CHECK(config.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(config.status().message(), Catch::Contains(text));
+  };
+  fails({"--name", "x", "--blocks", "1"}, "--role is required");
+  fails({"--role", "decode", "--blocks", "1"}, "--name is required");
+  fails({"--role", "decode", "--name", "x"}, "--blocks is required");
+  fails({"--role", "router", "--name", "x", "--blocks", "1"}, "--role");
+  fails(with(kDecode, {"--listen", "7000"}), "not HOST:PORT");
+  fails(with(kDecode, {"--peer", "127.0.0.1:1"}), "--peer applies to prefill");
+  fails(with(kDecode, {"--synthetic"}), "prefill agents only");
+  fails(with(kDecode, {"--layout", "diagonal"}), "--layout");
+  fails(with(kDecode, {"--blocks", "lots"}), "--blocks");
+  const std::vector<std::string> prefill{"--role",   "prefill", "--name", "p",
+                                         "--blocks", "8",       "--peer", "127.0.0.1:1"};
+  fails(with(prefill, {"--verify"}), "--verify applies to decode");
+  fails(with(prefill, {"--synthetic", "--trace", "t.jsonl"}), "exclude each other");
+  fails(with(prefill, {"--report", "r.json"}), "--report needs a workload");
+  fails(with(prefill, {"--synthetic", "--min-tokens", "500", "--max-tokens", "100"}),
+        "--min-tokens");
+  fails(with(prefill, {"--synthetic", "--time-scale", "0"}), "--time-scale");
+  fails(with(prefill, {"--synthetic", "--prefix-share", "1.5"}), "--prefix-share");
+  fails({"--role", "prefill", "--name", "p", "--blocks", "8", "--synthetic"},
+        "at least one --peer");
+  CHECK(parseAgentConfig(with(prefill, {"--synthetic"})).isOk());
+  CHECK(parseAgentConfig(with(kDecode, {"--verify"})).isOk());
+}
+
+TEST_CASE("the agent's options follow the configuration", "[agent_config]") {
+  CleanEnvironment env;
+  auto config = parseAgentConfig(
+      with(kDecode, {"--transport", "tcp", "--listen", "127.0.0.1:7100", "--lease-ms", "50",
+                     "--prefix-cache-blocks", "9", "--mode", "pull"}));
+  REQUIRE(config.isOk());
+  auto options = toKvAgentOptions(*config);
+  REQUIRE(options.isOk());
+  CHECK(options->agent.name == "d0");
+  CHECK(options->agent.listenAddress == "127.0.0.1:7100");
+  CHECK(options->agent.ucxTransports == "tcp");
+  CHECK(options->role == KvRole::kDecode);
+  CHECK(options->pool.model == "llama3-8b");
+  CHECK(options->pool.blocks == 64);
+  CHECK(options->leaseTimeout == std::chrono::milliseconds(50));
+  CHECK(options->prefixCacheBlocks == 9);
+  CHECK(options->defaultMode == KvMode::kPull);
+}
+
+TEST_CASE("--model reads a JSON shape file", "[agent_config]") {
+  CleanEnvironment env;
+  const std::string shape =
+      R"({"name": "tiny", "layers": 2, "kvHeads": 1, "headDim": 64, "dtypeBytes": 2,
+          "tokensPerBlock": 16, "mla": false})";
+  TempFile file(shape);
+  auto config = parseAgentConfig(with(kDecode, {"--model", file.path()}));
+  REQUIRE(config.isOk());
+  auto options = toKvAgentOptions(*config);
+  REQUIRE(options.isOk());
+  CHECK(options->pool.model == shape);
+
+  auto missing = parseAgentConfig(with(kDecode, {"--model", "/nonexistent/shape.json"}));
+  REQUIRE(missing.isOk());
+  CHECK(toKvAgentOptions(*missing).status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("the effective configuration prints as JSON that --config reads back", "[agent_config]") {
+  CleanEnvironment env;
+  CLI::App app{"kvx agent"};
+  AgentConfig config;
+  addAgentOptions(app, config);
+  std::vector<std::string> args{"--role",   "prefill", "--name", "d9",
+                                "--blocks", "77",      "--peer", "127.0.0.1:5"};
+  std::reverse(args.begin(), args.end());  // CLI11 pops arguments from the back
+  app.parse(args);
+  REQUIRE(finishAgentConfig(app, config).isOk());
+  const std::string text = configJson(app);
+  const auto json = nlohmann::json::parse(text);
+  CHECK(json["blocks"] == 77);
+  CHECK(json["role"] == "prefill");
+  CHECK(json["peer"] == nlohmann::json::array({"127.0.0.1:5"}));
+  CHECK(json["layout"] == "nhd");
+
+  TempFile file(text);
+  auto reread = parseAgentConfig({"--config", file.path()});
+  REQUIRE(reread.isOk());
+  CHECK(reread->blocks == 77);
+  CHECK(reread->name == "d9");
+  CHECK(reread->peers == std::vector<std::string>{"127.0.0.1:5"});
+}
