@@ -1,15 +1,11 @@
 #!/usr/bin/env bash
-# The main job: builds kvx and moves data between two agent processes with pair_transfer,
-# over shared memory and over tcp, both directions, every byte verified, GB/s reported.
-#   scripts/demo.sh [--bytes 1G] [--segment 32K]
+# The main job: builds kvx, then `kvx demo`: one prefill and two decode agent processes on
+# 127.0.0.1 replay a synthetic workload (or --trace FILE), every destination block verified,
+# and a KV migration latency report is printed. Extra arguments go to `kvx demo`.
+#   scripts/demo.sh [--requests 200] [--transport shm|tcp] [--trace FILE] ...
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${KVX_BUILD_DIR:-$root/build}
 
 "$root/scripts/build.sh" "$build_dir" >/dev/null
-bin="$build_dir/examples/pair_transfer/pair_transfer"
-for transport in shm tcp; do
-  for op in write read; do
-    "$bin" --transport "$transport" --op "$op" --bytes 1G --segment 32K "$@"
-  done
-done
+exec "$build_dir/cli/kvx" demo "$@"
