@@ -204,17 +204,13 @@ void DecodeSide::readLayers(Request& r, std::int64_t layer) {
     return fail(r, moved.status().withContext("reading '" + id + "' from '" + r.peer + "'"), true);
   }
   *moveId = *moved;
-  r.moves.push_back(*moved);
-  ++r.outstanding;
+  r.moves.add(*moved);
 }
 
 void DecodeSide::onMoveDone(const std::string& id, MoveId move, const MoveResult& result) {
   Request* r = find(id);
   if (r == nullptr) return;
-  --r->outstanding;
-  std::erase(r->moves, move);
-  r->view.descriptors += result.stats.descriptors;
-  r->view.operations += result.stats.operations;
+  r->moves.finished(move, result, r->view);
   if (r->failing) return maybeFinishFailure(id);
   if (!result.status.isOk()) {
     fail(*r, result.status.withContext("reading '" + id + "' from '" + r->peer + "'"), true);
@@ -305,7 +301,7 @@ void DecodeSide::fail(Request& r, Status why, bool tellPeer) {
   r.view.status = std::move(why);
   leases_.revoke(r.view.id);
   context_.board.withdrawArrival(r.view.id);
-  for (MoveId move : r.moves) context_.port.cancel(move);
+  r.moves.cancelAll(context_.port);
   r.abortPending = tellPeer;
   r.ackOwed = !tellPeer;
   spdlog::debug("{}: request '{}' failing: {}", context_.name, r.view.id, r.view.status.toString());
@@ -314,7 +310,7 @@ void DecodeSide::fail(Request& r, Status why, bool tellPeer) {
 
 void DecodeSide::maybeFinishFailure(const std::string& id) {
   Request* r = find(id);
-  if (r == nullptr || !r->failing || r->outstanding > 0) return;
+  if (r == nullptr || !r->failing || !r->moves.empty()) return;
   // Our own reads have drained: only now may the prefill side reuse its blocks.
   const bool alive = peers_.contains(r->peer);
   if (r->abortPending && alive) {

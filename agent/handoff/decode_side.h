@@ -18,6 +18,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "agent/handoff/in_flight_moves.h"
 #include "agent/handoff/side_context.h"
 #include "agent/kv/prefix_cache.h"
 #include "agent/placement/lease_table.h"
@@ -54,8 +55,7 @@ class DecodeSide {
     std::vector<std::uint64_t> source;        // PULL: the prefill side's blocks
     std::vector<bool> layersDone;
     std::uint32_t doneCount = 0;
-    int outstanding = 0;
-    std::vector<MoveId> moves;
+    InFlightMoves moves;
     bool failing = false;
     bool abortPending = false;  // tell the peer once our reads drained
     bool ackOwed = false;       // the peer aborted: acknowledge once our reads drained

@@ -325,17 +325,13 @@ void PrefillSide::moveLayers(Request& r, std::int64_t layer) {
     return;
   }
   *moveId = *moved;
-  r.moves.push_back(*moved);
-  ++r.outstanding;
+  r.moves.add(*moved);
 }
 
 void PrefillSide::onMoveDone(const std::string& id, MoveId move, const MoveResult& result) {
   Request* r = find(id);
   if (r == nullptr) return;
-  --r->outstanding;
-  std::erase(r->moves, move);
-  r->view.descriptors += result.stats.descriptors;
-  r->view.operations += result.stats.operations;
+  r->moves.finished(move, result, r->view);
   if (!result.status.isOk() && !r->failing) {
     fail(*r, result.status.withContext("writing '" + id + "' to '" + r->view.peer + "'"), true);
     return;
@@ -348,7 +344,7 @@ void PrefillSide::fail(Request& r, Status why, bool tellPeer) {
   r.failing = true;
   r.view.status = std::move(why);
   queue_.remove(r.spec.id);
-  for (MoveId move : r.moves) context_.port.cancel(move);
+  r.moves.cancelAll(context_.port);
   r.abortPending = tellPeer && (r.placing || r.placed) && peersAlive_.contains(r.view.peer);
   spdlog::debug("{}: request '{}' failing: {}", context_.name, r.spec.id, r.view.status.toString());
   maybeFinish(r.spec.id);
@@ -356,7 +352,7 @@ void PrefillSide::fail(Request& r, Status why, bool tellPeer) {
 
 void PrefillSide::maybeFinish(const std::string& id) {
   Request* r = find(id);
-  if (r == nullptr || r->outstanding > 0) return;
+  if (r == nullptr || !r->moves.empty()) return;
   if (!r->failing && !r->confirmed) return;
   if (r->failing) {
     // Our own writes have drained: only now may the decode side reuse its blocks.

@@ -16,6 +16,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "agent/handoff/in_flight_moves.h"
 #include "agent/handoff/side_context.h"
 #include "agent/placement/placement_scheduler.h"
 #include "agent/placement/wait_queue.h"
@@ -53,8 +54,7 @@ class PrefillSide {
     bool placing = false;
     bool placed = false;
     bool confirmed = false;
-    int outstanding = 0;
-    std::vector<MoveId> moves;
+    InFlightMoves moves;
     bool failing = false;
     bool abortPending = false;  // tell the peer once our moves drained
     bool ackOwed = false;       // the peer aborted: acknowledge once our moves drained

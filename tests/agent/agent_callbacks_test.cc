@@ -8,21 +8,13 @@
 
 #include "examples/pair_transfer/pattern.h"
 #include "kvx/agent.h"
+#include "tests/support/test_agent.h"
 
 using namespace kvx;
+using kvx::test::makeAgent;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::unique_ptr<Agent> makeAgent(const std::string& name, const std::string& transport) {
-  AgentOptions options;
-  options.name = name;
-  options.transport = transport == "inproc" ? "inproc" : "ucx";
-  options.ucxTransports = transport == "inproc" ? "" : transport;
-  auto agent = Agent::create(options);
-  REQUIRE(agent.isOk());
-  return std::move(agent).value();
-}
 
 // Collects values handed over from another thread.
 template <typename T>

@@ -6,21 +6,13 @@
 #include <thread>
 
 #include "examples/pair_transfer/pattern.h"
+#include "tests/support/test_agent.h"
 
 using namespace kvx;
+using kvx::test::makeAgent;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::unique_ptr<Agent> makeAgent(const std::string& name, const std::string& transport) {
-  AgentOptions options;
-  options.name = name;
-  options.transport = transport == "inproc" ? "inproc" : "ucx";
-  options.ucxTransports = transport == "inproc" ? "" : transport;
-  auto agent = Agent::create(options);
-  REQUIRE(agent.isOk());
-  return std::move(agent).value();
-}
 
 // Polls `condition` until it holds or 5 s pass.
 template <typename Condition>

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "examples/pair_transfer/pattern.h"
+#include "tests/support/test_agent.h"
 
 using namespace kvx;
 using namespace std::chrono_literals;
@@ -19,9 +20,7 @@ std::unique_ptr<KvAgent> makeAgent(const std::string& name, KvRole role, std::ui
                                    const std::string& transport, std::string layout = "nhd",
                                    std::string model = kTinyShape) {
   KvAgentOptions options;
-  options.agent.name = name;
-  options.agent.transport = transport == "inproc" ? "inproc" : "ucx";
-  options.agent.ucxTransports = transport == "inproc" ? "" : transport;
+  options.agent = kvx::test::agentOptions(name, transport);
   options.role = role;
   options.pool.model = std::move(model);
   options.pool.layout = std::move(layout);
