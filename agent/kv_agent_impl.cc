@@ -62,6 +62,10 @@ KvAgent::Impl::~Impl() {
   agent.reset();
 }
 
+std::uint64_t KvAgent::Impl::availableBlocks() const {
+  return decode ? decode->availableBlocks() : allocator->freeBlocks();
+}
+
 std::size_t KvAgent::Impl::liveRequests() const {
   return prefill ? prefill->liveRequests() : decode->liveRequests();
 }
@@ -108,8 +112,8 @@ Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline 
   KVX_ASSIGN_OR_RETURN(std::string peer, agent->connect(address));
   KVX_RETURN_IF_ERROR(loop->callStatus(
       [this, peer] {
-        return port->send(
-            peer, HelloMsg{options.role, pool->description(), allocator->freeBlocks(), false});
+        return port->send(peer,
+                          HelloMsg{options.role, pool->description(), availableBlocks(), false});
       },
       deadline));
   std::unique_lock lock(peersMutex);
@@ -167,8 +171,7 @@ void KvAgent::Impl::onHello(const std::string& peer, const HelloMsg& hello) {
   kvPeers[peer] = entry;
   if (!hello.reply) {
     if (ok.isOk()) {
-      (void)port->send(peer,
-                       HelloMsg{options.role, pool->description(), allocator->freeBlocks(), true});
+      (void)port->send(peer, HelloMsg{options.role, pool->description(), availableBlocks(), true});
     } else {
       (void)port->send(peer, RefusedMsg{"", ok, false, 0});
     }

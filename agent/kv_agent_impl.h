@@ -54,6 +54,7 @@ struct KvAgent::Impl {
   void onHello(const std::string& peer, const agent::handoff::HelloMsg& hello);
   void onTick();
   std::size_t liveRequests() const;
+  std::uint64_t availableBlocks() const;
   Deadline callDeadline() const { return deadlineIn(std::chrono::seconds(10)); }
 
   KvAgentOptions options;

@@ -1,5 +1,7 @@
 #include "agent/handoff/agent_kv_port.h"
 
+#include <spdlog/spdlog.h>
+
 namespace kvx::agent::handoff {
 
 AgentKvPort::AgentKvPort(Agent& agent, const kv::KvPool& pool, ListId localList)
@@ -114,6 +116,14 @@ void AgentKvPort::runCanceller() {
     lock.unlock();
     (void)agent_.cancel(id);  // NOT_FOUND once it finished and was released: fine
     lock.lock();
+  }
+}
+
+void AgentKvPort::disconnect(const std::string& peer, const Status& why) {
+  detachPool(peer);
+  Status done = agent_.disconnect(peer);
+  if (!done.isOk() && done.code() != StatusCode::kNotFound) {
+    spdlog::warn("disconnecting '{}' ({}): {}", peer, why.message(), done.toString());
   }
 }
 

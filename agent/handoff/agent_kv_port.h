@@ -35,6 +35,7 @@ class AgentKvPort final : public KvPort {
                       std::uint32_t layerCount, std::optional<KvMessage> notification,
                       std::function<void(MoveResult)> onDone) override;
   void cancel(MoveId move) override;
+  void disconnect(const std::string& peer, const Status& why) override;
   std::vector<std::string> livePeers() const override;
 
  private:

@@ -25,8 +25,7 @@ void DecodeSide::publish(Request& r) { context_.board.publish(r.view, r.layersDo
 void DecodeSide::refuse(const std::string& peer, const std::string& id, Status why,
                         bool retryable) {
   spdlog::debug("{}: refusing '{}' from '{}': {}", context_.name, id, peer, why.toString());
-  (void)context_.port.send(
-      peer, RefusedMsg{id, std::move(why), retryable, context_.allocator.freeBlocks()});
+  (void)context_.port.send(peer, RefusedMsg{id, std::move(why), retryable, availableBlocks()});
 }
 
 void DecodeSide::onMessage(const std::string& peer, const KvMessage& message) {
@@ -45,7 +44,7 @@ void DecodeSide::onMessage(const std::string& peer, const KvMessage& message) {
   if (r == nullptr || r->peer != peer) {
     if (std::holds_alternative<AbortMsg>(message)) {
       // Aborted before its placement reached us, or after it ended: nothing to free.
-      (void)context_.port.send(peer, AbortAckMsg{*id, context_.allocator.freeBlocks()});
+      (void)context_.port.send(peer, AbortAckMsg{*id, availableBlocks()});
     } else {
       spdlog::debug("{}: message about unknown request '{}' from '{}' ignored", context_.name, *id,
                     peer);
@@ -71,6 +70,12 @@ void DecodeSide::onMessage(const std::string& peer, const KvMessage& message) {
     if (r->place.mode != KvMode::kPull) return;
     readLayers(*r, ready->layer);
   } else if (const auto* abort = std::get_if<AbortMsg>(&message)) {
+    if (r->view.state == KvRequestState::kComplete || r->view.state == KvRequestState::kConsumed) {
+      // Every byte is here and the server may be using it: the abort crossed our confirm.
+      // The prefill side's writes have drained (it aborts only after that): acknowledge.
+      (void)context_.port.send(peer, AbortAckMsg{*id, availableBlocks()});
+      return;
+    }
     fail(*r, abort->why.withContext("prefill agent '" + peer + "' aborted '" + *id + "'"), false);
   }
 }
@@ -156,8 +161,7 @@ void DecodeSide::onPlace(const std::string& peer, const PlaceMsg& m) {
   auto [it, inserted] = requests_.emplace(m.req, std::move(r));
   Request& placed = it->second;
   publish(placed);
-  PlacedMsg reply{m.req, kv::compressBlocks(placed.blocks), prefixBlocks,
-                  context_.allocator.freeBlocks()};
+  PlacedMsg reply{m.req, kv::compressBlocks(placed.blocks), prefixBlocks, availableBlocks()};
   Status sent = context_.port.send(peer, reply);
   if (!sent.isOk()) fail(placed, sent, false);
 }
@@ -225,8 +229,8 @@ void DecodeSide::complete(Request& r) {
   KvArrival arrival{r.view.id,           r.peer, r.place.tokens, r.blocks, r.view.prefixBlocks,
                     r.place.prefixHashes};
   context_.board.publishArrival(std::move(arrival));
-  (void)context_.port.send(r.peer, ConfirmMsg{r.view.id, context_.allocator.freeBlocks(),
-                                              r.view.descriptors, r.view.operations});
+  (void)context_.port.send(
+      r.peer, ConfirmMsg{r.view.id, availableBlocks(), r.view.descriptors, r.view.operations});
 }
 
 Status DecodeSide::consume(const std::string& id) {
@@ -323,7 +327,7 @@ void DecodeSide::maybeFinishFailure(const std::string& id) {
   if (r->awaitingAck) return;
   returnBlocks(*r, false);
   if (r->ackOwed && alive) {
-    (void)context_.port.send(r->peer, AbortAckMsg{id, context_.allocator.freeBlocks()});
+    (void)context_.port.send(r->peer, AbortAckMsg{id, availableBlocks()});
   }
   r->view.state = KvRequestState::kFailed;
   publish(*r);
@@ -366,9 +370,15 @@ void DecodeSide::onTick() {
     if (r.failing && r.awaitingAck && now >= r.ackDeadline) ackLost.push_back(id);
   }
   for (const std::string& id : ackLost) {
-    spdlog::warn("{}: no abort acknowledgement for '{}'; reclaiming its blocks", context_.name, id);
-    requests_.at(id).awaitingAck = false;
-    maybeFinishFailure(id);
+    Request* r = find(id);
+    if (r == nullptr || !r->awaitingAck) continue;
+    // Freeing now could let the peer's late writes land in reused blocks: cut it off first.
+    const std::string peer = r->peer;
+    const Status why = peerFailed("prefill agent '" + peer +
+                                  "' did not acknowledge the abort of '" + id + "' in time");
+    spdlog::warn("{}: {}; disconnecting it", context_.name, why.message());
+    context_.port.disconnect(peer, why);
+    onPeerGone(peer, why);
   }
 }
 
@@ -393,8 +403,12 @@ void DecodeSide::failAll(const Status& why) {
   }
 }
 
+std::uint64_t DecodeSide::availableBlocks() const {
+  return context_.allocator.freeBlocks() + cache_.cachedBlocks() - cache_.pinnedBlocks();
+}
+
 void DecodeSide::broadcastCapacity() {
-  const std::uint64_t free = context_.allocator.freeBlocks();
+  const std::uint64_t free = availableBlocks();
   for (const std::string& peer : peers_) (void)context_.port.send(peer, CapacityMsg{free});
 }
 

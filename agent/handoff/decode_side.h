@@ -42,6 +42,8 @@ class DecodeSide {
   void stopAccepting() { accepting_ = false; }
 
   std::size_t liveRequests() const { return requests_.size(); }
+  // Free blocks plus unpinned prefix-cache blocks (evicted on demand): what we report.
+  std::uint64_t availableBlocks() const;
   const kv::PrefixCache& prefixCache() const { return cache_; }
 
  private:

@@ -55,6 +55,11 @@ class KvPort {
   // Does not block the caller.
   virtual void cancel(MoveId move) = 0;
 
+  // Cuts the data path to `peer` (its in-flight moves fail and no byte of theirs lands
+  // afterwards); the peer then no longer appears in livePeers(). For a peer that stopped
+  // answering the hand-off protocol.
+  virtual void disconnect(const std::string& peer, const Status& why) = 0;
+
   // Peers the data path can still reach (a peer missing here has failed or left).
   virtual std::vector<std::string> livePeers() const = 0;
 };

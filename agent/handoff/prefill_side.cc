@@ -144,6 +144,9 @@ Status PrefillSide::layerReady(const std::string& id, std::uint32_t layer) {
 Status PrefillSide::cancel(const std::string& id, Status why) {
   Request* r = find(id);
   if (r == nullptr) return notFound("request '" + id + "' is not live");
+  if (r->confirmed) {
+    return failedPrecondition("request '" + id + "' is complete at its destination already");
+  }
   fail(*r, std::move(why), true);
   return Status::ok();
 }
@@ -233,7 +236,11 @@ void PrefillSide::onRefused(Request& r, const RefusedMsg& m) {
     r.awaitingAck = false;
     maybeFinish(r.spec.id);
   } else if (m.retryable) {
-    tryPlace(r);
+    // Retried when capacity changes, not at once: an immediate retry could meet the same
+    // refusal over and over.
+    if (r.expectedPrefixBlocks > 0) scheduler_.forgetPrefixes(peer, r.spec.prefixHashes);
+    Status queued = queue_.push(r.spec.id, r.deadline);
+    if (!queued.isOk()) fail(r, queued, false);
   } else {
     fail(r, m.why.withContext("decode agent '" + peer + "' refused '" + r.spec.id + "'"), false);
   }
@@ -283,10 +290,14 @@ void PrefillSide::startMoves(Request& r) {
     }
     return;
   }
-  for (std::uint32_t layer = 0; layer < layers() && !r.failing; ++layer) {
-    if (r.ready[layer] && !r.sent[layer]) {
-      r.sent[layer] = true;
-      moveLayers(r, layer);
+  // A failing move may finish the request and erase it: look it up again after each one.
+  const std::string id = r.spec.id;
+  for (std::uint32_t layer = 0; layer < layers(); ++layer) {
+    Request* live = find(id);
+    if (live == nullptr || live->failing) return;
+    if (live->ready[layer] && !live->sent[layer]) {
+      live->sent[layer] = true;
+      moveLayers(*live, layer);
     }
   }
 }
@@ -395,7 +406,8 @@ void PrefillSide::onTick() {
   }
   std::vector<std::string> expired, ackLost;
   for (auto& [id, r] : requests_) {
-    if (!r.failing && now >= r.deadline) expired.push_back(id);
+    // A confirmed request only waits for its own write's completion: not a timeout.
+    if (!r.failing && !r.confirmed && now >= r.deadline) expired.push_back(id);
     if (r.failing && r.awaitingAck && now >= r.ackDeadline) ackLost.push_back(id);
   }
   for (const std::string& id : expired) {
@@ -406,10 +418,15 @@ void PrefillSide::onTick() {
          true);
   }
   for (const std::string& id : ackLost) {
-    spdlog::warn("{}: no abort acknowledgement for '{}' from '{}'; freeing its blocks anyway",
-                 context_.name, id, requests_.at(id).view.peer);
-    requests_.at(id).awaitingAck = false;
-    maybeFinish(id);
+    Request* r = find(id);
+    if (r == nullptr || !r->awaitingAck) continue;
+    // Freeing now could let the peer's late reads see reused blocks: cut it off first.
+    const std::string peer = r->view.peer;
+    const Status why = peerFailed("decode agent '" + peer + "' did not acknowledge the abort of '" +
+                                  id + "' in time");
+    spdlog::warn("{}: {}; disconnecting it", context_.name, why.message());
+    context_.port.disconnect(peer, why);
+    onPeerGone(peer, why);
   }
 }
 

@@ -263,6 +263,12 @@ void PlacementScheduler::recordFinished(const std::string& peer, std::uint64_t b
   if (view.inFlightRequests != 0) view.inFlightRequests -= 1;
 }
 
+void PlacementScheduler::forgetPrefixes(const std::string& peer,
+                                        std::span<const std::uint64_t> prefixHashes) {
+  auto it = peers_.find(peer);
+  if (it != peers_.end()) it->second.prefixes.forget(prefixHashes);
+}
+
 std::vector<DecodePeerView> PlacementScheduler::peers() const {
   std::vector<DecodePeerView> out;
   out.reserve(peers_.size());

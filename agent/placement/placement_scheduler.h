@@ -115,6 +115,9 @@ class PlacementScheduler {
   // both clamped at 0. Blocks are not given back: the decode peer still holds them until
   // its next report says otherwise. No-op if the peer is unknown.
   void recordFinished(const std::string& peer, std::uint64_t bytes);
+  // The peer refused a placement for lack of room: the prefix ids we expected there are
+  // evidently not all cached any more, so they stop counting as locality for it.
+  void forgetPrefixes(const std::string& peer, std::span<const std::uint64_t> prefixHashes);
 
   // Every peer, in name order.
   std::vector<DecodePeerView> peers() const;

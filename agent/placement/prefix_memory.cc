@@ -20,6 +20,15 @@ void PrefixMemory::remember(std::span<const std::uint64_t> hashes) {
   }
 }
 
+void PrefixMemory::forget(std::span<const std::uint64_t> hashes) {
+  for (std::uint64_t hash : hashes) {
+    auto it = index_.find(hash);
+    if (it == index_.end()) continue;
+    order_.erase(it->second);
+    index_.erase(it);
+  }
+}
+
 std::size_t PrefixMemory::leadingMatches(std::span<const std::uint64_t> hashes) const {
   std::size_t matched = 0;
   while (matched < hashes.size() && contains(hashes[matched])) ++matched;

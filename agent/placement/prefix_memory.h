@@ -34,6 +34,8 @@ class PrefixMemory {
   void remember(std::span<const std::uint64_t> hashes);
 
   bool contains(std::uint64_t hash) const { return index_.count(hash) != 0; }
+  // Forgets `hashes` (the peer turned out not to hold them).
+  void forget(std::span<const std::uint64_t> hashes);
 
   // How many leading ids of `hashes` are remembered (stops at the first unknown one).
   std::size_t leadingMatches(std::span<const std::uint64_t> hashes) const;

@@ -105,6 +105,19 @@ TEST_CASE("prefix locality wins over free space", "[placement]") {
   CHECK(noLead.expectedPrefixChunks == 0);
 }
 
+TEST_CASE("forgotten prefixes stop counting as locality", "[placement]") {
+  PlacementScheduler s({});
+  s.upsertPeer("d0", 1024, 1024);
+  s.upsertPeer("d1", 1024, 200);
+  s.recordPlaced("d1", 128, kMiB, std::vector<std::uint64_t>{1, 2, 3, 4});
+  s.recordFinished("d1", kMiB);
+  s.forgetPrefixes("d1", std::vector<std::uint64_t>{1, 2, 3, 4});
+  PlacementDecision d = s.decide(query("r1", 128, kMiB, {1, 2, 3, 4}));
+  CHECK(d.peer == "d0");
+  CHECK(d.expectedPrefixChunks == 0);
+  s.forgetPrefixes("unknown", std::vector<std::uint64_t>{1});  // no effect, no error
+}
+
 TEST_CASE("reused prefix blocks count toward room", "[placement]") {
   PlacementScheduler s({});
   s.upsertPeer("d1", 1024, 1024);
