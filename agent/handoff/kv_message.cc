@@ -235,6 +235,19 @@ Result<KvMessage> decodeObject(const JsonReader& r, const std::string& type) {
 
 }  // namespace
 
+Status checkRequestId(std::string_view id) {
+  if (id.empty() || id.size() > kMaxRequestIdBytes) {
+    return invalidArgument("request ids must have 1 to " + std::to_string(kMaxRequestIdBytes) +
+                           " bytes; got " + std::to_string(id.size()));
+  }
+  try {
+    (void)json(std::string(id)).dump(-1, ' ', false, json::error_handler_t::strict);
+  } catch (const json::exception&) {
+    return invalidArgument("request id " + channel::quoteForError(id) + " is not valid UTF-8");
+  }
+  return Status::ok();
+}
+
 std::string encode(const KvMessage& message) {
   return channel::dumpJson(std::visit(Encoder{}, message));
 }

@@ -99,4 +99,8 @@ Result<KvMessage> decode(std::string_view text);
 inline constexpr std::size_t kMaxRequestIdBytes = 256;
 inline constexpr std::size_t kMaxMessageBytes = 1 << 20;
 
+// A request id must be 1 to kMaxRequestIdBytes bytes of valid UTF-8 (it travels in JSON,
+// which would otherwise alter it). INVALID_ARGUMENT says which rule it breaks.
+Status checkRequestId(std::string_view id);
+
 }  // namespace kvx::agent::handoff

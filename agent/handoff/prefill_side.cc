@@ -25,10 +25,7 @@ PrefillSide::Request* PrefillSide::find(const std::string& id) {
 void PrefillSide::publish(Request& r) { context_.board.publish(r.view); }
 
 Status PrefillSide::submit(const KvRequestSpec& spec) {
-  if (spec.id.empty() || spec.id.size() > kMaxRequestIdBytes) {
-    return invalidArgument("request ids must have 1 to " + std::to_string(kMaxRequestIdBytes) +
-                           " bytes");
-  }
+  KVX_RETURN_IF_ERROR(checkRequestId(spec.id));
   if (requests_.contains(spec.id)) {
     return alreadyExists("request '" + spec.id + "' is live already; ids must be unique");
   }

@@ -44,7 +44,9 @@ KvPool::KvPool(Agent& agent, PoolLayout layout, KvPoolSpec spec)
 }
 
 Result<std::unique_ptr<KvPool>> KvPool::create(Agent& agent, const KvPoolSpec& spec) {
-  KVX_ASSIGN_OR_RETURN(ModelShape shape, shapeFromNameOrJson(spec.model));
+  auto parsed = shapeFromNameOrJson(spec.model);
+  if (!parsed.isOk()) return invalidArgument(parsed.status().message());
+  ModelShape shape = std::move(parsed).value();
   KVX_ASSIGN_OR_RETURN(KvLayout kind, parseLayout(spec.layout));
   KVX_ASSIGN_OR_RETURN(PoolLayout layout, PoolLayout::create(shape, kind, spec.blocks));
   PoolDescription check{shape, kind, spec.blocks,
