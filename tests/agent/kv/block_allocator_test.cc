@@ -9,17 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/block_extent_printer.h"
+
 using namespace kvx;
 using namespace kvx::agent::kv;
-
-namespace Catch {
-template <>
-struct StringMaker<BlockExtent> {
-  static std::string convert(const BlockExtent& e) {
-    return "{" + std::to_string(e.first) + "+" + std::to_string(e.count) + "}";
-  }
-};
-}  // namespace Catch
 
 namespace {
 

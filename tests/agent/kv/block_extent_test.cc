@@ -7,16 +7,9 @@
 #include <string>
 #include <vector>
 
-using namespace kvx::agent::kv;
+#include "tests/support/block_extent_printer.h"
 
-namespace Catch {
-template <>
-struct StringMaker<BlockExtent> {
-  static std::string convert(const BlockExtent& e) {
-    return "{" + std::to_string(e.first) + "+" + std::to_string(e.count) + "}";
-  }
-};
-}  // namespace Catch
+using namespace kvx::agent::kv;
 
 using Blocks = std::vector<std::uint64_t>;
 using Extents = std::vector<BlockExtent>;
