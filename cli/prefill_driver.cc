@@ -182,8 +182,7 @@ bool PrefillDriver::produce(RequestRecord& record, const std::vector<std::uint64
 
 Result<std::vector<std::uint64_t>> PrefillDriver::allocate(RequestRecord& record,
                                                            StopSignal& stop) {
-  const std::uint64_t perBlock = agent_.pool().tokensPerBlock;
-  const std::uint64_t count = (record.tokens + perBlock - 1) / perBlock;
+  const std::uint64_t count = agent_.pool().blocksFor(record.tokens);
   if (count > agent_.pool().blocks) {
     return resourceExhausted(record.id + " needs " + std::to_string(count) +
                              " blocks but the prefill pool has " +

@@ -6,12 +6,6 @@
 
 namespace kvx::agent::handoff {
 
-namespace {
-
-std::uint64_t ceilDiv(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
-
-}  // namespace
-
 DecodeSide::DecodeSide(SideContext& context)
     : context_(context), cache_(context.options.prefixCacheBlocks) {}
 
@@ -81,8 +75,7 @@ void DecodeSide::onMessage(const std::string& peer, const KvMessage& message) {
 }
 
 void DecodeSide::onPlace(const std::string& peer, const PlaceMsg& m) {
-  const std::uint32_t tpb = context_.pool.shape.tokensPerBlock;
-  const std::uint64_t blocks = ceilDiv(m.tokens, tpb);
+  const std::uint64_t blocks = context_.pool.shape.blocksForTokens(m.tokens);
   if (!accepting_)
     return refuse(peer, m.req, cancelled("the decode agent is shutting down"), false);
   if (requests_.contains(m.req)) {
@@ -198,10 +191,9 @@ void DecodeSide::readLayers(Request& r, std::int64_t layer) {
       std::span<const std::uint64_t>(r.source).subspan(skip), first, count, std::nullopt,
       [this, id, moveId, layer](MoveResult result) {
         context_.postToLoop([this, id, moveId, layer, result = std::move(result)] {
-          Request* req = find(id);
-          const bool ok = result.status.isOk();
-          onMoveDone(id, *moveId, result);
-          if (ok && req != nullptr && find(id) == req && !req->failing) markLayers(*req, layer);
+          onMoveDone(id, *moveId, result);  // may fail and erase the request
+          Request* live = find(id);
+          if (result.status.isOk() && live != nullptr && !live->failing) markLayers(*live, layer);
         });
       });
   if (!moved.isOk()) {

@@ -6,12 +6,6 @@
 
 namespace kvx::agent::handoff {
 
-namespace {
-
-std::uint64_t ceilDiv(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
-
-}  // namespace
-
 PrefillSide::PrefillSide(SideContext& context)
     : context_(context),
       scheduler_(placement::SchedulerOptions{context.options.maxInFlightBytesPerPeer, 65536}),
@@ -30,7 +24,7 @@ Status PrefillSide::submit(const KvRequestSpec& spec) {
     return alreadyExists("request '" + spec.id + "' is live already; ids must be unique");
   }
   if (spec.tokens == 0) return invalidArgument("request '" + spec.id + "' has 0 tokens");
-  const std::uint64_t blocks = ceilDiv(spec.tokens, context_.pool.shape.tokensPerBlock);
+  const std::uint64_t blocks = context_.pool.shape.blocksForTokens(spec.tokens);
   if (spec.sourceBlocks.size() != blocks) {
     return invalidArgument("request '" + spec.id + "': " + std::to_string(spec.tokens) +
                            " tokens need " + std::to_string(blocks) + " blocks of " +
@@ -80,7 +74,7 @@ void PrefillSide::tryPlace(Request& r) {
     return;
   }
   if (d.verdict == placement::Verdict::kWait) {
-    lastWaitReason_ = d.status.message();
+    r.waitReason = d.status.message();
     if (!queue_.contains(r.spec.id)) {
       Status queued = queue_.push(r.spec.id, r.deadline);
       if (!queued.isOk()) fail(r, queued, false);
@@ -211,6 +205,7 @@ void PrefillSide::onRefused(Request& r, const RefusedMsg& m) {
     // Retried when capacity changes, not at once: an immediate retry could meet the same
     // refusal over and over.
     if (r.expectedPrefixBlocks > 0) scheduler_.forgetPrefixes(peer, r.spec.prefixHashes);
+    r.waitReason = "'" + peer + "' refused it: " + m.why.message();
     Status queued = queue_.push(r.spec.id, r.deadline);
     if (!queued.isOk()) fail(r, queued, false);
   } else {

@@ -62,6 +62,7 @@ class PrefillSide {
     Deadline ackDeadline{};
     std::uint64_t bytesEstimate = 0;
     std::uint64_t expectedPrefixBlocks = 0;
+    std::string waitReason;  // why the scheduler last said wait
   };
 
   void tryPlace(Request& r);
@@ -84,7 +85,6 @@ class PrefillSide {
   placement::WaitQueue queue_;
   std::map<std::string, Request> requests_;
   std::unordered_map<std::string, bool> peersAlive_;
-  std::string lastWaitReason_;
 };
 
 }  // namespace kvx::agent::handoff

@@ -82,7 +82,7 @@ void PrefillSide::onTick() {
     if (Request* r = find(id)) {
       fail(*r,
            timedOut("request '" + id +
-                    "' found no decode agent with room before its deadline: " + lastWaitReason_),
+                    "' found no decode agent with room before its deadline: " + r->waitReason),
            false);
     }
   }

@@ -40,11 +40,6 @@ bool RequestBoard::withdrawArrival(const std::string& id) {
   return true;
 }
 
-void RequestBoard::erase(const std::string& id) {
-  std::lock_guard lock(mutex_);
-  entries_.erase(id);
-}
-
 std::optional<KvRequestStatus> RequestBoard::get(const std::string& id) const {
   std::lock_guard lock(mutex_);
   auto it = entries_.find(id);

@@ -31,8 +31,6 @@ class RequestBoard {
   void publishArrival(KvArrival arrival);
   // Drops an arrival nobody took yet (its request failed); true if it was there.
   bool withdrawArrival(const std::string& id);
-  // Forgets a live entry (its id may then be reused).
-  void erase(const std::string& id);
 
   std::optional<KvRequestStatus> get(const std::string& id) const;
   // Waits until the request is terminal; NOT_FOUND if never published by the deadline is

@@ -33,6 +33,10 @@ struct ModelShape {
   std::uint64_t bytesPerToken() const { return tokenBytes() * kvCount() * layers; }
   // Bytes of one (layer, K or V, block) segment (32 KiB for llama3-8b).
   std::uint64_t segmentBytes() const { return tokenBytes() * tokensPerBlock; }
+  // Blocks that hold `tokens` tokens (the last one may be partly filled).
+  std::uint64_t blocksForTokens(std::uint64_t tokens) const {
+    return (tokens + tokensPerBlock - 1) / tokensPerBlock;
+  }
 };
 
 // Checks ranges (every field > 0, sizes that fit 64 bits); INVALID_ARGUMENT names the field.

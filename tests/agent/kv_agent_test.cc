@@ -66,8 +66,7 @@ bool blockHolds(KvAgent& agent, std::uint64_t block, std::uint64_t seed) {
 // Submits a request of `tokens` tokens whose block i holds seed base + i.
 KvRequestSpec makeRequest(KvAgent& prefill, const std::string& id, std::uint64_t tokens,
                           std::uint64_t base, KvMode mode, bool layerwise) {
-  const std::uint64_t blocks =
-      (tokens + prefill.pool().tokensPerBlock - 1) / prefill.pool().tokensPerBlock;
+  const std::uint64_t blocks = prefill.pool().blocksFor(tokens);
   auto source = prefill.allocateBlocks(blocks);
   REQUIRE(source.isOk());
   for (std::uint64_t i = 0; i < blocks; ++i) fillBlock(prefill, (*source)[i], base + i);

@@ -56,6 +56,11 @@ struct KvPoolInfo {
   std::uint64_t blockBytes = 0;    // one block over all layers, K and V
   std::uint32_t tensors = 0;
   std::uint64_t tensorBytes = 0;
+
+  // Blocks that hold `tokens` tokens (the last one may be partly filled).
+  std::uint64_t blocksFor(std::uint64_t tokens) const {
+    return (tokens + tokensPerBlock - 1) / tokensPerBlock;
+  }
 };
 
 // Free space in a pool.

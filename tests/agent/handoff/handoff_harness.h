@@ -124,8 +124,7 @@ class HandoffHarness {
   // submit() fails the caller still owns the blocks (see freeSource()).
   KvRequestSpec request(Side& p, const std::string& id, std::uint64_t tokens,
                         std::vector<std::uint64_t> keys = {}) {
-    const std::uint32_t tpb = p.pool.description().shape.tokensPerBlock;
-    const std::uint64_t blocks = (tokens + tpb - 1) / tpb;
+    const std::uint64_t blocks = p.pool.description().shape.blocksForTokens(tokens);
     if (keys.empty()) {
       for (std::uint64_t i = 0; i < blocks; ++i) keys.push_back(nextKey_++);
     }
