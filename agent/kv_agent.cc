@@ -40,6 +40,7 @@ std::vector<KvPeerStatus> KvAgent::peers() const {
           s.compatible = entry.compatible;
           s.reason = entry.reason;
           s.totalBlocks = entry.totalBlocks;
+          s.kvHeads = entry.kvHeads;
           for (const auto& v : scheduled) {
             if (v.name == name) {
               s.freeBlocks = v.freeBlocks;

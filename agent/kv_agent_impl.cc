@@ -160,7 +160,8 @@ void KvAgent::Impl::onHello(const std::string& peer, const HelloMsg& hello) {
   PeerEntry entry;
   entry.role = hello.role;
   entry.totalBlocks = hello.pool.blocks;
-  Status ok = kvx::agent::kv::checkCompatible(pool->description(), hello.pool);
+  entry.kvHeads = hello.pool.shape.kvHeads;
+  Status ok = kvx::agent::kv::checkSliceCompatible(pool->description(), hello.pool);
   if (ok.isOk() && hello.role == options.role) {
     ok = failedPrecondition("both agents are " + std::string(toString(options.role)) +
                             " agents; a KV hand-off needs a prefill and a decode agent");
@@ -181,7 +182,9 @@ void KvAgent::Impl::onHello(const std::string& peer, const HelloMsg& hello) {
     spdlog::info("{}: {} agent '{}' joined: {}; data path {}", options.agent.name,
                  toString(hello.role), peer, kvx::agent::kv::describe(hello.pool),
                  path.isOk() ? *path : path.status().message());
-    if (prefill) prefill->onPeerReady(peer, hello.pool.blocks, hello.freeBlocks);
+    if (prefill) {
+      prefill->onPeerReady(peer, hello.pool.blocks, hello.freeBlocks, hello.pool.shape.kvHeads);
+    }
     if (decode) decode->onPeerReady(peer);
   } else {
     spdlog::warn("{}: refused '{}': {}", options.agent.name, peer, ok.message());

@@ -41,6 +41,7 @@ struct KvAgent::Impl {
     bool compatible = false;
     std::string reason;
     std::uint64_t totalBlocks = 0;
+    std::uint32_t kvHeads = 0;
   };
 
   static Result<std::unique_ptr<Impl>> create(KvAgentOptions options);

@@ -5,7 +5,11 @@
 namespace kvx::agent::handoff {
 
 AgentKvPort::AgentKvPort(Agent& agent, const kv::KvPool& pool, ListId localList)
-    : agent_(agent), pool_(pool), localList_(localList), canceller_([this] { runCanceller(); }) {}
+    : agent_(agent),
+      pool_(pool),
+      localList_(localList),
+      localRegions_(pool.description().tensorRegions),
+      canceller_([this] { runCanceller(); }) {}
 
 Result<std::unique_ptr<AgentKvPort>> AgentKvPort::create(Agent& agent, const kv::KvPool& pool) {
   const std::vector<MemoryRange> ranges = pool.allSegmentRanges();
@@ -30,13 +34,15 @@ Status AgentKvPort::send(const std::string& peer, const KvMessage& message) {
 }
 
 Status AgentKvPort::attachPool(const std::string& peer, const kv::PoolDescription& pool) {
+  KVX_ASSIGN_OR_RETURN(kv::PoolLayout layout,
+                       kv::PoolLayout::create(pool.shape, pool.layout, pool.blocks));
   const std::vector<MemoryRange> ranges = kv::KvPool::allSegmentRanges(pool);
   KVX_ASSIGN_OR_RETURN(ListId list, agent_.prepareRemoteList(peer, ranges));
   detachPool(peer);
   remotes_.emplace(peer, RemotePool{list,
                                     kv::SegmentOrder(pool.layout, pool.blocks, pool.shape.layers,
                                                      pool.shape.kvCount()),
-                                    pool.blocks});
+                                    std::move(layout), pool.tensorRegions});
   return Status::ok();
 }
 
@@ -47,42 +53,36 @@ void AgentKvPort::detachPool(const std::string& peer) {
   remotes_.erase(it);
 }
 
-Result<MoveId> AgentKvPort::move(const std::string& peer, TransferOp op,
-                                 std::span<const std::uint64_t> localBlocks,
-                                 std::span<const std::uint64_t> remoteBlocks,
-                                 std::uint32_t firstLayer, std::uint32_t layerCount,
-                                 std::optional<KvMessage> notification,
-                                 std::function<void(MoveResult)> onDone) {
-  auto it = remotes_.find(peer);
-  if (it == remotes_.end()) return notFound("no KV pool of peer '" + peer + "' is attached");
+Result<MoveId> AgentKvPort::move(const MoveSpec& spec, std::function<void(MoveResult)> onDone) {
+  auto it = remotes_.find(spec.peer);
+  if (it == remotes_.end()) return notFound("no KV pool of peer '" + spec.peer + "' is attached");
   const RemotePool& remote = it->second;
   const kv::PoolLayout& local = pool_.layout();
-  if (localBlocks.size() != remoteBlocks.size() || localBlocks.empty()) {
+  if (spec.localBlocks.size() != spec.remoteBlocks.size() || spec.localBlocks.empty()) {
     return invalidArgument("a move needs equal, non-empty block lists; got " +
-                           std::to_string(localBlocks.size()) + " and " +
-                           std::to_string(remoteBlocks.size()));
+                           std::to_string(spec.localBlocks.size()) + " and " +
+                           std::to_string(spec.remoteBlocks.size()));
   }
-  if (firstLayer + layerCount > local.shape().layers || layerCount == 0) {
-    return invalidArgument("layers [" + std::to_string(firstLayer) + ", " +
-                           std::to_string(firstLayer + layerCount) + ") are outside the pool's " +
-                           std::to_string(local.shape().layers));
+  if (spec.firstLayer + std::uint64_t{spec.layerCount} > local.shape().layers ||
+      spec.layerCount == 0) {
+    return invalidArgument("layers [" + std::to_string(spec.firstLayer) + ", " +
+                           std::to_string(spec.firstLayer + spec.layerCount) +
+                           ") are outside the pool's " + std::to_string(local.shape().layers));
   }
-  for (std::size_t i = 0; i < localBlocks.size(); ++i) {
-    if (localBlocks[i] >= local.blocks() || remoteBlocks[i] >= remote.blocks) {
-      return invalidArgument(
-          "block pair " + std::to_string(i) + " (" + std::to_string(localBlocks[i]) + " -> " +
-          std::to_string(remoteBlocks[i]) + ") is outside the pools (" +
-          std::to_string(local.blocks()) + " / " + std::to_string(remote.blocks) + " blocks)");
+  for (std::size_t i = 0; i < spec.localBlocks.size(); ++i) {
+    if (spec.localBlocks[i] >= local.blocks() || spec.remoteBlocks[i] >= remote.layout.blocks()) {
+      return invalidArgument("block pair " + std::to_string(i) + " (" +
+                             std::to_string(spec.localBlocks[i]) + " -> " +
+                             std::to_string(spec.remoteBlocks[i]) + ") is outside the pools (" +
+                             std::to_string(local.blocks()) + " / " +
+                             std::to_string(remote.layout.blocks()) + " blocks)");
     }
   }
-  localIndices_.clear();
-  remoteIndices_.clear();
-  pool_.order().appendPairs(remote.order, localBlocks, remoteBlocks, firstLayer, layerCount,
-                            localIndices_, remoteIndices_);
   std::optional<std::string> note;
-  if (notification) note = encode(*notification);
-  KVX_ASSIGN_OR_RETURN(TransferId id, agent_.makeTransfer(op, localList_, localIndices_,
-                                                          remote.list, remoteIndices_, note));
+  if (spec.notification) note = encode(*spec.notification);
+  KVX_ASSIGN_OR_RETURN(TransferId id, spec.heads.whole()
+                                          ? makeWholeTransfer(spec, remote, std::move(note))
+                                          : makeSlicedTransfer(spec, remote, std::move(note)));
   Agent& agent = agent_;
   Status posted = agent_.post(id, [&agent, open = open_, onDone = std::move(onDone)](
                                       TransferId transfer, const TransferStatus& status) {
@@ -96,6 +96,41 @@ Result<MoveId> AgentKvPort::move(const std::string& peer, TransferOp op,
     return posted;
   }
   return MoveId{id.value};
+}
+
+Result<TransferId> AgentKvPort::makeWholeTransfer(const MoveSpec& spec, const RemotePool& remote,
+                                                  std::optional<std::string> note) {
+  if (pool_.layout().shape().kvHeads != remote.layout.shape().kvHeads) {
+    return invalidArgument(
+        "'" + spec.peer + "' holds " + std::to_string(remote.layout.shape().kvHeads) +
+        " KV heads per block and this pool " + std::to_string(pool_.layout().shape().kvHeads) +
+        ": only head slices move between them");
+  }
+  localIndices_.clear();
+  remoteIndices_.clear();
+  pool_.order().appendPairs(remote.order, spec.localBlocks, spec.remoteBlocks, spec.firstLayer,
+                            spec.layerCount, localIndices_, remoteIndices_);
+  return agent_.makeTransfer(spec.op, localList_, localIndices_, remote.list, remoteIndices_,
+                             std::move(note));
+}
+
+Result<TransferId> AgentKvPort::makeSlicedTransfer(const MoveSpec& spec, const RemotePool& remote,
+                                                   std::optional<std::string> note) {
+  slicePairs_.clear();
+  KVX_RETURN_IF_ERROR(kv::appendSlicePairs(pool_.layout(), remote.layout, spec.localBlocks,
+                                           spec.remoteBlocks, spec.firstLayer, spec.layerCount,
+                                           spec.heads, slicePairs_));
+  TransferRequest request;
+  request.peer = spec.peer;
+  request.op = spec.op;
+  request.notification = std::move(note);
+  request.segments.reserve(slicePairs_.size());
+  for (const kv::RangePair& pair : slicePairs_) {
+    request.segments.push_back(
+        {{localRegions_[pair.local.tensor], pair.local.offset, pair.local.length},
+         {remote.regions[pair.remote.tensor], pair.remote.offset, pair.remote.length}});
+  }
+  return agent_.createTransfer(request);
 }
 
 void AgentKvPort::cancel(MoveId move) {

@@ -1,9 +1,10 @@
 #pragma once
 
 // AgentKvPort: KvPort on a kvx::Agent. One prepared descriptor list covers every segment of
-// the local pool, and one per attached peer pool; a move is a makeTransfer by index, which
-// coalesces adjacent segments. Cancels run on a worker thread of their own, because a
-// cancel may wait for the engine's grace period.
+// the local pool, and one per attached peer pool; a move of whole segments is a makeTransfer
+// by index, which coalesces adjacent segments. A move of a head slice lists its strided
+// pieces explicitly (createTransfer), since no prepared list holds them. Cancels run on a worker
+// thread of their own, because a cancel may wait for the engine's grace period.
 //
 // Thread safety: send/attachPool/detachPool/move from one thread (the KV service thread);
 // cancel and livePeers from any thread.
@@ -17,6 +18,7 @@
 
 #include "agent/handoff/kv_port.h"
 #include "agent/kv/kv_pool.h"
+#include "agent/kv/slice_pairs.h"
 #include "kvx/agent.h"
 
 namespace kvx::agent::handoff {
@@ -29,11 +31,7 @@ class AgentKvPort final : public KvPort {
   Status send(const std::string& peer, const KvMessage& message) override;
   Status attachPool(const std::string& peer, const kv::PoolDescription& pool) override;
   void detachPool(const std::string& peer) override;
-  Result<MoveId> move(const std::string& peer, TransferOp op,
-                      std::span<const std::uint64_t> localBlocks,
-                      std::span<const std::uint64_t> remoteBlocks, std::uint32_t firstLayer,
-                      std::uint32_t layerCount, std::optional<KvMessage> notification,
-                      std::function<void(MoveResult)> onDone) override;
+  Result<MoveId> move(const MoveSpec& spec, std::function<void(MoveResult)> onDone) override;
   void cancel(MoveId move) override;
   void disconnect(const std::string& peer, const Status& why) override;
   std::vector<std::string> livePeers() const override;
@@ -42,10 +40,17 @@ class AgentKvPort final : public KvPort {
   struct RemotePool {
     ListId list;
     kv::SegmentOrder order;
-    std::uint64_t blocks;
+    kv::PoolLayout layout;
+    std::vector<RegionId> regions;  // the peer's, one per tensor
   };
 
   AgentKvPort(Agent& agent, const kv::KvPool& pool, ListId localList);
+  // Whole segments: a transfer by index into the prepared lists.
+  Result<TransferId> makeWholeTransfer(const MoveSpec& spec, const RemotePool& remote,
+                                       std::optional<std::string> note);
+  // A head slice: a transfer of explicit strided pieces.
+  Result<TransferId> makeSlicedTransfer(const MoveSpec& spec, const RemotePool& remote,
+                                        std::optional<std::string> note);
   void runCanceller();
 
   Agent& agent_;
@@ -55,7 +60,9 @@ class AgentKvPort final : public KvPort {
   const kv::KvPool& pool_;
   const ListId localList_;
   std::unordered_map<std::string, RemotePool> remotes_;
+  std::vector<RegionId> localRegions_;                       // one per tensor
   std::vector<std::uint32_t> localIndices_, remoteIndices_;  // reused per move
+  std::vector<kv::RangePair> slicePairs_;                    // reused per sliced move
 
   std::mutex cancelMutex_;
   std::condition_variable cancelWake_;

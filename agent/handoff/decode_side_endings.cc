@@ -1,4 +1,5 @@
-// DecodeSide: how requests end in failure: the abort handshake, peer loss, leases.
+// DecodeSide: how requests end in failure: the abort handshake of each part, peer loss,
+// leases.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -7,81 +8,106 @@
 
 namespace kvx::agent::handoff {
 
-void DecodeSide::fail(Request& r, Status why, bool tellPeer) {
-  if (r.failing) return;
-  r.failing = true;
-  r.view.status = std::move(why);
-  leases_.revoke(r.view.id);
-  context_.board.withdrawArrival(r.view.id);
-  r.moves.cancelAll(context_.port);
-  r.abortPending = tellPeer;
-  r.ackOwed = !tellPeer;
-  spdlog::debug("{}: request '{}' failing: {}", context_.name, r.view.id, r.view.status.toString());
-  maybeFinishFailure(r.view.id);
+void DecodeSide::failGroup(Group& g, Status why, const PartKey* trigger, bool tellTrigger) {
+  if (g.failing) return;
+  g.failing = true;
+  g.view.status = std::move(why);
+  const std::string id = g.view.id;
+  leases_.revoke(id);
+  context_.board.withdrawArrival(id);
+  spdlog::debug("{}: request '{}' failing: {}", context_.name, id, g.view.status.toString());
+  const std::vector<PartKey> members = g.members;
+  for (const PartKey& key : members) {
+    Part* p = findPart(key);
+    if (p == nullptr) continue;
+    if (p->confirmed) {
+      parts_.erase(key);  // its data is in place and its prefill agent is done with it
+      continue;
+    }
+    failPart(key, *p, trigger != nullptr && key == *trigger ? tellTrigger : true);
+  }
+  maybeFinishGroup(id);
 }
 
-void DecodeSide::maybeFinishFailure(const std::string& id) {
-  Request* r = find(id);
-  if (r == nullptr || !r->failing || !r->moves.empty()) return;
+void DecodeSide::failPart(const PartKey& key, Part& part, bool tellPeer) {
+  part.failing = true;
+  part.moves.cancelAll(context_.port);
+  part.abortPending = tellPeer;
+  part.ackOwed = !tellPeer;
+  maybeFinishPart(key);
+}
+
+void DecodeSide::maybeFinishPart(const PartKey& key) {
+  Part* p = findPart(key);
+  if (p == nullptr || !p->failing || !p->moves.empty()) return;
   // Our own reads have drained: only now may the prefill side reuse its blocks.
-  const bool alive = peers_.contains(r->peer);
-  if (r->abortPending && alive) {
-    (void)context_.port.send(r->peer, AbortMsg{id, r->view.status});
+  const bool alive = peers_.contains(key.first);
+  if (p->abortPending && alive) {
+    (void)context_.port.send(key.first, AbortMsg{key.second, groups_.at(p->group).view.status});
     // In PUSH the prefill side may still be writing into our blocks until it acknowledges.
-    r->awaitingAck = r->place.mode == KvMode::kPush;
-    r->ackDeadline = Clock::now() + context_.options.leaseTimeout;
+    p->awaitingAck = p->place.mode == KvMode::kPush;
+    p->ackDeadline = Clock::now() + context_.options.leaseTimeout;
   }
-  r->abortPending = false;
-  if (r->awaitingAck) return;
-  returnBlocks(*r, false);
-  if (r->ackOwed && alive) {
-    (void)context_.port.send(r->peer, AbortAckMsg{id, availableBlocks()});
+  p->abortPending = false;
+  if (p->awaitingAck) return;
+  if (p->ackOwed && alive) {
+    (void)context_.port.send(key.first, AbortAckMsg{key.second, availableBlocks()});
   }
-  r->view.state = KvRequestState::kFailed;
-  publish(*r);
-  requests_.erase(id);
+  parts_.erase(key);
+}
+
+void DecodeSide::maybeFinishGroup(const std::string& id) {
+  Group* g = findGroup(id);
+  if (g == nullptr || !g->failing) return;
+  for (const PartKey& key : g->members) {
+    if (parts_.contains(key)) return;  // still draining or awaiting an acknowledgement
+  }
+  returnBlocks(*g, false);
+  g->view.state = KvRequestState::kFailed;
+  publish(*g);
+  groups_.erase(id);
   broadcastCapacity();
 }
 
 void DecodeSide::onPeerGone(const std::string& peer, const Status& why) {
   peers_.erase(peer);
-  std::vector<std::string> affected;
-  for (auto& [id, r] : requests_) {
-    if (r.peer == peer) affected.push_back(id);
+  std::vector<PartKey> affected;
+  for (const auto& [key, part] : parts_) {
+    if (key.first == peer) affected.push_back(key);
   }
-  for (const std::string& id : affected) {
-    Request& r = requests_.at(id);
-    r.awaitingAck = false;
-    if (r.view.state == KvRequestState::kComplete || r.view.state == KvRequestState::kConsumed) {
-      continue;  // the data is here; the server still owns the blocks
-    }
-    if (r.failing) {
-      maybeFinishFailure(id);
+  for (const PartKey& key : affected) {
+    Part* p = findPart(key);
+    if (p == nullptr) continue;
+    p->awaitingAck = false;
+    if (p->confirmed) continue;  // its data is here; the server will release it
+    const std::string group = p->group;
+    if (p->failing) {
+      maybeFinishPart(key);
+      maybeFinishGroup(group);
     } else {
-      fail(r, peerFailed("prefill agent '" + peer + "' failed: " + why.message()), false);
+      failGroup(groups_.at(group),
+                peerFailed("prefill agent '" + peer + "' failed: " + why.message()), &key, false);
     }
   }
 }
 
 void DecodeSide::onTick() {
   for (const std::string& id : leases_.takeExpired(Clock::now())) {
-    Request* r = find(id);
-    if (r == nullptr) continue;
-    fail(*r,
-         timedOut("the lease of request '" + id + "' expired while it was " +
-                  std::string(toString(r->view.state))),
-         r->view.state != KvRequestState::kComplete);
+    Group* g = findGroup(id);
+    if (g == nullptr) continue;
+    failGroup(*g,
+              timedOut("the lease of request '" + id + "' expired while it was " +
+                       std::string(toString(g->view.state))),
+              nullptr, true);
   }
   const auto now = Clock::now();
-  std::vector<std::string> ackLost;
-  for (auto& [id, r] : requests_) {
-    if (r.failing && r.awaitingAck && now >= r.ackDeadline) ackLost.push_back(id);
+  std::vector<PartKey> ackLost;
+  for (const auto& [key, p] : parts_) {
+    if (p.failing && p.awaitingAck && now >= p.ackDeadline) ackLost.push_back(key);
   }
-  for (const std::string& id : ackLost) {
-    Request* r = find(id);
-    if (r == nullptr || !r->awaitingAck) continue;
+  for (const auto& [peer, id] : ackLost) {
+    if (!peers_.contains(peer)) continue;  // cut off already, for another part
     // Freeing now could let the peer's late writes land in reused blocks: cut it off first.
-    const std::string peer = r->peer;
     const Status why = peerFailed("prefill agent '" + peer +
                                   "' did not acknowledge the abort of '" + id + "' in time");
     spdlog::warn("{}: {}; disconnecting it", context_.name, why.message());
@@ -92,14 +118,14 @@ void DecodeSide::onTick() {
 
 void DecodeSide::failAll(const Status& why) {
   std::vector<std::string> ids;
-  for (auto& [id, r] : requests_) ids.push_back(id);
+  for (const auto& [id, g] : groups_) ids.push_back(id);
   for (const std::string& id : ids) {
-    Request* r = find(id);
-    if (r == nullptr) continue;
-    if (r->view.state == KvRequestState::kComplete || r->view.state == KvRequestState::kConsumed) {
+    Group* g = findGroup(id);
+    if (g == nullptr) continue;
+    if (g->view.state == KvRequestState::kComplete || g->view.state == KvRequestState::kConsumed) {
       continue;  // handed to the server already
     }
-    fail(*r, why, true);
+    failGroup(*g, why, nullptr, true);
   }
 }
 

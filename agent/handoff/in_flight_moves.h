@@ -1,13 +1,13 @@
 #pragma once
 
 // InFlightMoves: the moves one request has in flight on one side, and what the finished
-// ones turned into on the wire. Owned by the request; service thread only.
+// ones turned into on the wire (descriptors, operations). Owned by the request; service
+// thread only.
 
 #include <algorithm>
 #include <vector>
 
 #include "agent/handoff/kv_port.h"
-#include "kvx/kv_types.h"
 
 namespace kvx::agent::handoff {
 
@@ -15,12 +15,14 @@ class InFlightMoves {
  public:
   void add(MoveId move) { moves_.push_back(move); }
   bool empty() const { return moves_.empty(); }
-  // Records a finished move's statistics in `view`.
-  void finished(MoveId move, const MoveResult& result, KvRequestStatus& view) {
+  // Forgets a finished move and adds what it turned into on the wire to the totals.
+  void finished(MoveId move, const MoveResult& result) {
     std::erase(moves_, move);
-    view.descriptors += result.stats.descriptors;
-    view.operations += result.stats.operations;
+    descriptors_ += result.stats.descriptors;
+    operations_ += result.stats.operations;
   }
+  std::uint64_t descriptors() const { return descriptors_; }
+  std::uint64_t operations() const { return operations_; }
   // Asks every move to stop; each still reports finished() once drained.
   void cancelAll(KvPort& port) const {
     for (MoveId move : moves_) port.cancel(move);
@@ -28,6 +30,8 @@ class InFlightMoves {
 
  private:
   std::vector<MoveId> moves_;
+  std::uint64_t descriptors_ = 0;
+  std::uint64_t operations_ = 0;
 };
 
 }  // namespace kvx::agent::handoff

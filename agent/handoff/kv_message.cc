@@ -41,15 +41,23 @@ struct Encoder {
             {"reply", m.reply}};
   }
   json operator()(const PlaceMsg& m) const {
-    return {{"t", "place"},
-            {"req", m.req},
-            {"tokens", m.tokens},
-            {"blocks", m.blocks},
-            {"prefix", m.prefixHashes},
-            {"mode", std::string(toString(m.mode))},
-            {"layerwise", m.layerwise},
-            {"leaseMs", m.leaseMs},
-            {"source", extentsJson(m.sourceBlocks)}};
+    json out = {{"t", "place"},
+                {"req", m.req},
+                {"tokens", m.tokens},
+                {"blocks", m.blocks},
+                {"prefix", m.prefixHashes},
+                {"mode", std::string(toString(m.mode))},
+                {"layerwise", m.layerwise},
+                {"leaseMs", m.leaseMs},
+                {"source", extentsJson(m.sourceBlocks)}};
+    if (m.headCount != 0 || !m.group.empty() || m.parts != 1) {
+      out["slice"] = {{"srcFirst", m.srcHeadFirst},
+                      {"dstFirst", m.dstHeadFirst},
+                      {"heads", m.headCount},
+                      {"group", m.group},
+                      {"parts", m.parts}};
+    }
+    return out;
   }
   json operator()(const PlacedMsg& m) const {
     return {{"t", "placed"},
@@ -153,6 +161,25 @@ Result<kv::PoolDescription> readPool(const JsonReader& r) {
 
 Result<std::string> readReq(const JsonReader& r) { return r.string("req", kMaxRequestIdBytes); }
 
+Status readSlice(const JsonReader& place, PlaceMsg& m) {
+  KVX_ASSIGN_OR_RETURN(JsonReader r, place.child("slice"));
+  constexpr std::uint64_t kMaxHeads = 1u << 20;
+  KVX_ASSIGN_OR_RETURN(std::uint64_t srcFirst, r.unsignedInteger("srcFirst", 0, kMaxHeads));
+  KVX_ASSIGN_OR_RETURN(std::uint64_t dstFirst, r.unsignedInteger("dstFirst", 0, kMaxHeads));
+  KVX_ASSIGN_OR_RETURN(std::uint64_t heads, r.unsignedInteger("heads", 0, kMaxHeads));
+  KVX_ASSIGN_OR_RETURN(std::uint64_t parts, r.unsignedInteger("parts", 1, kMaxGatherParts));
+  KVX_ASSIGN_OR_RETURN(m.group, r.string("group", kMaxRequestIdBytes));
+  if (!m.group.empty()) {
+    Status valid = checkRequestId(m.group);
+    if (!valid.isOk()) return channel::fieldError(r.fieldPath("group"), "a request id", m.group);
+  }
+  m.srcHeadFirst = static_cast<std::uint32_t>(srcFirst);
+  m.dstHeadFirst = static_cast<std::uint32_t>(dstFirst);
+  m.headCount = static_cast<std::uint32_t>(heads);
+  m.parts = static_cast<std::uint32_t>(parts);
+  return Status::ok();
+}
+
 Result<KvMessage> decodeObject(const JsonReader& r, const std::string& type) {
   if (type == "hello") {
     HelloMsg m;
@@ -178,6 +205,7 @@ Result<KvMessage> decodeObject(const JsonReader& r, const std::string& type) {
     KVX_ASSIGN_OR_RETURN(m.layerwise, r.boolean("layerwise"));
     KVX_ASSIGN_OR_RETURN(m.leaseMs, r.unsignedInteger("leaseMs", 1));
     KVX_ASSIGN_OR_RETURN(m.sourceBlocks, readExtents(r, "source"));
+    if (r.value().contains("slice")) KVX_RETURN_IF_ERROR(readSlice(r, m));
     return KvMessage(std::move(m));
   }
   if (type == "placed") {

@@ -6,7 +6,8 @@
 //
 //   hello      both ways   role, pool description, free blocks; reply=false opens
 //   place      P -> D      request id, tokens, blocks, prefix hashes, mode, layer-wise,
-//                          lease, and (PULL) the source blocks
+//                          lease, (PULL) the source blocks, and for a sliced or gathered
+//                          request the head slice, the decode-side id and the part count
 //   placed     D -> P      destination blocks, prefix blocks reused, free blocks
 //   refused    D -> P      code, message, retryable, free blocks
 //   data       P -> D      PUSH: layer L (or all: -1) of the request is in place
@@ -50,6 +51,16 @@ struct PlaceMsg {
   bool layerwise = false;
   std::uint64_t leaseMs = 0;
   std::vector<BlockExtent> sourceBlocks;  // PULL only
+  // Tensor-parallel slicing (see KvSlice): heads [srcHeadFirst, +headCount) of the prefill
+  // pool into [dstHeadFirst, +headCount) of the decode pool (headCount 0: whole segments),
+  // as one of `parts` parts of the decode-side request `group` (empty: req).
+  std::uint32_t srcHeadFirst = 0;
+  std::uint32_t dstHeadFirst = 0;
+  std::uint32_t headCount = 0;
+  std::string group;
+  std::uint32_t parts = 1;
+
+  const std::string& groupId() const { return group.empty() ? req : group; }
 };
 struct PlacedMsg {
   std::string req;
@@ -98,6 +109,8 @@ Result<KvMessage> decode(std::string_view text);
 // Request ids are at most this long; messages at most kMaxMessageBytes.
 inline constexpr std::size_t kMaxRequestIdBytes = 256;
 inline constexpr std::size_t kMaxMessageBytes = 1 << 20;
+// A gather has at most this many parts (prefill ranks).
+inline constexpr std::uint32_t kMaxGatherParts = 1024;
 
 // A request id must be 1 to kMaxRequestIdBytes bytes of valid UTF-8 (it travels in JSON,
 // which would otherwise alter it). INVALID_ARGUMENT says which rule it breaks.

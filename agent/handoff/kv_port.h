@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "agent/handoff/kv_message.h"
+#include "agent/kv/head_slice.h"
 #include "agent/kv/pool_description.h"
 #include "kvx/result.h"
 #include "kvx/transfer.h"
@@ -30,6 +31,20 @@ struct MoveResult {
 // Identifies one move for cancel().
 using MoveId = std::uint64_t;
 
+// One move: layers [firstLayer, firstLayer + layerCount) of localBlocks[i] <->
+// remoteBlocks[i], whole segments or the head slice `heads`. The spans must stay valid for
+// the duration of the move() call only.
+struct MoveSpec {
+  std::string peer;
+  TransferOp op = TransferOp::kWrite;
+  std::span<const std::uint64_t> localBlocks;
+  std::span<const std::uint64_t> remoteBlocks;
+  std::uint32_t firstLayer = 0;
+  std::uint32_t layerCount = 0;
+  kv::HeadSlice heads;
+  std::optional<KvMessage> notification;
+};
+
 class KvPort {
  public:
   virtual ~KvPort() = default;
@@ -42,14 +57,9 @@ class KvPort {
   virtual Status attachPool(const std::string& peer, const kv::PoolDescription& pool) = 0;
   virtual void detachPool(const std::string& peer) = 0;
 
-  // Moves layers [firstLayer, firstLayer + layerCount) of localBlocks[i] <-> remoteBlocks[i]
-  // (kWrite: to the peer; kRead: from it). `notification`, if any, reaches the peer after
-  // the data. `onDone` runs exactly once unless this returns an error.
-  virtual Result<MoveId> move(const std::string& peer, TransferOp op,
-                              std::span<const std::uint64_t> localBlocks,
-                              std::span<const std::uint64_t> remoteBlocks, std::uint32_t firstLayer,
-                              std::uint32_t layerCount, std::optional<KvMessage> notification,
-                              std::function<void(MoveResult)> onDone) = 0;
+  // Moves what `spec` says (kWrite: to the peer; kRead: from it). The notification, if any,
+  // reaches the peer after the data. `onDone` runs exactly once unless this returns an error.
+  virtual Result<MoveId> move(const MoveSpec& spec, std::function<void(MoveResult)> onDone) = 0;
 
   // Asks a move to stop; its onDone still runs (with an error) once it has drained.
   // Does not block the caller.

@@ -41,6 +41,7 @@ Status PrefillSide::submit(const KvRequestSpec& spec) {
                              " is out of the pool, not allocated, or listed twice");
     }
   }
+  KVX_RETURN_IF_ERROR(checkSlice(spec));
   Request r;
   r.spec = spec;
   r.mode = spec.mode.value_or(context_.options.defaultMode);
@@ -49,7 +50,7 @@ Status PrefillSide::submit(const KvRequestSpec& spec) {
   r.deadline = r.submitted + timeout;
   r.ready.assign(layers(), !spec.layerwise);
   r.sent.assign(layers(), false);
-  r.bytesEstimate = blocks * context_.blockBytes();
+  r.bytesEstimate = blocks * slicedBlockBytes(spec);
   r.view.id = spec.id;
   r.view.state = KvRequestState::kQueued;
   r.view.mode = r.mode;
@@ -60,13 +61,50 @@ Status PrefillSide::submit(const KvRequestSpec& spec) {
   return Status::ok();
 }
 
+Status PrefillSide::checkSlice(const KvRequestSpec& spec) const {
+  if (!spec.slice) return Status::ok();
+  const KvSlice& slice = *spec.slice;
+  const std::uint32_t heads = context_.pool.shape.kvHeads;
+  if (!spec.destination) {
+    return invalidArgument("request '" + spec.id +
+                           "' is sliced: name its destination (tensor-parallel ranks are not "
+                           "interchangeable)");
+  }
+  if (slice.heads == 0 || slice.sourceFirstHead >= heads ||
+      slice.heads > heads - slice.sourceFirstHead) {
+    return invalidArgument("request '" + spec.id + "': source heads [" +
+                           std::to_string(slice.sourceFirstHead) + ", +" +
+                           std::to_string(slice.heads) + ") are not within this pool's " +
+                           std::to_string(heads));
+  }
+  if (slice.sources == 0 || slice.sources > kMaxGatherParts) {
+    return invalidArgument("request '" + spec.id + "': a destination request gathers from 1 to " +
+                           std::to_string(kMaxGatherParts) + " sources, not " +
+                           std::to_string(slice.sources));
+  }
+  if (!slice.destinationId.empty()) KVX_RETURN_IF_ERROR(checkRequestId(slice.destinationId));
+  return Status::ok();
+}
+
+std::uint64_t PrefillSide::slicedBlockBytes(const KvRequestSpec& spec) const {
+  const std::uint64_t whole = context_.blockBytes();
+  if (!spec.slice) return whole;
+  return whole / context_.pool.shape.kvHeads * spec.slice->heads;
+}
+
+kv::HeadSlice PrefillSide::sliceOf(const KvRequestSpec& spec) {
+  if (!spec.slice) return {};
+  return {spec.slice->sourceFirstHead, spec.slice->destinationFirstHead, spec.slice->heads};
+}
+
 void PrefillSide::tryPlace(Request& r) {
   placement::PlacementQuery query{r.spec.id,
                                   r.view.blocks,
                                   r.bytesEstimate,
                                   r.spec.prefixHashes,
                                   context_.blocksPerChunk(),
-                                  r.spec.destination};
+                                  r.spec.destination,
+                                  r.spec.slice ? 0 : context_.pool.shape.kvHeads};
   const placement::PlacementDecision d = scheduler_.decide(query);
   if (d.verdict == placement::Verdict::kRefuse) {
     queue_.remove(r.spec.id);
@@ -91,6 +129,13 @@ void PrefillSide::tryPlace(Request& r) {
   place.layerwise = r.spec.layerwise;
   place.leaseMs = static_cast<std::uint64_t>(context_.options.leaseTimeout.count());
   if (r.mode == KvMode::kPull) place.sourceBlocks = kv::compressBlocks(r.spec.sourceBlocks);
+  if (r.spec.slice) {
+    place.srcHeadFirst = r.spec.slice->sourceFirstHead;
+    place.dstHeadFirst = r.spec.slice->destinationFirstHead;
+    place.headCount = r.spec.slice->heads;
+    place.group = r.spec.slice->destinationId;
+    place.parts = r.spec.slice->sources;
+  }
   Status sent = context_.port.send(d.peer, place);
   if (!sent.isOk()) {
     fail(r, sent.withContext("sending the placement of '" + r.spec.id + "' to '" + d.peer + "'"),
@@ -143,9 +188,9 @@ Status PrefillSide::cancel(const std::string& id, Status why) {
 }
 
 void PrefillSide::onPeerReady(const std::string& peer, std::uint64_t totalBlocks,
-                              std::uint64_t freeBlocks) {
+                              std::uint64_t freeBlocks, std::uint32_t kvHeads) {
   peersAlive_[peer] = true;
-  scheduler_.upsertPeer(peer, totalBlocks, freeBlocks);
+  scheduler_.upsertPeer(peer, totalBlocks, freeBlocks, kvHeads);
   retryQueued();
 }
 
@@ -242,7 +287,7 @@ void PrefillSide::onPlaced(Request& r, const PlacedMsg& m) {
   r.placing = false;
   r.placed = true;
   r.view.prefixBlocks = m.prefixBlocks;
-  r.view.bytes = (r.view.blocks - m.prefixBlocks) * context_.blockBytes();
+  r.view.bytes = (r.view.blocks - m.prefixBlocks) * slicedBlockBytes(r.spec);
   r.view.queued = Clock::now() - r.submitted;
   r.view.state = KvRequestState::kPlaced;
   publish(r);
@@ -292,12 +337,18 @@ void PrefillSide::moveLayers(Request& r, std::int64_t layer) {
   std::span<const std::uint64_t> dst(r.destination);
   const std::string id = r.spec.id;
   auto moveId = std::make_shared<MoveId>(0);
-  auto moved = context_.port.move(
-      peer, TransferOp::kWrite, src.subspan(skip), dst.subspan(skip), first, count,
-      KvMessage(DataMsg{id, layer}), [this, id, moveId](MoveResult result) {
-        context_.postToLoop(
-            [this, id, moveId, result = std::move(result)] { onMoveDone(id, *moveId, result); });
-      });
+  MoveSpec spec{peer,
+                TransferOp::kWrite,
+                src.subspan(skip),
+                dst.subspan(skip),
+                first,
+                count,
+                sliceOf(r.spec),
+                KvMessage(DataMsg{id, layer})};
+  auto moved = context_.port.move(spec, [this, id, moveId](MoveResult result) {
+    context_.postToLoop(
+        [this, id, moveId, result = std::move(result)] { onMoveDone(id, *moveId, result); });
+  });
   if (!moved.isOk()) {
     fail(r, moved.status().withContext("writing '" + id + "' to '" + peer + "'"), true);
     return;
@@ -309,7 +360,11 @@ void PrefillSide::moveLayers(Request& r, std::int64_t layer) {
 void PrefillSide::onMoveDone(const std::string& id, MoveId move, const MoveResult& result) {
   Request* r = find(id);
   if (r == nullptr) return;
-  r->moves.finished(move, result, r->view);
+  r->moves.finished(move, result);
+  if (r->mode == KvMode::kPush) {
+    r->view.descriptors = r->moves.descriptors();
+    r->view.operations = r->moves.operations();
+  }
   if (!result.status.isOk() && !r->failing) {
     fail(*r, result.status.withContext("writing '" + id + "' to '" + r->view.peer + "'"), true);
     return;
@@ -325,6 +380,7 @@ std::vector<KvPeerStatus> PrefillSide::peerViews() const {
     s.role = KvRole::kDecode;
     s.compatible = true;
     s.totalBlocks = view.totalBlocks;
+    s.kvHeads = view.kvHeads;
     s.freeBlocks = view.freeBlocks;
     s.inFlightBytes = view.inFlightBytes;
     out.push_back(std::move(s));

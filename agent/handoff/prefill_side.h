@@ -32,7 +32,8 @@ class PrefillSide {
   Status cancel(const std::string& id, Status why);
 
   // A decode peer finished the KV handshake (or reported its capacity).
-  void onPeerReady(const std::string& peer, std::uint64_t totalBlocks, std::uint64_t freeBlocks);
+  void onPeerReady(const std::string& peer, std::uint64_t totalBlocks, std::uint64_t freeBlocks,
+                   std::uint32_t kvHeads);
   void onPeerGone(const std::string& peer, const Status& why);
   void onMessage(const std::string& peer, const KvMessage& message);
   // Deadlines: request timeouts, queue expiry, abort acknowledgements.
@@ -65,6 +66,11 @@ class PrefillSide {
     std::string waitReason;  // why the scheduler last said wait
   };
 
+  // INVALID_ARGUMENT unless a sliced request names its destination and fits this pool.
+  Status checkSlice(const KvRequestSpec& spec) const;
+  // The bytes one block of the request moves (a slice moves some heads of it).
+  std::uint64_t slicedBlockBytes(const KvRequestSpec& spec) const;
+  static kv::HeadSlice sliceOf(const KvRequestSpec& spec);
   void tryPlace(Request& r);
   void retryQueued();
   void onPlaced(Request& r, const PlacedMsg& m);

@@ -4,13 +4,6 @@
 
 namespace kvx::agent::kv {
 
-namespace {
-
-// Token-major layouts store a segment as [token][head][dim]; HND as [head][token][dim].
-bool tokenMajor(KvLayout layout) { return layout != KvLayout::kHND; }
-
-}  // namespace
-
 std::string describe(const PoolDescription& pool) {
   const ModelShape& s = pool.shape;
   return s.name + ": " + std::to_string(s.layers) + " layers x " + std::to_string(s.kvHeads) +
@@ -20,28 +13,21 @@ std::string describe(const PoolDescription& pool) {
          std::to_string(pool.blocks) + " blocks";
 }
 
-Status checkCompatible(const PoolDescription& local, const PoolDescription& remote) {
-  const ModelShape& a = local.shape;
-  const ModelShape& b = remote.shape;
-  std::string what;
-  if (a.layers != b.layers)
-    what = "layers differ";
-  else if (a.kvHeads != b.kvHeads)
-    what = "KV heads per rank differ";
-  else if (a.headDim != b.headDim)
-    what = "head sizes differ";
-  else if (a.dtypeBytes != b.dtypeBytes)
-    what = "dtype sizes differ";
-  else if (a.tokensPerBlock != b.tokensPerBlock)
-    what = "tokens per block differ";
-  else if (a.mla != b.mla)
-    what = "one pool is MLA and the other is not";
-  else if (tokenMajor(local.layout) != tokenMajor(remote.layout)) {
-    what = "layouts order a segment's bytes differently (token-major vs hnd)";
-  }
+Status checkSliceCompatible(const PoolDescription& local, const PoolDescription& remote) {
+  const std::string what = segmentMismatch(local.shape, local.layout, remote.shape, remote.layout);
   if (what.empty()) return Status::ok();
   return failedPrecondition("incompatible KV pools: " + what + "; local pool " + describe(local) +
                             "; peer pool " + describe(remote));
+}
+
+Status checkCompatible(const PoolDescription& local, const PoolDescription& remote) {
+  KVX_RETURN_IF_ERROR(checkSliceCompatible(local, remote));
+  if (local.shape.kvHeads == remote.shape.kvHeads) return Status::ok();
+  return failedPrecondition(
+      "KV pools hold different heads per rank (" + std::to_string(local.shape.kvHeads) + " vs " +
+      std::to_string(remote.shape.kvHeads) +
+      "): only sliced requests (KvRequestSpec::slice) move between them; local pool " +
+      describe(local) + "; peer pool " + describe(remote));
 }
 
 Status validateDescription(const PoolDescription& pool) {

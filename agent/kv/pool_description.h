@@ -29,6 +29,8 @@ std::string describe(const PoolDescription& pool);
 // order a segment's bytes the same way (token-major NHD, blocks-first and cross-layer
 // agree with each other; HND only with HND). FAILED_PRECONDITION with both descriptions.
 Status checkCompatible(const PoolDescription& local, const PoolDescription& remote);
+// The same except for the number of KV heads per rank: what tensor-parallel slicing needs.
+Status checkSliceCompatible(const PoolDescription& local, const PoolDescription& remote);
 
 // Checks a description received from a peer: a valid shape, blocks > 0, one region per
 // tensor and a segment count that prepared-list indices (32 bits) can address.

@@ -93,4 +93,19 @@ Status PoolLayout::appendRanges(std::uint64_t block, std::uint32_t layer, std::u
   return Status::ok();
 }
 
+std::string segmentMismatch(const ModelShape& a, KvLayout aLayout, const ModelShape& b,
+                            KvLayout bLayout) {
+  // Token-major layouts store a segment as [token][head][dim]; HND as [head][token][dim].
+  const auto tokenMajor = [](KvLayout layout) { return layout != KvLayout::kHND; };
+  if (a.layers != b.layers) return "layers differ";
+  if (a.headDim != b.headDim) return "head sizes differ";
+  if (a.dtypeBytes != b.dtypeBytes) return "dtype sizes differ";
+  if (a.tokensPerBlock != b.tokensPerBlock) return "tokens per block differ";
+  if (a.mla != b.mla) return "one pool is MLA and the other is not";
+  if (tokenMajor(aLayout) != tokenMajor(bLayout)) {
+    return "layouts order a segment's bytes differently (token-major vs hnd)";
+  }
+  return "";
+}
+
 }  // namespace kvx::agent::kv

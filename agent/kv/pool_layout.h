@@ -15,6 +15,7 @@
 // thread-safe.
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -68,5 +69,12 @@ class PoolLayout {
   std::uint64_t blocks_;
   std::uint64_t tensorBytes_;
 };
+
+// Whether a head range of one pool's segments can be copied piece for piece into another's:
+// equal layers, head size, dtype, tokens per block and MLA-ness, and layouts that order a
+// segment's bytes the same way (token-major NHD, blocks-first and cross-layer agree with
+// each other; HND only with HND). KV heads may differ. Empty when they line up, else why not.
+std::string segmentMismatch(const ModelShape& a, KvLayout aLayout, const ModelShape& b,
+                            KvLayout bLayout);
 
 }  // namespace kvx::agent::kv

@@ -158,7 +158,7 @@ std::string_view toString(Verdict verdict) {
 PlacementScheduler::PlacementScheduler(SchedulerOptions options) : options_(options) {}
 
 void PlacementScheduler::upsertPeer(const std::string& name, std::uint64_t totalBlocks,
-                                    std::uint64_t reportedFreeBlocks) {
+                                    std::uint64_t reportedFreeBlocks, std::uint32_t kvHeads) {
   auto it = peers_.find(name);
   if (it == peers_.end()) {
     it = peers_.emplace(name, PeerState(DecodePeerView{name}, options_.prefixMemoryPerPeer)).first;
@@ -166,9 +166,14 @@ void PlacementScheduler::upsertPeer(const std::string& name, std::uint64_t total
   DecodePeerView& view = it->second.view;
   view.totalBlocks = totalBlocks;
   view.freeBlocks = std::min(reportedFreeBlocks, totalBlocks);
+  if (kvHeads != 0) view.kvHeads = kvHeads;
 }
 
 void PlacementScheduler::removePeer(const std::string& name) { peers_.erase(name); }
+
+bool PlacementScheduler::headsMatch(const DecodePeerView& peer, const PlacementQuery& query) {
+  return query.kvHeads == 0 || peer.kvHeads == 0 || peer.kvHeads == query.kvHeads;
+}
 
 PlacementDecision PlacementScheduler::refuseTooLarge(const PlacementQuery& query) const {
   std::uint64_t largest = 0;
@@ -197,6 +202,12 @@ PlacementDecision PlacementScheduler::decide(const PlacementQuery& query) const 
                              *query.pinnedPeer + "', which is not known (" + num(peers_.size()) +
                              " peers known)"));
     }
+    if (!headsMatch(it->second.view, query)) {
+      return refuse(invalidArgument("request " + query.requestId + " moves whole blocks of " +
+                                    num(query.kvHeads) + " KV heads; pinned decode peer " +
+                                    it->first + " holds " + num(it->second.view.kvHeads) +
+                                    " per block (slice the request instead)"));
+    }
     const Candidate c = evaluate(it->second.view, it->second.prefixes, query, limit);
     if (!c.fits) {
       return refuse(invalidArgument("request " + query.requestId + " needs " + num(query.blocks) +
@@ -220,6 +231,7 @@ PlacementDecision PlacementScheduler::decide(const PlacementQuery& query) const 
   std::vector<Candidate> fitting;
   fitting.reserve(peers_.size());
   for (const auto& [name, state] : peers_) {
+    if (!headsMatch(state.view, query)) continue;
     Candidate c = evaluate(state.view, state.prefixes, query, limit);
     if (c.fits) fitting.push_back(c);
   }

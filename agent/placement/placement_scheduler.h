@@ -29,6 +29,8 @@
 //     3. the most free blocks;
 //     4. the smallest name, so equal inputs give equal answers.
 //   A pinned request considers only its pinned peer, under the same room and admission rules.
+//   A query with kvHeads set considers only peers holding as many heads per block (a pinned
+//   peer holding another number is INVALID_ARGUMENT): whole blocks cannot move between them.
 //
 // Not thread-safe: owned by the agent's control strand. Pure and deterministic: no clock,
 // no I/O; the caller feeds it reports and outcomes.
@@ -57,6 +59,7 @@ struct SchedulerOptions {
 struct DecodePeerView {
   std::string name;
   std::uint64_t totalBlocks = 0;
+  std::uint32_t kvHeads = 0;  // per block; 0: not reported
   // As last reported by the peer, minus the blocks placed there since that report.
   std::uint64_t freeBlocks = 0;
   std::uint64_t inFlightBytes = 0;
@@ -70,6 +73,8 @@ struct PlacementQuery {
   std::vector<std::uint64_t> prefixHashes;  // one per prefix chunk, leading chunk first
   std::uint64_t blocksPerChunk = 0;         // blocks one hash chunk covers, e.g. 512/16 = 32
   std::optional<std::string> pinnedPeer;
+  // Whole blocks of this many KV heads need a peer with as many (0: any peer).
+  std::uint32_t kvHeads = 0;
 };
 
 enum class Verdict : std::uint8_t { kPlace, kWait, kRefuse };
@@ -94,8 +99,9 @@ class PlacementScheduler {
 
   // Adds a peer or takes a fresh report from it: totalBlocks and freeBlocks are replaced
   // (freeBlocks clamped to totalBlocks); in-flight counts and prefix memory are kept.
+  // kvHeads 0 keeps what was known.
   void upsertPeer(const std::string& name, std::uint64_t totalBlocks,
-                  std::uint64_t reportedFreeBlocks);
+                  std::uint64_t reportedFreeBlocks, std::uint32_t kvHeads = 0);
 
   // Forgets the peer, its in-flight counts and its prefix memory. No-op if unknown.
   void removePeer(const std::string& name);
@@ -135,6 +141,7 @@ class PlacementScheduler {
   };
 
   PlacementDecision refuseTooLarge(const PlacementQuery& query) const;
+  static bool headsMatch(const DecodePeerView& peer, const PlacementQuery& query);
 
   SchedulerOptions options_;
   std::map<std::string, PeerState> peers_;  // ordered: name order is the last tie-break

@@ -49,6 +49,8 @@ class KvAgent final {
   // ---- peers ----
   // Connects to another agent (prefill: a decode agent) and exchanges pool descriptions;
   // an incompatible pool (shape or layout) is refused with both descriptions in the error.
+  // Pools that differ only in KV heads per block (tensor-parallel ranks of different TP
+  // sizes) connect, and exchange sliced requests only (KvRequestSpec::slice).
   Result<std::string> connect(const std::string& address, Deadline deadline);
   std::vector<KvPeerStatus> peers() const;
 
@@ -65,7 +67,8 @@ class KvAgent final {
 
   // ---- prefill side ----
   // Queues the request for placement. ALREADY_EXISTS for an id that is live;
-  // INVALID_ARGUMENT for blocks that do not match the tokens or are not allocated;
+  // INVALID_ARGUMENT for blocks that do not match the tokens or are not allocated, or a
+  // slice without a destination or outside this pool's heads;
   // RESOURCE_EXHAUSTED when the placement queue is full; errors on the decode agent's side
   // reach the request's status.
   Status submit(const KvRequestSpec& request);
@@ -78,7 +81,8 @@ class KvAgent final {
   Result<KvRequestStatus> wait(const std::string& id, Deadline deadline);
 
   // ---- decode side ----
-  // The next request whose data is complete, oldest first; TIMED_OUT at the deadline.
+  // The next request whose data is complete, oldest first; TIMED_OUT at the deadline. A
+  // gathered request (KvSlice::sources > 1) arrives once, when every source's part is in.
   Result<KvArrival> nextArrival(Deadline deadline);
   // Waits until `layer` of request `id` is in place (the request may not be known yet).
   Status waitLayer(const std::string& id, std::uint32_t layer, Deadline deadline);

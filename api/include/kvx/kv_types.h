@@ -92,6 +92,22 @@ struct KvAgentOptions {
   std::uint32_t prefixChunkTokens = 512;
 };
 
+// Tensor-parallel slicing: a request that moves only some KV heads. Heads [sourceFirstHead,
+// sourceFirstHead + heads) of every source segment land in heads [destinationFirstHead,
+// destinationFirstHead + heads) of the destination's (strided pieces in token-major
+// layouts, one piece per segment in HND). Several sliced requests, from one or several
+// prefill agents, can fill one destination request together (a gather): they name the same
+// destinationId and `sources`, and the decode side sees one arrival once all of them landed.
+// Example, prefill TP8 -> decode TP4 of a model with 8 KV heads: decode rank 0 holds heads
+// 0-1 and gathers from prefill ranks 0 and 1: both submit {0, r, 1, "req-7", 2} to it.
+struct KvSlice {
+  std::uint32_t sourceFirstHead = 0;
+  std::uint32_t destinationFirstHead = 0;
+  std::uint32_t heads = 0;
+  std::string destinationId;  // the id the decode side sees; empty: the request's own id
+  std::uint32_t sources = 1;  // requests that fill the destination request together
+};
+
 // One request: a prompt's KV blocks on the prefill agent, to be moved to a decode agent.
 struct KvRequestSpec {
   std::string id;  // unique among live requests of this agent
@@ -108,6 +124,10 @@ struct KvRequestSpec {
   bool layerwise = false;
   std::optional<std::string> destination;  // a decode agent's name; default: the scheduler's
   std::chrono::milliseconds timeout{0};    // 0: the agent's requestTimeout
+  // Only these heads, into this destination request (see KvSlice). Requires `destination`:
+  // tensor-parallel ranks are not interchangeable. Empty: whole segments, into a request of
+  // the same id, which needs a destination pool with as many KV heads as this one.
+  std::optional<KvSlice> slice;
 };
 
 // placed -> transferring -> complete -> consumed -> released; or failed from any state.
@@ -145,7 +165,8 @@ struct KvRequestStatus {
 // A request as the decode side sees it once its data is in place.
 struct KvArrival {
   std::string id;
-  std::string peer;  // the prefill agent
+  std::string peer;                // the prefill agent (the first one, for a gather)
+  std::vector<std::string> peers;  // every prefill agent that sent a part, in arrival order
   std::uint64_t tokens = 0;
   std::vector<std::uint64_t> blocks;  // this pool's blocks, in token order
   std::uint64_t prefixBlocks = 0;     // leading blocks reused from the prefix cache
@@ -159,6 +180,7 @@ struct KvPeerStatus {
   bool compatible = false;
   std::string reason;  // why not compatible
   std::uint64_t totalBlocks = 0;
+  std::uint32_t kvHeads = 0;     // per rank, as its pool holds them
   std::uint64_t freeBlocks = 0;  // as last reported, minus placements since
   std::uint64_t inFlightBytes = 0;
   std::string dataPath;  // UCX transports in use

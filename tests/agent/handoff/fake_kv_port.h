@@ -64,6 +64,7 @@ using agent::handoff::KvMessage;
 using agent::handoff::KvPort;
 using agent::handoff::MoveId;
 using agent::handoff::MoveResult;
+using agent::handoff::MoveSpec;
 
 enum class Order : std::uint8_t { kFifo, kLifo, kRandom };
 
@@ -74,6 +75,7 @@ struct MoveRecord {
   TransferOp op = TransferOp::kWrite;
   std::vector<std::uint64_t> local, remote;
   std::uint32_t firstLayer = 0, layerCount = 0;
+  agent::kv::HeadSlice heads;               // whole segments by default
   std::optional<std::string> notification;  // encoded
   std::function<void(MoveResult)> onDone;
   Status failWith;  // scripted failure, applied when it would land
@@ -97,11 +99,7 @@ class FakeKvPort final : public KvPort {
   Status send(const std::string& peer, const KvMessage& message) override;
   Status attachPool(const std::string& peer, const agent::kv::PoolDescription& pool) override;
   void detachPool(const std::string& peer) override;
-  Result<MoveId> move(const std::string& peer, TransferOp op,
-                      std::span<const std::uint64_t> localBlocks,
-                      std::span<const std::uint64_t> remoteBlocks, std::uint32_t firstLayer,
-                      std::uint32_t layerCount, std::optional<KvMessage> notification,
-                      std::function<void(MoveResult)> onDone) override;
+  Result<MoveId> move(const MoveSpec& spec, std::function<void(MoveResult)> onDone) override;
   void cancel(MoveId move) override;
   void disconnect(const std::string& peer, const Status& why) override;
   std::vector<std::string> livePeers() const override;
@@ -380,9 +378,7 @@ class FakeNetwork {
       }
       for (std::uint32_t l = m.firstLayer; l < m.firstLayer + m.layerCount; ++l) {
         for (std::uint32_t kv = 0; kv < local.kvCount(); ++kv) {
-          auto s = src.segment(from, l, kv);
-          std::copy(s.begin(), s.end(), dst.segment(to, l, kv).begin());
-          m.bytes += s.size();
+          m.bytes += copySegment(m, src.segment(from, l, kv), dst.segment(to, l, kv), src, dst);
         }
       }
     }
@@ -393,6 +389,31 @@ class FakeNetwork {
       events_.push_back(Event{Kind::kMessage, m.owner, m.peer, *m.notification, 0, 0});
     }
     events_.push_back(Event{Kind::kComplete, "", "", "", m.id, 0});
+  }
+
+  // Copies a segment (token-major), or the move's head slice of it; returns the bytes.
+  static std::uint64_t copySegment(const MoveRecord& m, std::span<std::uint8_t> from,
+                                   std::span<std::uint8_t> to, const FakePool& src,
+                                   const FakePool& dst) {
+    if (m.heads.whole()) {
+      std::copy(from.begin(), from.end(), to.begin());
+      return from.size();
+    }
+    const bool write = m.op == TransferOp::kWrite;
+    const std::uint32_t fromFirst = write ? m.heads.localFirst : m.heads.remoteFirst;
+    const std::uint32_t toFirst = write ? m.heads.remoteFirst : m.heads.localFirst;
+    const auto& shape = src.description().shape;
+    const std::uint64_t headBytes = std::uint64_t{shape.headDim} * shape.dtypeBytes;
+    const std::uint64_t fromToken = src.description().shape.tokenBytes();
+    const std::uint64_t toToken = dst.description().shape.tokenBytes();
+    const std::uint64_t piece = m.heads.count * headBytes;
+    for (std::uint32_t t = 0; t < shape.tokensPerBlock; ++t) {
+      auto begin =
+          from.begin() + static_cast<std::ptrdiff_t>(t * fromToken + fromFirst * headBytes);
+      std::copy(begin, begin + static_cast<std::ptrdiff_t>(piece),
+                to.begin() + static_cast<std::ptrdiff_t>(t * toToken + toFirst * headBytes));
+    }
+    return piece * shape.tokensPerBlock;
   }
 
   void checkTouching() {
@@ -451,21 +472,18 @@ inline Status FakeKvPort::attachPool(const std::string& peer,
 
 inline void FakeKvPort::detachPool(const std::string& peer) { attached_.erase(peer); }
 
-inline Result<MoveId> FakeKvPort::move(const std::string& peer, TransferOp op,
-                                       std::span<const std::uint64_t> localBlocks,
-                                       std::span<const std::uint64_t> remoteBlocks,
-                                       std::uint32_t firstLayer, std::uint32_t layerCount,
-                                       std::optional<KvMessage> notification,
+inline Result<MoveId> FakeKvPort::move(const MoveSpec& spec,
                                        std::function<void(MoveResult)> onDone) {
-  if (!attached(peer)) return notFound("fake: no pool of '" + peer + "' is attached");
+  if (!attached(spec.peer)) return notFound("fake: no pool of '" + spec.peer + "' is attached");
   MoveRecord record;
-  record.peer = peer;
-  record.op = op;
-  record.local.assign(localBlocks.begin(), localBlocks.end());
-  record.remote.assign(remoteBlocks.begin(), remoteBlocks.end());
-  record.firstLayer = firstLayer;
-  record.layerCount = layerCount;
-  if (notification) record.notification = agent::handoff::encode(*notification);
+  record.peer = spec.peer;
+  record.op = spec.op;
+  record.local.assign(spec.localBlocks.begin(), spec.localBlocks.end());
+  record.remote.assign(spec.remoteBlocks.begin(), spec.remoteBlocks.end());
+  record.firstLayer = spec.firstLayer;
+  record.layerCount = spec.layerCount;
+  record.heads = spec.heads;
+  if (spec.notification) record.notification = agent::handoff::encode(*spec.notification);
   record.onDone = std::move(onDone);
   return network_.move(name_, std::move(record));
 }

@@ -34,7 +34,8 @@ using agent::handoff::SideContext;
 
 // One agent: its pool, its published view and its state machine.
 struct Side {
-  Side(std::string n, KvRole r, std::uint64_t blocks) : name(std::move(n)), role(r), pool(blocks) {}
+  Side(std::string n, KvRole r, std::uint64_t blocks, agent::kv::ModelShape shape)
+      : name(std::move(n)), role(r), pool(blocks, std::move(shape)) {}
 
   std::string name;
   KvRole role = KvRole::kPrefill;
@@ -68,16 +69,18 @@ class HandoffHarness {
   }
 
   Side& addPrefill(const std::string& name, std::uint64_t blocks,
-                   KvAgentOptions options = defaultOptions()) {
+                   KvAgentOptions options = defaultOptions(),
+                   agent::kv::ModelShape shape = tinyShape()) {
     options.role = KvRole::kPrefill;
-    Side& s = add(name, blocks, options);
+    Side& s = add(name, blocks, options, std::move(shape));
     s.prefill = std::make_unique<PrefillSide>(*s.context);
     return s;
   }
   Side& addDecode(const std::string& name, std::uint64_t blocks,
-                  KvAgentOptions options = defaultOptions()) {
+                  KvAgentOptions options = defaultOptions(),
+                  agent::kv::ModelShape shape = tinyShape()) {
     options.role = KvRole::kDecode;
-    Side& s = add(name, blocks, options);
+    Side& s = add(name, blocks, options, std::move(shape));
     s.decode = std::make_unique<DecodeSide>(*s.context);
     return s;
   }
@@ -91,7 +94,8 @@ class HandoffHarness {
     REQUIRE(d.context->port.attachPool(p.name, p.pool.description()).isOk());
     p.peers.insert(d.name);
     d.peers.insert(p.name);
-    p.prefill->onPeerReady(d.name, d.pool.blocks(), d.pool.allocator().freeBlocks());
+    p.prefill->onPeerReady(d.name, d.pool.blocks(), d.pool.allocator().freeBlocks(),
+                           d.pool.description().shape.kvHeads);
     d.decode->onPeerReady(p.name);
   }
 
@@ -233,8 +237,9 @@ class HandoffHarness {
   }
 
  private:
-  Side& add(const std::string& name, std::uint64_t blocks, const KvAgentOptions& options) {
-    auto s = std::make_unique<Side>(name, options.role, blocks);
+  Side& add(const std::string& name, std::uint64_t blocks, const KvAgentOptions& options,
+            agent::kv::ModelShape shape) {
+    auto s = std::make_unique<Side>(name, options.role, blocks, std::move(shape));
     Side* raw = s.get();
     FakeKvPort& port =
         net_.addEndpoint(name, s->pool, [raw](const std::string& from, const KvMessage& message) {

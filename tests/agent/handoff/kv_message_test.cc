@@ -84,6 +84,11 @@ struct Same {
     CHECK(a.layerwise == b.layerwise);
     CHECK(a.leaseMs == b.leaseMs);
     CHECK(a.sourceBlocks == b.sourceBlocks);
+    CHECK(a.srcHeadFirst == b.srcHeadFirst);
+    CHECK(a.dstHeadFirst == b.dstHeadFirst);
+    CHECK(a.headCount == b.headCount);
+    CHECK(a.group == b.group);
+    CHECK(a.parts == b.parts);
   }
   void operator()(const PlacedMsg& a, const PlacedMsg& b) const {
     CHECK(a.req == b.req);
@@ -180,6 +185,35 @@ TEST_CASE("round trips of edge values", "[handoff]") {
   }
   // A request id with bytes that need escaping.
   checkRoundTrip(AbortAckMsg{std::string("a\"b\\c\n\x01\xc3\xa9", 9), 1});
+}
+
+TEST_CASE("a sliced, gathered placement round-trips and its slice is checked", "[handoff]") {
+  PlaceMsg sliced = place();
+  sliced.srcHeadFirst = 1;
+  sliced.dstHeadFirst = 3;
+  sliced.headCount = 2;
+  sliced.group = "prompt-9";
+  sliced.parts = 4;
+  checkRoundTrip(sliced);
+  CHECK(sliced.groupId() == "prompt-9");
+  CHECK(place().groupId() == "req-1");
+  CHECK_FALSE(encoded(place()).contains("slice"));  // absent for whole requests
+
+  json bad = encoded(sliced);
+  bad["slice"]["parts"] = 0;
+  CHECK_THAT(decode(bad.dump()).status().message(), Catch::Contains("slice.parts"));
+  bad = encoded(sliced);
+  bad["slice"]["parts"] = kMaxGatherParts + 1;
+  CHECK(decode(bad.dump()).status().code() == StatusCode::kProtocolError);
+  bad = encoded(sliced);
+  bad["slice"]["group"] = std::string(kMaxRequestIdBytes + 1, 'g');
+  CHECK(decode(bad.dump()).status().code() == StatusCode::kProtocolError);
+  bad = encoded(sliced);
+  bad["slice"].erase("heads");
+  CHECK_THAT(decode(bad.dump()).status().message(), Catch::Contains("slice.heads"));
+  bad = encoded(sliced);
+  bad["slice"] = 5;
+  CHECK(decode(bad.dump()).status().code() == StatusCode::kProtocolError);
 }
 
 TEST_CASE("input that is not a JSON object is refused", "[handoff]") {

@@ -74,7 +74,7 @@ TEST_CASE("each differing field is refused with both descriptions", "[kv]") {
     return out;
   };
   checkRefused(local, changed([](ModelShape& s) { s.layers = 16; }), "layers differ");
-  checkRefused(local, changed([](ModelShape& s) { s.kvHeads = 4; }), "KV heads per rank differ");
+  checkRefused(local, changed([](ModelShape& s) { s.kvHeads = 4; }), "different heads per rank");
   checkRefused(local, changed([](ModelShape& s) { s.headDim = 64; }), "head sizes differ");
   checkRefused(local, changed([](ModelShape& s) { s.dtypeBytes = 1; }), "dtype sizes differ");
   checkRefused(local, changed([](ModelShape& s) { s.tokensPerBlock = 32; }),
@@ -151,4 +151,17 @@ TEST_CASE("validateDescription errors", "[kv]") {
   SECTION("a pool whose size overflows 64 bits") {
     refused(llama(KvLayout::kNHD, 1ull << 60), "does not fit in 64 bits");
   }
+}
+
+TEST_CASE("pools that differ only in heads per rank can exchange head slices", "[kv]") {
+  PoolDescription tp4 = llama(KvLayout::kHND);
+  tp4.shape.kvHeads = 2;
+  PoolDescription tp8 = llama(KvLayout::kHND);
+  tp8.shape.kvHeads = 1;
+  CHECK(checkSliceCompatible(tp4, tp8).isOk());
+  CHECK_FALSE(checkCompatible(tp4, tp8).isOk());
+  tp8.shape.headDim = 64;
+  CHECK_THAT(checkSliceCompatible(tp4, tp8).message(), Catch::Contains("head sizes differ"));
+  CHECK_THAT(checkSliceCompatible(tp4, llama(KvLayout::kNHD)).message(),
+             Catch::Contains("token-major vs hnd"));
 }
