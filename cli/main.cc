@@ -1,6 +1,7 @@
 // kvx: the command-line tool of the kvx KV-cache transfer engine.
 //   kvx agent --role prefill|decode ...   one agent process (see kvx agent --help)
 //   kvx demo [...]                        two decode agents and a prefill agent, and a report
+//   kvx doctor [...]                      is GPUDirect RDMA usable here, and how to fix it
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "cli/agent_command.h"
 #include "cli/agent_config.h"
 #include "cli/demo_command.h"
+#include "cli/doctor_command.h"
 #include "cli/signals.h"
 
 namespace {
@@ -48,6 +50,9 @@ int main(int argc, char** argv) {
                                       "run two decode agents and a prefill agent and "
                                       "print a KV migration latency report");
   kvx::cli::addDemoOptions(*demo, demoOptions);
+  kvx::cli::DoctorCommandOptions doctorOptions;
+  CLI::App* doctor = app.add_subcommand("doctor", "check whether GPUDirect RDMA is usable here");
+  kvx::cli::addDoctorOptions(*doctor, doctorOptions);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -55,5 +60,6 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (agent->parsed()) return kvx::cli::runAgentCommand(*agent, agentConfig, **stop);
+  if (doctor->parsed()) return kvx::cli::runDoctorCommand(doctorOptions);
   return kvx::cli::runDemoCommand(demoOptions, **stop);
 }

@@ -12,6 +12,7 @@ packages=(
   catch2
   libibverbs-dev
   libcli11-dev
+  libhwloc-dev
 )
 
 missing=()

@@ -1,0 +1,21 @@
+#include "doctor/ucx_probe.h"
+
+#include <algorithm>
+
+namespace kvx::doctor {
+
+bool UcxFacts::supportsCuda() const {
+  return std::find(memoryTypes.begin(), memoryTypes.end(), "cuda") != memoryTypes.end();
+}
+
+bool UcxFacts::hasGdrCopy() const {
+  return std::find(components.begin(), components.end(), "gdr_copy") != components.end();
+}
+
+std::unique_ptr<UcxProbe> makeUcxProbeFor(const SystemRoot& root) {
+  const auto fixture = root.hostPath(kUcxFixtureFile);
+  if (root.exists(kUcxFixtureFile)) return makeUcxFixtureProbe(fixture);
+  return makeUcxLibraryProbe();
+}
+
+}  // namespace kvx::doctor
