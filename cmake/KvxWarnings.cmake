@@ -17,3 +17,15 @@ if(KVX_SANITIZE)
   endif()
   add_link_options(-fsanitize=${KVX_SANITIZE})
 endif()
+
+# Fuzzing: libFuzzer needs clang. Every target gets the coverage instrumentation
+# (fuzzer-no-link) plus address and undefined sanitizers that abort on the first report, so a
+# bug anywhere under a fuzz target is a crash libFuzzer keeps; fuzz/ links the fuzzer itself.
+if(KVX_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "KVX_FUZZ needs clang (libFuzzer); configure with CXX=clang++ CC=clang")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()

@@ -162,7 +162,8 @@ Result<LatencyHistogram> LatencyHistogram::fromJson(std::string_view text) {
   if (object.is_discarded() || !object.is_object()) {
     return invalidArgument("latency histogram: not a JSON object");
   }
-  if (object.value("format", "") != kFormat) {
+  const auto format = object.find("format");
+  if (format == object.end() || *format != kFormat) {
     return invalidArgument(std::string("latency histogram: 'format' must be \"") + kFormat + "\"");
   }
   auto number = [&](const char* field) -> Result<std::uint64_t> {
@@ -196,11 +197,15 @@ Result<LatencyHistogram> LatencyHistogram::fromJson(std::string_view text) {
   }
   std::uint64_t total = 0;
   std::size_t nextIndex = 0;
+  std::size_t position = 0;
   for (const nlohmann::json& pair : *buckets) {
     if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_unsigned() ||
         !pair[1].is_number_unsigned()) {
-      return invalidArgument("latency histogram: bucket " + pair.dump() + " is not [index, count]");
+      // Not pair.dump(): it recurses, and a deeply nested bucket would overflow the stack.
+      return invalidArgument("latency histogram: bucket " + std::to_string(position) +
+                             " is not [index, count]");
     }
+    ++position;
     const std::uint64_t index = pair[0].get<std::uint64_t>();
     const std::uint64_t count = pair[1].get<std::uint64_t>();
     if (index < nextIndex || index >= kBucketCount) {

@@ -1,5 +1,6 @@
 #include "workload/trace_reader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -12,8 +13,14 @@ namespace {
 
 using nlohmann::json;
 
-// A JSON value as an error message shows it: short enough to read on one line.
+// A JSON value as an error message shows it: short enough to read on one line. A container
+// holding containers is shown by its type only: dump() recurses, and a line nested 100,000
+// levels deep would overflow the stack.
 std::string shown(const json& value) {
+  const bool nested =
+      value.is_structured() && std::any_of(value.begin(), value.end(),
+                                           [](const json& item) { return item.is_structured(); });
+  if (nested) return std::string("an ") + value.type_name();
   std::string text = value.dump();
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   return text;

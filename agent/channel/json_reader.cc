@@ -1,5 +1,6 @@
 #include "agent/channel/json_reader.h"
 
+#include <algorithm>
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -37,6 +38,35 @@ std::size_t nestingDepth(std::string_view text, std::size_t limit) {
     }
   }
   return deepest;
+}
+
+// Bytes of the well-formed UTF-8 character at text[i] (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF), or 0 when there is none there.
+std::size_t utf8CharBytes(std::string_view text, std::size_t i) {
+  const auto at = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = at(i);
+  if (lead < 0x80) return 1;
+  std::size_t bytes = 0;
+  unsigned char low = 0x80;  // bounds of the second byte
+  unsigned char high = 0xbf;
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    bytes = 2;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    bytes = 3;
+    if (lead == 0xe0) low = 0xa0;
+    if (lead == 0xed) high = 0x9f;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    bytes = 4;
+    if (lead == 0xf0) low = 0x90;
+    if (lead == 0xf4) high = 0x8f;
+  } else {
+    return 0;
+  }
+  if (text.size() - i < bytes || at(i + 1) < low || at(i + 1) > high) return 0;
+  for (std::size_t k = 2; k < bytes; ++k) {
+    if (at(i + k) < 0x80 || at(i + k) > 0xbf) return 0;
+  }
+  return bytes;
 }
 
 std::string rangeText(std::string_view kind, auto min, auto max) {
@@ -234,6 +264,22 @@ std::string quoteForError(std::string_view text, std::size_t maxBytes) {
     }
   }
   out += text.size() > maxBytes ? "'..." : "'";
+  return out;
+}
+
+std::string utf8Prefix(std::string_view text, std::size_t maxBytes) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t bytes = utf8CharBytes(text, i);
+    if (out.size() + std::max<std::size_t>(bytes, 1) > maxBytes) break;
+    if (bytes == 0) {
+      out += '?';
+      ++i;
+    } else {
+      out.append(text, i, bytes);
+      i += bytes;
+    }
+  }
   return out;
 }
 

@@ -79,6 +79,12 @@ class JsonReader {
 // `maxBytes` with "...".
 std::string quoteForError(std::string_view text, std::size_t maxBytes = 64);
 
+// The longest prefix of `text`, with every byte that is not part of valid UTF-8 replaced by
+// '?', that fits in `maxBytes`: local text (a Status message) cut so that a peer's reader
+// accepts it as a string of at most `maxBytes`. dumpJson alone would not do: it repairs an
+// invalid byte with a 3-byte U+FFFD, and a cut by bytes can split a character.
+std::string utf8Prefix(std::string_view text, std::size_t maxBytes);
+
 // Lowercase hex of `bytes`.
 std::string toHex(const std::vector<std::uint8_t>& bytes);
 

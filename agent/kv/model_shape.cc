@@ -1,6 +1,7 @@
 #include "agent/kv/model_shape.h"
 
 #include <array>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace kvx::agent::kv {
@@ -23,8 +24,10 @@ Result<std::uint32_t> readPositive(const nlohmann::json& object, const char* fie
   }
   if (!it->is_number_unsigned() || it->get<std::uint64_t>() == 0 ||
       it->get<std::uint64_t>() > 1'000'000) {
+    // A container by its type only: dump() recurses, and deep nesting would overflow the stack.
     return invalidArgument(std::string("model shape: '") + field +
-                           "' must be an integer in 1..1000000, got " + it->dump());
+                           "' must be an integer in 1..1000000, got " +
+                           (it->is_structured() ? std::string(it->type_name()) : it->dump()));
   }
   return static_cast<std::uint32_t>(it->get<std::uint64_t>());
 }
@@ -43,6 +46,19 @@ Status validateShape(const ModelShape& s) {
     }
   }
   if (s.name.empty()) return invalidArgument("model shape needs a name");
+  // One block of every layer, K and V: every size derived from a shape alone divides it.
+  std::uint64_t blockBytes = 1;
+  for (std::uint64_t factor :
+       {s.kvHeads, s.headDim, s.dtypeBytes, s.tokensPerBlock, s.kvCount(), s.layers}) {
+    if (blockBytes > std::numeric_limits<std::uint64_t>::max() / factor) {
+      return invalidArgument(
+          "model shape '" + s.name + "': a block of all layers does not fit in 64 bits (" +
+          std::to_string(s.layers) + " layers x " + std::to_string(s.kvHeads) + " heads x " +
+          std::to_string(s.headDim) + " x " + std::to_string(s.dtypeBytes) + " B x " +
+          std::to_string(s.tokensPerBlock) + " tokens)");
+    }
+    blockBytes *= factor;
+  }
   return Status::ok();
 }
 

@@ -181,3 +181,22 @@ TEST_CASE("malformed histogram JSON is INVALID_ARGUMENT", "[latency]") {
   otherLayout.replace(otherLayout.find("\"subBucketBits\": 6"), 18, "\"subBucketBits\": 7");
   CHECK_THAT(error(otherLayout), Catch::Contains("subBucketBits"));
 }
+
+TEST_CASE("histogram JSON with fields of the wrong kind is INVALID_ARGUMENT", "[latency]") {
+  // A 'format' that is not a string must not escape as a nlohmann type_error.
+  for (const char* text : {R"({"format": 0})", R"({"format": null, "version": 1})",
+                           R"({"format": ["kvx-latency-histogram"]})"}) {
+    INFO(text);
+    auto h = LatencyHistogram::fromJson(text);
+    CHECK(h.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(h.status().message(), Catch::Contains("'format'"));
+  }
+  // A deeply nested bucket is refused without dumping it (dump() recurses once per level).
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  auto h = LatencyHistogram::fromJson(
+      R"({"format": "kvx-latency-histogram", "version": 1, "subBucketBits": 6, "minExponent": 10,)"
+      R"( "maxExponent": 37, "count": 0, "minNs": 0, "maxNs": 0, "sumNs": 0, "buckets": [[0, 0], )" +
+      deep + "]}");
+  CHECK(h.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(h.status().message(), Catch::Contains("bucket 1 is not [index, count]"));
+}

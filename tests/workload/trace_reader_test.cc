@@ -116,3 +116,15 @@ TEST_CASE("a missing file is NOT_FOUND with the path and the OS error", "[trace]
   CHECK_THAT(records.status().message(), Catch::Contains("/nonexistent/kvx/trace.jsonl") &&
                                              Catch::Contains("No such file or directory"));
 }
+
+TEST_CASE("deeply nested values are an error, not a stack overflow", "[trace]") {
+  // 200,000 levels: showing such a value with dump() would recurse once per level.
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  CHECK(errorOf(deep) == "t.jsonl:1: expected a JSON object, got an array");
+  CHECK(errorOf(R"({"timestamp": )" + deep + "}") ==
+        "t.jsonl:1: 'timestamp' must be an integer >= 0, got an array");
+  CHECK_THAT(
+      errorOf(R"({"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": {"a": )" +
+              deep + "}}"),
+      Catch::EndsWith("got an object"));
+}

@@ -22,7 +22,7 @@ StatusCode parseStatusCode(std::string_view name) {
 
 ErrorMessage ErrorMessage::fromStatus(const Status& status) {
   return ErrorMessage{std::string(toString(status.code())),
-                      status.message().substr(0, kMaxMessageBytes)};
+                      utf8Prefix(status.message(), kMaxMessageBytes)};
 }
 
 Status ErrorMessage::toStatus(std::string_view context) const {
@@ -33,7 +33,7 @@ Status ErrorMessage::toStatus(std::string_view context) const {
 }
 
 nlohmann::json ErrorMessage::toJson() const {
-  return {{"code", code}, {"message", message.substr(0, kMaxMessageBytes)}};
+  return {{"code", code}, {"message", utf8Prefix(message, kMaxMessageBytes)}};
 }
 
 Result<ErrorMessage> ErrorMessage::fromJson(const nlohmann::json& value) {

@@ -23,7 +23,7 @@ struct ErrorMessage {
   std::string code;     // a StatusCode name, [A-Z_]; unknown names are accepted
   std::string message;  // at most kMaxMessageBytes
 
-  // REQUIRES: !status.isOk(). Cuts the message to kMaxMessageBytes.
+  // REQUIRES: !status.isOk(). Cuts the message to kMaxMessageBytes of valid UTF-8 (utf8Prefix).
   static ErrorMessage fromStatus(const Status& status);
   // The Status the peer reported, "<context>: <message>"; an unknown or OK code becomes
   // PEER_FAILED.

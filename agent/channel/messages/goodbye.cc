@@ -8,7 +8,7 @@ namespace kvx::agent::channel {
 
 nlohmann::json Goodbye::toJson() const {
   // A reason from a local Status may be longer than a peer would accept: cut it here.
-  return {{"reason", reason.substr(0, kMaxReasonBytes)}};
+  return {{"reason", utf8Prefix(reason, kMaxReasonBytes)}};
 }
 
 Result<Goodbye> Goodbye::fromJson(const nlohmann::json& value) {

@@ -64,3 +64,28 @@ TEST_CASE("helpers: hex, quoting, dumping invalid UTF-8") {
   CHECK_NOTHROW(dumpJson(bad));
   CHECK(parseJson(dumpJson(bad), "dumped").isOk());
 }
+
+TEST_CASE("utf8Prefix cuts at a character and never grows past the limit") {
+  CHECK(utf8Prefix("plain", 100) == "plain");
+  CHECK(utf8Prefix("plain", 3) == "pla");
+  CHECK(utf8Prefix("", 0).empty());
+  // "é" is two bytes, "€" three, "😀" four: a cut never splits one.
+  CHECK(utf8Prefix("a\xc3\xa9", 2) == "a");
+  CHECK(utf8Prefix("a\xc3\xa9", 3) == "a\xc3\xa9");
+  CHECK(utf8Prefix("\xe2\x82\xac\xe2\x82\xac", 5) == "\xe2\x82\xac");
+  CHECK(utf8Prefix("\xf0\x9f\x98\x80", 4) == "\xf0\x9f\x98\x80");
+  // Bytes that are not UTF-8 become one '?' each: stray continuation bytes, a truncated
+  // character, an overlong form, a surrogate, a code point above U+10FFFF.
+  CHECK(utf8Prefix("\x80\xff", 10) == "??");
+  CHECK(utf8Prefix("x\xe2\x82", 10) == "x??");
+  CHECK(utf8Prefix("\xc0\xaf", 10) == "??");
+  CHECK(utf8Prefix("\xed\xa0\x80", 10) == "???");
+  CHECK(utf8Prefix("\xf4\x90\x80\x80", 10) == "????");
+  // Whatever comes out is a string a peer's reader accepts within the limit.
+  const std::string messy = std::string(1000, '\xff') + "\xe2\x82\xac";
+  const std::string cut = utf8Prefix(messy, 1001);
+  CHECK(cut.size() <= 1001);
+  const auto parsed = parseJson(dumpJson(json{{"s", cut}}), "cut");
+  REQUIRE(parsed.isOk());
+  CHECK((*parsed)["s"].get<std::string>() == cut);
+}

@@ -55,3 +55,27 @@ TEST_CASE("custom shapes from JSON are checked field by field", "[kv]") {
     CHECK(shapeFromJson(text).status().code() == StatusCode::kInvalidArgument);
   }
 }
+
+TEST_CASE("a shape whose sizes overflow 64 bits is refused", "[kv]") {
+  // Every field is in range, but one block of all layers is 10^30 bytes: segmentBytes() and
+  // bytesPerToken() would wrap around.
+  auto huge = shapeFromJson(R"({"name":"h","layers":1000000,"kvHeads":1000000,"headDim":1000000,)"
+                            R"("dtypeBytes":1000000,"tokensPerBlock":1000000})");
+  CHECK(huge.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(huge.status().message(), Catch::Contains("does not fit in 64 bits"));
+
+  ModelShape wide{"wide", 1, 65536, 65536, 65536, 65536, true};  // 2^64 bytes exactly
+  CHECK(validateShape(wide).code() == StatusCode::kInvalidArgument);
+  wide.tokensPerBlock = 32768;  // 2^63
+  CHECK(validateShape(wide).isOk());
+  CHECK(wide.segmentBytes() == std::uint64_t{1} << 63);
+}
+
+TEST_CASE("a deeply nested field is refused, not dumped into the message", "[kv]") {
+  // 200,000 levels: dump() recurses once per level and would overflow the stack.
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  auto shape = shapeFromJson(R"({"name": "x", "layers": )" + deep + "}");
+  CHECK(shape.status().code() == StatusCode::kInvalidArgument);
+  CHECK(shape.status().message() ==
+        "model shape: 'layers' must be an integer in 1..1000000, got array");
+}

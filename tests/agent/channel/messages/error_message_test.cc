@@ -39,6 +39,18 @@ TEST_CASE("a long status message is cut to the limit") {
   CHECK(decodeJson(error.toJson()).isOk());
 }
 
+TEST_CASE("a status message that is not clean UTF-8 is still accepted by the peer") {
+  // A cut by bytes would split the euro sign; a repaired invalid byte would take 3 bytes.
+  const std::string split = std::string(4095, 'x') + "\xe2\x82\xac";
+  const auto error = ErrorMessage::fromStatus(kvx::internalError(split));
+  CHECK(error.message == std::string(4095, 'x'));
+  CHECK(decodeJson(error.toJson()).isOk());
+  const auto invalid = ErrorMessage::fromStatus(kvx::internalError(std::string(5000, '\xff')));
+  CHECK(invalid.message == std::string(ErrorMessage::kMaxMessageBytes, '?'));
+  CHECK(decodeJson(invalid.toJson()).isOk());
+  CHECK(decodeJson(ErrorMessage{"INTERNAL", std::string(5000, '\xc3')}.toJson()).isOk());
+}
+
 TEST_CASE("error message field violations name the field") {
   CHECK_THAT(errorText({{"message", "m"}}), Catch::Contains("error.code: missing"));
   CHECK_THAT(errorText({{"code", 5}, {"message", "m"}}),

@@ -25,6 +25,20 @@ TEST_CASE("goodbye round trip") {
   CHECK(decodeJson(Goodbye{std::string(5000, 'r')}.toJson()).isOk());
 }
 
+TEST_CASE("a goodbye with any local reason is accepted by the peer") {
+  // Invalid UTF-8 must not grow past the limit (a repaired byte is 3 bytes of U+FFFD), and
+  // the cut must not split a character.
+  for (const std::string& reason :
+       {std::string(1023, '\xff') + "ab", std::string(1023, 'r') + "\xe2\x82\xac",
+        std::string(5000, '\x9c')}) {
+    auto decoded = decodeJson(Goodbye{reason}.toJson());
+    REQUIRE(decoded.isOk());
+    CHECK(std::get<Goodbye>(*decoded).reason.size() <= Goodbye::kMaxReasonBytes);
+  }
+  auto cut = decodeJson(Goodbye{std::string(1023, 'r') + "\xe2\x82\xac"}.toJson());
+  CHECK(std::get<Goodbye>(*cut).reason == std::string(1023, 'r'));
+}
+
 TEST_CASE("goodbye field violations name the field") {
   auto status = decodeJson(json::object()).status();
   CHECK(status.code() == StatusCode::kProtocolError);

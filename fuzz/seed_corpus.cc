@@ -1,0 +1,258 @@
+// Writes the seed corpus of every fuzz target under the directory given (fuzz/corpus):
+// small valid inputs made with the project's own encoders, and a few malformed ones. Files
+// are named gen-*; other files in the corpus (inputs that once found a bug) are left alone.
+//   build/fuzz/kvx_fuzz_seed_corpus fuzz/corpus
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/channel/frame.h"
+#include "agent/channel/messages/message.h"
+#include "agent/handoff/kv_message.h"
+#include "agent/kv/model_shape.h"
+#include "agent/metadata/metadata_codec.h"
+#include "engine/notify/notification_header.h"
+#include "engine/transport/ucx/ucx_frame.h"
+#include "workload/latency_stats.h"
+#include "workload/trace_writer.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace kvx;
+using Bytes = std::vector<std::uint8_t>;
+
+fs::path corpusRoot;
+
+Bytes bytesOf(std::string_view text) { return Bytes(text.begin(), text.end()); }
+
+void write(const std::string& target, const std::string& name, const Bytes& bytes) {
+  const fs::path dir = corpusRoot / target;
+  fs::create_directories(dir);
+  std::ofstream out(dir / ("gen-" + name), std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  if (bytes.size() > 4096)
+    std::fprintf(stderr, "warning: %s/%s is large\n", target.c_str(), name.c_str());
+}
+
+void write(const std::string& target, const std::string& name, std::string_view text) {
+  write(target, name, bytesOf(text));
+}
+
+Bytes concat(Bytes a, const Bytes& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// A packed remote key as a UCX endpoint frames it: region address, length, then UCX's bytes.
+Bytes framedKey(std::uint8_t seed) {
+  Bytes body(16, 0);
+  body[0] = seed;
+  body[9] = 0x10;
+  const Bytes ucx = {0x0b, 0x00, 0x01, seed, 0xff, 0x7f};
+  return engine::ucx::frame(engine::ucx::kRemoteKeyMagic, concat(body, ucx));
+}
+
+engine::PeerMetadata metadata(int regions) {
+  engine::PeerMetadata m;
+  m.name = "prefill-0";
+  m.incarnation = 0x1234abcd5678ef00ULL;
+  m.transport = "ucx";
+  m.dataAddress = engine::ucx::frame(engine::ucx::kAddressMagic, Bytes{0x01, 0x02, 0x00, 0xff});
+  for (int i = 0; i < regions; ++i) {
+    engine::RegionMetadata region;
+    region.info.id = RegionId(static_cast<std::uint64_t>(i + 1));
+    region.info.name = "kv.layer" + std::to_string(i);
+    region.info.address = 0x7f0000000000ULL + static_cast<std::uint64_t>(i) * 0x10000;
+    region.info.length = 0x10000;
+    region.info.kind = i == 1 ? MemoryKind::kCuda : MemoryKind::kHost;
+    region.info.device = i == 1 ? 0 : -1;
+    region.info.exposed = true;
+    region.packedKey = framedKey(static_cast<std::uint8_t>(i));
+    m.regions.push_back(region);
+  }
+  return m;
+}
+
+void frames() {
+  using agent::channel::encodeFrame;
+  using agent::channel::MessageType;
+  const Bytes hello = encodeFrame(MessageType::kHello, R"({"metadata":{}})");
+  const Bytes bye = encodeFrame(MessageType::kGoodbye, R"({"reason":"done"})");
+  write("frame", "one", concat({0}, hello));
+  write("frame", "two-chunked", concat(concat({7}, hello), bye));
+  write("frame", "empty-payload", concat({3}, encodeFrame(std::uint16_t{42}, "")));
+  write("frame", "truncated", concat({1}, Bytes(hello.begin(), hello.begin() + 15)));
+  Bytes badMagic = hello;
+  badMagic[0] = 'X';
+  write("frame", "bad-magic", concat({0}, badMagic));
+  Bytes badVersion = bye;
+  badVersion[5] = 9;
+  write("frame", "bad-version", concat(concat({5}, hello), badVersion));
+  Bytes oversized = encodeFrame(std::uint16_t{1}, "{}");
+  oversized[8] = 0x7f;
+  write("frame", "oversized", concat({2}, oversized));
+}
+
+// The message target's input: a type selector byte (index into its table), then the payload.
+void message(const std::string& name, std::uint8_t selector, std::string_view payload) {
+  write("message", name, concat({selector}, bytesOf(payload)));
+}
+
+void messages() {
+  using namespace agent::channel;
+  auto payloadOf = [](const Message& m) {
+    const Bytes frame = encodeMessage(m);
+    return std::string(frame.begin() + kFrameHeaderBytes, frame.end());
+  };
+  message("hello", 0, payloadOf(Hello{metadata(2), "decode"}));
+  message("hello-ack", 1, payloadOf(HelloAck{metadata(1)}));
+  message("metadata-update", 2, payloadOf(MetadataUpdate{metadata(0)}));
+  message("error", 3, payloadOf(ErrorMessage::fromStatus(alreadyExists("name 'a' is taken"))));
+  message("goodbye", 4, payloadOf(Goodbye{"shutting down"}));
+  message("blob-type", 5, payloadOf(HelloAck{metadata(0)}));
+  message("unknown-type", 7, R"({"reason":"x"})");
+  message("not-json", 4, R"({"reason":)");
+  message("deep", 4, std::string(40, '[') + std::string(40, ']'));
+  std::string zeroLength = payloadOf(Hello{metadata(1), std::nullopt});
+  zeroLength.replace(zeroLength.find("\"length\":65536"), 14, "\"length\":0");
+  message("zero-length", 0, zeroLength);
+}
+
+void metadataBlobs() {
+  using agent::metadata::encodeMetadataBlob;
+  const Bytes blob = encodeMetadataBlob(metadata(2));
+  write("metadata_blob", "two-regions", blob);
+  write("metadata_blob", "no-regions", encodeMetadataBlob(metadata(0)));
+  write("metadata_blob", "truncated", Bytes(blob.begin(), blob.end() - 5));
+  write("metadata_blob", "trailing", concat(blob, {0x4b}));
+  write("metadata_blob", "wrong-type",
+        agent::channel::encodeFrame(agent::channel::MessageType::kHello, "{}"));
+  engine::PeerMetadata duplicate = metadata(2);
+  duplicate.regions[1].info.id = duplicate.regions[0].info.id;
+  write("metadata_blob", "duplicate-id", encodeMetadataBlob(duplicate));
+}
+
+void kvMessages() {
+  using namespace agent::handoff;
+  agent::kv::PoolDescription pool;
+  pool.shape = agent::kv::builtinShape("llama3-70b").value();
+  pool.layout = agent::kv::KvLayout::kCrossLayer;
+  pool.blocks = 512;
+  pool.tensorRegions = {RegionId(7)};
+  const std::pair<const char*, KvMessage> samples[] = {
+      {"hello", HelloMsg{KvRole::kDecode, pool, 500, true}},
+      {"place", PlaceMsg{"req-1",
+                         1000,
+                         63,
+                         {11, 0, 18446744073709551615ull},
+                         KvMode::kPull,
+                         true,
+                         2500,
+                         {{4, 10}, {100, 53}}}},
+      {"placed", PlacedMsg{"req-2", {{0, 1}, {7, 62}}, 5, 900}},
+      {"refused", RefusedMsg{"req-3", resourceExhausted("no room"), true, 10}},
+      {"data", DataMsg{"req-5", 17}},
+      {"ready", ReadyMsg{"req-6", kAllLayers}},
+      {"confirm", ConfirmMsg{"req-7", 12, 340, 9}},
+      {"abort", AbortMsg{"req-4", timedOut("gave up after 30000 ms")}},
+      {"abort-ack", AbortAckMsg{"req-8", 44}},
+      {"capacity", CapacityMsg{123456}},
+  };
+  for (const auto& [name, message] : samples) write("kv_message", name, encode(message));
+  pool.tensorRegions.push_back(RegionId(8));
+  write("kv_message", "hello-extra-region", encode(HelloMsg{KvRole::kPrefill, pool, 1, false}));
+  write("kv_message", "unknown-type", R"({"t":"teleport","req":"r"})");
+  write("kv_message", "zero-extent",
+        R"({"t":"placed","req":"r","blocks":[[3,0]],"prefixBlocks":0,"free":1})");
+}
+
+void notificationHeaders() {
+  write("notification_header", "named", engine::encodeNotificationHeader("decode-1"));
+  write("notification_header", "empty-name", engine::encodeNotificationHeader(""));
+  write("notification_header", "bad-kind", Bytes{'K', 2, 1, 0, 'a'});
+  write("notification_header", "long-length", Bytes{'K', 1, 0xff, 0xff, 'a'});
+}
+
+void modelShapes() {
+  for (const std::string& name : agent::kv::builtinShapeNames()) {
+    write("model_shape", name, agent::kv::shapeToJson(agent::kv::builtinShape(name).value()));
+  }
+  write("model_shape", "defaults", R"({"name":"tiny","layers":2,"kvHeads":4,"headDim":64})");
+  write("model_shape", "zero-layers", R"({"name":"z","layers":0,"kvHeads":4,"headDim":64})");
+  write("model_shape", "huge",
+        R"({"name":"h","layers":1000000,"kvHeads":1000000,"headDim":1000000,)"
+        R"("dtypeBytes":1000000,"tokensPerBlock":1000000})");
+  write("model_shape", "not-object", "[1,2]");
+}
+
+void traces() {
+  using workload::TraceRecord;
+  std::string text;
+  for (const TraceRecord& r : {TraceRecord{0, 1200, 50, {1, 2, 3}}, TraceRecord{5, 600, 0, {1}},
+                               TraceRecord{5, 1, 7, {}}}) {
+    text += workload::toJsonLine(r) + "\n";
+  }
+  write("trace_reader", "three", text);
+  write("trace_reader", "crlf-blank-float",
+        "{\"timestamp\": 1.0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": []}\r\n"
+        "\n   \n{\"timestamp\": 2, \"input_length\": 513, \"output_length\": 0, \"hash_ids\": [4, "
+        "5], \"extra\": true}");
+  write("trace_reader", "decreasing",
+        "{\"timestamp\": 9, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": []}\n"
+        "{\"timestamp\": 3, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": []}\n");
+  write("trace_reader", "too-many-ids",
+        R"({"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1, 2]})");
+}
+
+void ucxFrames() {
+  using namespace engine::ucx;
+  write("ucx_frame", "address", frame(kAddressMagic, Bytes{1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  write("ucx_frame", "remote-key", framedKey(3));
+  write("ucx_frame", "empty-body", frame(kRemoteKeyMagic, Bytes{}));
+  Bytes corrupt = framedKey(4);
+  corrupt[12] ^= 0x40;
+  write("ucx_frame", "bad-checksum", corrupt);
+  Bytes truncated = framedKey(5);
+  truncated.resize(truncated.size() - 3);
+  write("ucx_frame", "truncated", truncated);
+}
+
+void histograms() {
+  workload::LatencyHistogram h;
+  for (int ms : {1, 2, 2, 5, 40, 300}) h.add(std::chrono::milliseconds(ms));
+  h.add(std::chrono::nanoseconds(12));
+  write("latency_histogram", "samples", h.toJson());
+  write("latency_histogram", "empty", workload::LatencyHistogram().toJson());
+  std::string miscount = h.toJson();
+  miscount.replace(miscount.find("\"count\":7"), 9, "\"count\":8");
+  write("latency_histogram", "miscount", miscount);
+  write("latency_histogram", "wrong-format", R"({"format":"other","version":1})");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s CORPUS_DIR (fuzz/corpus)\n", argv[0]);
+    return 2;
+  }
+  corpusRoot = argv[1];
+  frames();
+  messages();
+  metadataBlobs();
+  kvMessages();
+  notificationHeaders();
+  modelShapes();
+  traces();
+  ucxFrames();
+  histograms();
+  return 0;
+}
