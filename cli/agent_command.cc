@@ -1,14 +1,18 @@
 #include "cli/agent_command.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "agent/logging.h"
+#include "cli/block_order.h"
 #include "cli/decode_loop.h"
+#include "cli/decode_report.h"
 #include "cli/peers.h"
 #include "cli/prefill_driver.h"
 #include "cli/prefill_report.h"
@@ -37,8 +41,9 @@ void shutdown(KvAgent& agent, const std::string& reason) {
   if (!s.isOk()) spdlog::warn("shutdown: {}", s.toString());
 }
 
-int runDecode(KvAgent& agent, const AgentConfig& config, StopSignal& stop) {
-  DecodeLoop loop(agent, config.verify, workload::kPrefixChunkTokens);
+int runDecode(KvAgent& agent, const AgentConfig& config, const TpPlan& tp, StopSignal& stop) {
+  DecodeLoop loop(agent, config.verify, workload::kPrefixChunkTokens, tp, !config.report.empty());
+  const CpuTime cpuStart = processCpuTime();
   loop.run([&stop] { return stop.requested(); });
   spdlog::info("{}: shutting down", stopReason(stop));
   // Requests that complete while the agent shuts down are still served, so that none is left
@@ -55,8 +60,16 @@ int runDecode(KvAgent& agent, const AgentConfig& config, StopSignal& stop) {
     spdlog::warn("dropPrefixCache: {}", s.toString());
   }
   const DecodeStats& d = loop.stats();
+  if (!config.report.empty()) {
+    const nlohmann::json report =
+        decodeReport(config.name, loop.arrivals(), cpuStart, processCpuTime());
+    if (Status s = writeJsonFile(config.report, report); !s.isOk()) {
+      spdlog::error("report: {}", s.toString());
+    }
+  }
   const KvPoolUsage usage = agent.usage();
   printStats({{"arrivals", d.arrivals},
+              {"gathered", d.gathered},
               {"blocks", d.blocks},
               {"blocksVerified", d.blocksVerified},
               {"corruptBlocks", d.corruptBlocks},
@@ -70,27 +83,38 @@ int runDecode(KvAgent& agent, const AgentConfig& config, StopSignal& stop) {
   return 0;
 }
 
-int replayWorkload(KvAgent& agent, const AgentConfig& config, StopSignal& stop,
+int replayWorkload(KvAgent& agent, const AgentConfig& config, const TpPlan& tp,
+                   std::vector<std::string> decodeNames, StopSignal& stop,
                    std::vector<workload::TraceRecord> trace) {
   const WorkloadConfig& w = config.workload;
   ReplayOptions options;
-  options.idPrefix = config.name;
+  options.idPrefix = requestPrefixOf(config);
   options.mode = config.mode;
   options.layerwise = w.layerwise;
   options.layerMs = w.layerMs;
   options.timeScale = w.timeScale;
   options.maxOutstanding = w.maxOutstanding;
   options.requestTimeout = std::chrono::milliseconds(config.timeoutMs);
-  spdlog::info("replaying {} requests (mode {}, layer-wise {}, {} in flight at most)", trace.size(),
-               config.mode, w.layerwise, w.maxOutstanding);
+  options.tp = tp;
+  options.decodeNames = std::move(decodeNames);
+  options.blockOrder = parseBlockOrder(w.blockOrder).value_or(BlockOrder::kContiguous);
+  options.seed = w.seed;
+  options.fill = !w.noFill;
+  spdlog::info("replaying {} prompts (mode {}, layer-wise {}, {} in flight at most{})",
+               trace.size(), config.mode, w.layerwise, w.maxOutstanding,
+               tp.sliced() ? fmt::format("; TP rank {} of {}: heads [{}, {}) of {}, to {} decode "
+                                         "ranks",
+                                         tp.rank, tp.size, tp.heads().first, tp.heads().end(),
+                                         tp.totalHeads, tp.decodeSize)
+                           : "");
   PrefillDriver driver(agent, options, std::move(trace));
   const ReplayResult result = driver.run(stop);
   const std::vector<KvPeerStatus> peers = agent.peers();
   shutdown(agent, result.stopped ? stopReason(stop) : "agent finished its workload");
   const KvPoolUsage usage = agent.usage();
-  const nlohmann::json report = replayReport(config.name, result, peers, usage);
-  if (!w.report.empty()) {
-    if (Status s = writeJsonFile(w.report, report); !s.isOk()) {
+  const nlohmann::json report = replayReport(config.name, result, tp, peers, usage);
+  if (!config.report.empty()) {
+    if (Status s = writeJsonFile(config.report, report); !s.isOk()) {
       spdlog::error("report: {}", s.toString());
     }
   }
@@ -108,7 +132,34 @@ int replayWorkload(KvAgent& agent, const AgentConfig& config, StopSignal& stop,
   return totals["failed"].get<std::uint64_t>() == 0 ? 0 : 1;
 }
 
-int runPrefill(KvAgent& agent, const AgentConfig& config, StopSignal& stop) {
+// A sliced replay pins each part to a decode rank: the peers must be the decode group's ranks,
+// each holding its share of the heads.
+Status checkDecodeRanks(const KvAgent& agent, const AgentConfig& config, const TpPlan& tp,
+                        const std::vector<std::string>& names) {
+  const std::vector<KvPeerStatus> peers = agent.peers();
+  for (std::size_t q = 0; q < names.size(); ++q) {
+    const auto it = std::find_if(peers.begin(), peers.end(),
+                                 [&](const KvPeerStatus& p) { return p.name == names[q]; });
+    const std::uint32_t expected = tp.headsOf(tp.decodeSize, static_cast<std::uint32_t>(q)).count;
+    if (it != peers.end() && it->kvHeads != 0 && it->kvHeads != expected) {
+      return invalidArgument(fmt::format(
+          "decode rank {} ('{}' at {}) holds {} KV heads per block, but --decode-tp {} of a "
+          "model with {} KV heads gives each rank {}: start it with --tp-size {} --tp-rank {}",
+          q, names[q], config.peers[q], it->kvHeads, tp.decodeSize, tp.totalHeads, expected,
+          tp.decodeSize, q));
+    }
+    for (std::size_t other = 0; other < q; ++other) {
+      if (names[other] == names[q]) {
+        return invalidArgument("--peer " + config.peers[other] + " and " + config.peers[q] +
+                               " are the same agent '" + names[q] +
+                               "'; give each decode rank's address once");
+      }
+    }
+  }
+  return Status::ok();
+}
+
+int runPrefill(KvAgent& agent, const AgentConfig& config, const TpPlan& tp, StopSignal& stop) {
   std::vector<workload::TraceRecord> trace;
   if (config.workload.given()) {
     auto loaded = loadWorkload(config.workload);
@@ -119,17 +170,22 @@ int runPrefill(KvAgent& agent, const AgentConfig& config, StopSignal& stop) {
     }
     trace = std::move(loaded).value();
   }
-  Status connected = connectPeers(
+  auto connected = connectPeers(
       agent, config.peers, deadlineIn(std::chrono::milliseconds(config.connectTimeoutMs)), stop);
-  if (!connected.isOk()) {
-    spdlog::error("{}", connected.toString());
-    shutdown(agent, "agent could not reach its peers");
-    printStats({{"error", connected.toString()}}, agent);
+  Status ready = connected.status();
+  if (ready.isOk() && tp.sliced()) ready = checkDecodeRanks(agent, config, tp, *connected);
+  if (!ready.isOk()) {
+    spdlog::error("{}", ready.toString());
+    shutdown(agent, connected.isOk() ? "agent's decode ranks do not match --decode-tp"
+                                     : "agent could not reach its peers");
+    printStats({{"error", ready.toString()}}, agent);
     return 1;
   }
   PeerWatch peers(agent);
   peers.poll();
-  if (config.workload.given()) return replayWorkload(agent, config, stop, std::move(trace));
+  if (config.workload.given()) {
+    return replayWorkload(agent, config, tp, std::move(connected).value(), stop, std::move(trace));
+  }
 
   while (!stop.waitFor(std::chrono::seconds(1))) peers.poll();
   spdlog::info("{}: shutting down", stopReason(stop));
@@ -158,8 +214,9 @@ int runAgentCommand(CLI::App& app, AgentConfig& config, StopSignal& stop) {
   kvx::agent::configureLogging();
   spdlog::set_level(spdlog::level::from_str(config.logLevel));
   auto options = toKvAgentOptions(config);
-  if (!options.isOk()) {
-    spdlog::error("{}", options.status().toString());
+  auto tp = tpPlanOf(config);
+  if (!options.isOk() || !tp.isOk()) {
+    spdlog::error("{}", (options.isOk() ? tp.status() : options.status()).toString());
     return 2;
   }
   auto created = KvAgent::create(std::move(options).value());
@@ -176,9 +233,13 @@ int runAgentCommand(CLI::App& app, AgentConfig& config, StopSignal& stop) {
       config.role, config.name, agent->listenAddress(), pool.model, pool.blocks,
       pool.blockBytes >> 10, pool.layout,
       static_cast<double>(pool.blocks * pool.blockBytes) / (1u << 30), config.transport);
+  if (tp->size > 1) {
+    spdlog::info("TP rank {} of {}: global KV heads [{}, {}) of {}", tp->rank, tp->size,
+                 tp->heads().first, tp->heads().end(), tp->totalHeads);
+  }
   printLine("LISTENING " + agent->listenAddress());
-  return config.role == "decode" ? runDecode(*agent, config, stop)
-                                 : runPrefill(*agent, config, stop);
+  return config.role == "decode" ? runDecode(*agent, config, *tp, stop)
+                                 : runPrefill(*agent, config, *tp, stop);
 }
 
 }  // namespace kvx::cli

@@ -1,161 +1,54 @@
 #include "cli/agent_config.h"
 
-#include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "agent/kv/model_shape.h"
+#include "cli/block_order.h"
 #include "cli/json_config.h"
 
 namespace kvx::cli {
 namespace {
 
-constexpr const char* kDescription =
-    "Runs one KV-cache agent (prefill or decode) of a disaggregated LLM server.\n"
-    "The agent owns a pool of paged KV blocks registered for RDMA and serves one role:\n"
-    "  decode   owns the pool that prompts' KV caches are moved into. It takes each request\n"
-    "           whose blocks have all arrived, checks every byte of them with --verify,\n"
-    "           then consumes and releases it (its blocks return to the pool).\n"
-    "  prefill  connects to decode agents (--peer) and moves prompts' KV blocks to them.\n"
-    "           With a workload (--trace FILE or --synthetic) it replays it: allocate\n"
-    "           blocks, fill them (deterministic content decode agents can verify), submit,\n"
-    "           wait; then writes --report and exits (0 iff every request succeeded).\n"
-    "           Without a workload it serves until stopped.\n"
-    "\n"
-    "Output: stdout carries exactly one line 'LISTENING <host:port>' once the agent serves,\n"
-    "and one line 'STATS {json}' when it stops (SIGINT/SIGTERM, or the workload's end).\n"
-    "Logs go to stderr: peers and their data path, a summary every 5 s while busy, each\n"
-    "request at --log-level debug.";
-
-constexpr const char* kFooter =
-    "\nExample (three terminals; `kvx demo` does all of this for you):\n"
-    "  kvx agent --role decode --name d0 --listen 127.0.0.1:7001 --blocks 1024 --verify\n"
-    "  kvx agent --role decode --name d1 --listen 127.0.0.1:7002 --blocks 1024 --verify\n"
-    "  kvx agent --role prefill --name p0 --blocks 1024 --peer 127.0.0.1:7001 \\\n"
-    "      --peer 127.0.0.1:7002 --synthetic --requests 100 --report report.json\n"
-    "\n"
-    "Every option can also come from the environment as KVX_<OPTION> (KVX_BLOCKS=1024,\n"
-    "KVX_PEERS=127.0.0.1:7001,127.0.0.1:7002) or from a JSON file given with --config\n"
-    "({\"blocks\": 1024, \"peers\": [\"127.0.0.1:7001\"]}). The command line wins over the\n"
-    "environment, which wins over the file. --print-config shows the result.";
-
-// "--prefix-cache-blocks" -> "KVX_PREFIX_CACHE_BLOCKS"; of several names, the last one.
-std::string envNameOf(const std::string& names) {
-  std::string name = names.substr(names.rfind(',') == std::string::npos ? 0 : names.rfind(',') + 1);
-  name.erase(0, name.find_first_not_of('-'));
-  std::string env = "KVX_";
-  for (const char c : name) {
-    env += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  }
-  return env;
-}
-
-template <typename T>
-CLI::Option* addOption(CLI::App& app, const std::string& names, T& value, const std::string& help,
-                       const std::string& group) {
-  CLI::Option* option = app.add_option(names, value, help);
-  option->envname(envNameOf(names))->group(group);
-  option->capture_default_str();
-  return option;
-}
-
-CLI::Option* addFlag(CLI::App& app, const std::string& name, bool& value, const std::string& help,
-                     const std::string& group) {
-  return app.add_flag(name, value, help)->envname(envNameOf(name))->group(group);
-}
-
 bool isSet(const std::string& value) { return !value.empty(); }
 
-}  // namespace
-
-void addAgentOptions(CLI::App& app, AgentConfig& c) {
-  app.description(kDescription);
-  app.footer(kFooter);
-  const std::string agent = "Agent";
-  addOption(app, "--role", c.role, "prefill or decode (required)", agent)
-      ->check(CLI::IsMember({"prefill", "decode"}));
-  addOption(app, "--name", c.name, "this agent's name, unique among its peers (required)", agent);
-  addOption(app, "--listen", c.listen,
-            "control address HOST:PORT to listen on (port 0: any free port; printed as "
-            "LISTENING)",
-            agent);
-  addOption(app, "--log-level", c.logLevel, "stderr log level", agent)
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
-  app.add_option("--config", c.configFile,
-                 "JSON file with option values ({\"blocks\": 1024, ...}); env KVX_CONFIG")
-      ->envname("KVX_CONFIG")
-      ->configurable(false)
-      ->group(agent);
-  app.add_flag("--print-config", c.printConfig,
-               "print the effective configuration as JSON and exit")
-      ->configurable(false)
-      ->group(agent);
-
-  const std::string pool = "KV pool";
-  addOption(app, "--model", c.model,
-            "model shape: llama3-8b, qwen2.5-32b, llama3-70b, deepseek-v3, or a JSON shape "
-            "file ({\"name\", \"layers\", \"kvHeads\", \"headDim\", \"dtypeBytes\", "
-            "\"tokensPerBlock\", \"mla\"})",
-            pool);
-  addOption(app, "--layout", c.layout, "pool layout", pool)
-      ->check(CLI::IsMember({"nhd", "hnd", "blocks-first", "cross-layer"}));
-  addOption(app, "--blocks", c.blocks,
-            "KV blocks in the pool (required; a llama3-8b block is 16 tokens = 2 MiB)", pool);
-  addOption(app, "--prefix-cache-blocks", c.prefixCacheBlocks,
-            "decode: released blocks kept for prefix reuse (0: no prefix cache)", pool);
-
-  const std::string transfer = "Transfers";
-  addOption(app, "--peer,--peers", c.peers,
-            "prefill: a decode agent's HOST:PORT to connect to (repeat, or comma-separate)",
-            transfer)
-      ->delimiter(',');
-  addOption(app, "--transport", c.transport, "UCX data path: shm (shared memory) or tcp", transfer)
-      ->check(CLI::IsMember({"shm", "tcp"}));
-  addOption(app, "--mode", c.mode,
-            "push (prefill writes), pull (decode reads), or mixed (a prefill workload "
-            "alternates by request)",
-            transfer)
-      ->check(CLI::IsMember({"push", "pull", "mixed"}));
-  addOption(app, "--lease-ms", c.leaseMs,
-            "decode: reclaim blocks of a request not completed/consumed this long", transfer);
-  addOption(app, "--timeout-ms", c.timeoutMs, "prefill: a request's deadline, submit to confirmed",
-            transfer);
-  addOption(app, "--connect-timeout-ms", c.connectTimeoutMs,
-            "prefill: how long to keep retrying --peer (decode agents may start later)", transfer);
-  addOption(app, "--max-inflight-bytes", c.maxInflightBytes,
-            "prefill: bytes in flight per decode agent (admission control), e.g. 1G", transfer)
-      ->transform(CLI::AsSizeValue(false));
-
-  const std::string decode = "Decode";
-  addFlag(app, "--verify", c.verify,
-          "check every block of every arrival against the content prefill agents write", decode);
-
-  WorkloadConfig& w = c.workload;
-  const std::string workload = "Prefill workload";
-  addOption(app, "--trace", w.trace, "replay a JSONL trace (Mooncake format)", workload);
-  addFlag(app, "--synthetic", w.synthetic, "replay a generated trace (options below)", workload);
-  addOption(app, "--requests", w.requests,
-            "synthetic: request count (0: 100); with --trace: replay only the first N (0: all)",
-            workload);
-  addOption(app, "--seed", w.seed, "synthetic: generator seed", workload);
-  addOption(app, "--rate", w.rate, "synthetic: arrivals per second (0: all at once)", workload)
-      ->check(CLI::NonNegativeNumber);
-  addOption(app, "--min-tokens", w.minTokens, "synthetic: shortest prompt", workload);
-  addOption(app, "--max-tokens", w.maxTokens, "synthetic: longest prompt (log-uniform)", workload);
-  addOption(app, "--prefix-share", w.prefixShare,
-            "synthetic: probability a prompt starts with a shared prefix", workload)
-      ->check(CLI::Range(0.0, 1.0));
-  addOption(app, "--time-scale", w.timeScale, "replay speed: timestamps are divided by it",
-            workload);
-  addOption(app, "--max-outstanding", w.maxOutstanding, "requests in flight at most", workload);
-  addOption(app, "--layerwise", w.layerwise,
-            "send each layer as the simulated prefill finishes it: on, off, or mixed", workload)
-      ->check(CLI::IsMember({"on", "off", "mixed"}));
-  addOption(app, "--layer-ms", w.layerMs, "simulated prefill compute per layer, in ms", workload)
-      ->check(CLI::NonNegativeNumber);
-  addOption(app, "--report", w.report, "write the per-request JSON report here", workload);
+// What can be checked without the model: the rank within its group.
+Status validateTp(const AgentConfig& c) {
+  if (c.tpSize == 0) return invalidArgument("--tp-size must be at least 1");
+  if (c.tpRank >= c.tpSize) {
+    return invalidArgument("--tp-rank " + std::to_string(c.tpRank) +
+                           " is not a rank of a group of --tp-size " + std::to_string(c.tpSize) +
+                           " (ranks 0 to " + std::to_string(c.tpSize - 1) + ")");
+  }
+  return Status::ok();
 }
+
+// The --model text KvPoolSpec takes: a built-in name, or the contents of a shape file.
+Result<std::string> modelText(const std::string& model) {
+  std::error_code error;
+  if (std::filesystem::is_regular_file(model, error)) {
+    std::ifstream file(model);
+    std::stringstream text;
+    text << file.rdbuf();
+    if (!file) return notFound("--model file '" + model + "' cannot be read");
+    return text.str();
+  }
+  if (model.find('/') != std::string::npos || model.ends_with(".json")) {
+    return notFound("--model '" + model +
+                    "' looks like a file but there is none; give a built-in shape "
+                    "(llama3-8b, qwen2.5-32b, llama3-70b, deepseek-v3) or a JSON shape file");
+  }
+  return model;
+}
+
+Result<agent::kv::ModelShape> shapeOfText(const std::string& text) {
+  auto shape = agent::kv::shapeFromNameOrJson(text);
+  if (!shape.isOk()) return shape.status().withContext("--model");
+  return shape;
+}
+
+}  // namespace
 
 Status finishAgentConfig(CLI::App& app, AgentConfig& config) {
   if (isSet(config.configFile)) KVX_RETURN_IF_ERROR(applyConfigFile(app, config.configFile));
@@ -184,14 +77,21 @@ Status validateAgentConfig(const AgentConfig& c) {
           "only listens");
     }
     if (w.given()) return invalidArgument("--trace/--synthetic apply to prefill agents only");
-    if (isSet(w.report)) return invalidArgument("--report applies to prefill agents only");
-    return Status::ok();
+    if (w.noFill || isSet(w.requestPrefix)) {
+      return invalidArgument("--no-fill and --request-prefix apply to prefill agents only");
+    }
+    if (c.decodeTp != 1) {
+      return invalidArgument(
+          "--decode-tp applies to prefill agents (the decode group they send to); a decode "
+          "rank gives its own group with --tp-size and --tp-rank");
+    }
+    return validateTp(c);
   }
   if (c.verify) return invalidArgument("--verify applies to decode agents only");
   if (w.synthetic && isSet(w.trace)) {
     return invalidArgument("--trace and --synthetic exclude each other; give one workload");
   }
-  if (isSet(w.report) && !w.given()) {
+  if (isSet(c.report) && !w.given()) {
     return invalidArgument("--report needs a workload (--trace FILE or --synthetic)");
   }
   if (w.given() && c.peers.empty()) {
@@ -206,7 +106,17 @@ Status validateAgentConfig(const AgentConfig& c) {
     return invalidArgument("--time-scale must be > 0 (2 replays twice as fast)");
   }
   if (w.maxOutstanding == 0) return invalidArgument("--max-outstanding must be at least 1");
-  return Status::ok();
+  if (!parseBlockOrder(w.blockOrder)) {
+    return invalidArgument("--block-order '" + w.blockOrder + "' is not contiguous or random");
+  }
+  if (c.decodeTp == 0) return invalidArgument("--decode-tp must be at least 1");
+  if ((c.tpSize > 1 || c.decodeTp > 1) && !c.peers.empty() && c.peers.size() != c.decodeTp) {
+    return invalidArgument("--decode-tp " + std::to_string(c.decodeTp) + " needs exactly " +
+                           std::to_string(c.decodeTp) +
+                           " --peer addresses, the decode ranks in order; got " +
+                           std::to_string(c.peers.size()));
+  }
+  return validateTp(c);
 }
 
 Result<AgentConfig> parseAgentConfig(const std::vector<std::string>& args) {
@@ -237,21 +147,31 @@ Result<KvAgentOptions> toKvAgentOptions(const AgentConfig& c) {
   options.maxInFlightBytesPerPeer = c.maxInflightBytes;
   options.prefixCacheBlocks = c.prefixCacheBlocks;
 
-  std::error_code error;
-  if (std::filesystem::is_regular_file(c.model, error)) {
-    std::ifstream file(c.model);
-    std::stringstream text;
-    text << file.rdbuf();
-    if (!file) return notFound("--model file '" + c.model + "' cannot be read");
-    options.pool.model = text.str();
-  } else if (c.model.find('/') != std::string::npos || c.model.ends_with(".json")) {
-    return notFound("--model '" + c.model +
-                    "' looks like a file but there is none; give a built-in shape "
-                    "(llama3-8b, qwen2.5-32b, llama3-70b, deepseek-v3) or a JSON shape file");
-  } else {
-    options.pool.model = c.model;
+  KVX_ASSIGN_OR_RETURN(std::string model, modelText(c.model));
+  options.pool.model = model;
+  if (c.tpSize > 1 || c.decodeTp > 1) {
+    KVX_ASSIGN_OR_RETURN(agent::kv::ModelShape shape, shapeOfText(model));
+    KVX_ASSIGN_OR_RETURN(TpPlan plan,
+                         makeTpPlan(shape.kvHeads, shape.mla, c.tpSize, c.tpRank, c.decodeTp));
+    shape.kvHeads = plan.heads().count;
+    options.pool.model = agent::kv::shapeToJson(shape);
   }
   return options;
+}
+
+Result<agent::kv::ModelShape> loadModelShape(const std::string& model) {
+  KVX_ASSIGN_OR_RETURN(std::string text, modelText(model));
+  return shapeOfText(text);
+}
+
+Result<TpPlan> tpPlanOf(const AgentConfig& c) {
+  KVX_ASSIGN_OR_RETURN(agent::kv::ModelShape shape, loadModelShape(c.model));
+  return makeTpPlan(shape.kvHeads, shape.mla, c.tpSize, c.tpRank, c.decodeTp);
+}
+
+std::string requestPrefixOf(const AgentConfig& c) {
+  if (isSet(c.workload.requestPrefix)) return c.workload.requestPrefix;
+  return c.tpSize > 1 || c.decodeTp > 1 ? "prompt" : c.name;
 }
 
 std::string configJson(const CLI::App& app) {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/kv/model_shape.h"
+#include "cli/tensor_parallel.h"
 #include "kvx/kv_types.h"
 #include "kvx/result.h"
 
@@ -29,9 +31,11 @@ struct WorkloadConfig {
   double prefixShare = 0.5;  // probability that a request starts with a shared prefix
   double timeScale = 1;      // replay speed: timestamps are divided by it
   std::uint64_t maxOutstanding = 32;
-  std::string layerwise = "off";  // on | off | mixed
-  double layerMs = 0;             // simulated compute per layer
-  std::string report;             // JSON report file written at the end
+  std::string layerwise = "off";          // on | off | mixed
+  double layerMs = 0;                     // simulated compute per layer
+  std::string blockOrder = "contiguous";  // contiguous | random (cli/block_order.h)
+  bool noFill = false;                    // skip writing the content (no decode --verify)
+  std::string requestPrefix;  // request ids "<prefix>-<index>"; empty: see requestPrefixOf
 
   bool given() const { return synthetic || !trace.empty(); }
 };
@@ -55,6 +59,15 @@ struct AgentConfig {
   std::string configFile;
   bool printConfig = false;  // print the effective configuration and exit
   bool verify = false;       // decode: check every arrived block
+  // Tensor parallelism (cli/tensor_parallel.h): --model is the whole model; this agent's
+  // pool holds rank tpRank's heads of a group of tpSize. Prefill: decodeTp decode ranks,
+  // the --peer addresses in rank order.
+  std::uint32_t tpSize = 1;
+  std::uint32_t tpRank = 0;
+  std::uint32_t decodeTp = 1;
+  // Prefill: the replay report (cli/prefill_report.h); decode: the arrivals report
+  // (cli/decode_report.h). Written when the agent stops.
+  std::string report;
   WorkloadConfig workload;
 };
 
@@ -74,8 +87,23 @@ Status validateAgentConfig(const AgentConfig& config);
 Result<AgentConfig> parseAgentConfig(const std::vector<std::string>& args);
 
 // The agent's options: --model read from its file when it names one, --transport mapped to
-// UCX transports. NOT_FOUND for a model file that cannot be read.
+// UCX transports; with --tp-size N > 1 the pool's shape is the model's with kvHeads / N.
+// NOT_FOUND for a model file that cannot be read; INVALID_ARGUMENT for a model that is not a
+// shape or TP sizes that do not split its heads (see tpPlanOf).
 Result<KvAgentOptions> toKvAgentOptions(const AgentConfig& config);
+
+// The shape --model names: a built-in one, or a JSON shape file. NOT_FOUND for a file that
+// cannot be read, INVALID_ARGUMENT for text that is not a shape.
+Result<agent::kv::ModelShape> loadModelShape(const std::string& model);
+
+// The agent's place in its TP group and, for a prefill agent, the decode group's size,
+// checked against the model's KV heads (makeTpPlan). Errors as toKvAgentOptions.
+Result<TpPlan> tpPlanOf(const AgentConfig& config);
+
+// The prefix of the prefill agent's request ids: --request-prefix; else, when requests are
+// sliced, "prompt" (every rank of a TP group must use the same ids so that their parts meet
+// on the decode ranks); else the agent's --name.
+std::string requestPrefixOf(const AgentConfig& config);
 
 // The effective configuration as JSON (the format --config reads).
 std::string configJson(const CLI::App& app);

@@ -1,5 +1,6 @@
 #include "cli/decode_loop.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <thread>
@@ -15,8 +16,14 @@ constexpr auto kPeerPollEvery = std::chrono::seconds(1);
 
 }  // namespace
 
-DecodeLoop::DecodeLoop(KvAgent& agent, bool verify, std::uint32_t prefixChunkTokens)
-    : agent_(agent), verify_(verify), prefixChunkTokens_(prefixChunkTokens), peers_(agent) {}
+DecodeLoop::DecodeLoop(KvAgent& agent, bool verify, std::uint32_t prefixChunkTokens, TpPlan tp,
+                       bool keepArrivals)
+    : agent_(agent),
+      verify_(verify),
+      prefixChunkTokens_(prefixChunkTokens),
+      tp_(tp),
+      keepArrivals_(keepArrivals),
+      peers_(agent) {}
 
 void DecodeLoop::run(const std::function<bool()>& done) {
   auto nextSummary = Clock::now() + kSummaryEvery;
@@ -50,7 +57,9 @@ void DecodeLoop::drain(Deadline deadline) {
 }
 
 void DecodeLoop::handle(const KvArrival& arrival) {
+  ArrivalRecord record{arrival.id, monotonicNowNs(), arrival.blocks.size(), arrival.peers, 0, 0};
   ++stats_.arrivals;
+  if (arrival.peers.size() > 1) ++stats_.gathered;
   stats_.blocks += arrival.blocks.size();
   stats_.prefixBlocks += arrival.prefixBlocks;
   const std::uint64_t moved = arrival.blocks.size() > arrival.prefixBlocks
@@ -58,8 +67,9 @@ void DecodeLoop::handle(const KvArrival& arrival) {
                                   : 0;
   stats_.bytes += moved * agent_.pool().blockBytes;
   spdlog::debug("arrival {} from {}: {} tokens, {} blocks ({} from the prefix cache)", arrival.id,
-                arrival.peer, arrival.tokens, arrival.blocks.size(), arrival.prefixBlocks);
-  if (verify_) verify(arrival);
+                fmt::join(arrival.peers, "+"), arrival.tokens, arrival.blocks.size(),
+                arrival.prefixBlocks);
+  if (verify_) verify(arrival, record);
   if (Status s = agent_.consume(arrival.id); !s.isOk()) {
     ++stats_.errors;
     spdlog::error("consume {} failed: {}", arrival.id, s.toString());
@@ -68,11 +78,14 @@ void DecodeLoop::handle(const KvArrival& arrival) {
     ++stats_.errors;
     spdlog::error("release {} failed: {}", arrival.id, s.toString());
   }
+  if (keepArrivals_) arrivals_.push_back(std::move(record));
 }
 
-void DecodeLoop::verify(const KvArrival& arrival) {
-  const KvContent content(arrival.id, arrival.tokens, arrival.prefixHashes,
-                          geometryOf(agent_.pool(), prefixChunkTokens_));
+void DecodeLoop::verify(const KvArrival& arrival, ArrivalRecord& record) {
+  const HeadSpan heads = tp_.heads();
+  const KvContent content(
+      arrival.id, arrival.tokens, arrival.prefixHashes,
+      geometryOf(agent_.pool(), prefixChunkTokens_, heads.first, heads.count, tp_.totalHeads));
   const SegmentAccessor segments = segmentsOf(agent_);
   for (std::uint64_t index = 0; index < arrival.blocks.size(); ++index) {
     auto problem = content.checkBlock(segments, index, arrival.blocks[index]);
@@ -84,11 +97,13 @@ void DecodeLoop::verify(const KvArrival& arrival) {
     }
     if (problem->empty()) {
       ++stats_.blocksVerified;
+      ++record.verifiedBlocks;
       continue;
     }
     ++stats_.corruptBlocks;
+    ++record.corruptBlocks;
     spdlog::error("CORRUPT: request {} from {} block {} (pool block {}{}): {}", arrival.id,
-                  arrival.peer, index, arrival.blocks[index],
+                  fmt::join(arrival.peers, "+"), index, arrival.blocks[index],
                   index < arrival.prefixBlocks ? ", from the prefix cache" : "", *problem);
   }
 }

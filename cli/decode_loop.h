@@ -2,14 +2,17 @@
 
 // DecodeLoop: what a `kvx agent --role decode` does with arrivals. It takes every request
 // whose data is complete (KvAgent::nextArrival), checks every block against kv_content with
-// --verify (each corrupt block is logged with the request id and block), then consumes and
-// releases it. Owned and driven by one thread.
+// --verify (each corrupt block is logged with the request id and block; a TP rank checks the
+// heads it holds), then consumes and releases it. With a report it keeps one ArrivalRecord
+// per arrival (cli/decode_report.h has the JSON keys). Owned and driven by one thread.
 
 #include <cstdint>
 #include <functional>
 #include <string>
 
+#include "cli/decode_report.h"
 #include "cli/peers.h"
+#include "cli/tensor_parallel.h"
 #include "kvx/kv_agent.h"
 
 namespace kvx::cli {
@@ -22,11 +25,14 @@ struct DecodeStats {
   std::uint64_t bytes = 0;         // moved into the pool: (blocks - prefixBlocks) x blockBytes
   std::uint64_t prefixBlocks = 0;  // reused from the prefix cache
   std::uint64_t errors = 0;        // consume/release/verify calls that failed
+  std::uint64_t gathered = 0;      // arrivals filled by more than one prefill agent
 };
 
 class DecodeLoop {
  public:
-  DecodeLoop(KvAgent& agent, bool verify, std::uint32_t prefixChunkTokens);
+  // `tp`: the heads this agent's pool holds. `keepArrivals`: record every arrival.
+  DecodeLoop(KvAgent& agent, bool verify, std::uint32_t prefixChunkTokens, TpPlan tp,
+             bool keepArrivals);
 
   // Serves arrivals until `done()` returns true (tested at least every 100 ms); logs peers as
   // they come and go, and a summary every 5 s while busy.
@@ -35,17 +41,21 @@ class DecodeLoop {
   // holding blocks).
   void drain(Deadline deadline);
   const DecodeStats& stats() const { return stats_; }
+  const std::vector<ArrivalRecord>& arrivals() const { return arrivals_; }
 
  private:
   void handle(const KvArrival& arrival);
-  void verify(const KvArrival& arrival);
+  void verify(const KvArrival& arrival, ArrivalRecord& record);
   void logSummary();
 
   KvAgent& agent_;
   const bool verify_;
   const std::uint32_t prefixChunkTokens_;
+  const TpPlan tp_;
+  const bool keepArrivals_;
   PeerWatch peers_;
   DecodeStats stats_;
+  std::vector<ArrivalRecord> arrivals_;
   std::uint64_t arrivalsAtLastSummary_ = 0;
 };
 

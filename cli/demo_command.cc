@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -22,13 +23,6 @@ using std::chrono::seconds;
 
 constexpr auto kStartTimeout = seconds(60);
 constexpr auto kStatsTimeout = seconds(20);
-constexpr int kDecodeAgents = 2;
-
-std::vector<std::string> poolArgs(const DemoOptions& o, std::uint64_t blocks) {
-  return {"--model",     o.model,     "--layout", o.layout,
-          "--transport", o.transport, "--blocks", std::to_string(blocks),
-          "--log-level", o.logLevel,  "--listen", "127.0.0.1:0"};
-}
 
 // Starts `kvx agent ARGS` and reads its LISTENING line.
 Result<std::string> startAgent(const std::vector<std::string>& args,
@@ -60,24 +54,34 @@ nlohmann::json readStats(ChildProcess& child, milliseconds timeout) {
   return nullptr;
 }
 
-// Waits for the prefill agent to end its replay; SIGTERMs it on a stop or at the deadline.
-int awaitPrefill(ChildProcess& prefill, const DemoOptions& o, StopSignal& stop,
-                 std::vector<std::string>& problems) {
+// Waits for the prefill agents to end their replay; SIGTERMs them on a stop or at the deadline.
+// Returns their exit codes.
+std::vector<int> awaitPrefills(std::vector<std::optional<ChildProcess>>& prefills,
+                               const DemoOptions& o, StopSignal& stop,
+                               std::vector<std::string>& problems) {
   const auto deadline = Clock::now() + seconds(o.timeoutSeconds);
   bool signalled = false;
-  while (true) {
-    auto line = prefill.readLine(milliseconds(200));
-    if (!line.isOk() && line.status().code() != StatusCode::kTimedOut) break;  // it exited
-    if (signalled) continue;
-    if (stop.requested() || Clock::now() >= deadline) {
-      problems.push_back(stop.requested() ? "the demo was stopped (" + stop.reason() + ")"
-                                          : "the replay did not end within --timeout-s " +
-                                                std::to_string(o.timeoutSeconds) + " s");
-      ::kill(prefill.pid(), SIGTERM);
-      signalled = true;
+  std::vector<bool> running(prefills.size());
+  for (std::size_t i = 0; i < prefills.size(); ++i) running[i] = prefills[i].has_value();
+  const auto poll = milliseconds(200 / std::max<std::size_t>(1, prefills.size()));
+  while (std::find(running.begin(), running.end(), true) != running.end()) {
+    for (std::size_t i = 0; i < prefills.size(); ++i) {
+      if (!running[i]) continue;
+      auto line = prefills[i]->readLine(poll);
+      if (!line.isOk() && line.status().code() != StatusCode::kTimedOut) running[i] = false;
     }
+    if (signalled || !(stop.requested() || Clock::now() >= deadline)) continue;
+    problems.push_back(stop.requested() ? "the demo was stopped (" + stop.reason() + ")"
+                                        : "the replay did not end within --timeout-s " +
+                                              std::to_string(o.timeoutSeconds) + " s");
+    for (auto& prefill : prefills) {
+      if (prefill) ::kill(prefill->pid(), SIGTERM);
+    }
+    signalled = true;
   }
-  return prefill.waitExit(seconds(30));
+  std::vector<int> codes;
+  for (auto& prefill : prefills) codes.push_back(prefill ? prefill->waitExit(seconds(30)) : -1);
+  return codes;
 }
 
 nlohmann::json readJsonFile(const std::string& path) {
@@ -103,6 +107,9 @@ void clearAgentEnvironment() {
 void addDemoOptions(CLI::App& app, DemoOptions& o) {
   app.description(
       "Runs a prefill agent and two decode agents here and reports on the KV migration.\n"
+      "With --prefill-tp/--decode-tp it runs a tensor-parallel prefill instance and decode\n"
+      "instance instead, one agent per rank, and each prompt's KV heads are sliced between\n"
+      "them (gathers and scatters); every decode rank verifies its heads.\n"
       "The agents are separate `kvx agent` processes on 127.0.0.1; the prefill agent\n"
       "replays a workload, every moved block is verified on arrival, and the report shows\n"
       "requests ok/failed, latency and queueing percentiles, GB/s, descriptors vs operations\n"
@@ -111,7 +118,8 @@ void addDemoOptions(CLI::App& app, DemoOptions& o) {
   app.footer(
       "\nThe agents get every option from here: KVX_* variables are not passed on to them.\n"
       "\nExamples:\n  kvx demo\n  kvx demo --requests 50 --transport tcp --mode pull\n"
-      "  kvx demo --trace conversation_trace.jsonl --requests 100 --time-scale 4\n");
+      "  kvx demo --trace conversation_trace.jsonl --requests 100 --time-scale 4\n"
+      "  kvx demo --prefill-tp 2 --decode-tp 4\n");
   auto* requests =
       app.add_option("--requests", o.requests, "requests (with --trace: the first N of the trace)");
   requests->capture_default_str();
@@ -132,7 +140,10 @@ void addDemoOptions(CLI::App& app, DemoOptions& o) {
       ->capture_default_str();
   app.add_option("--trace", o.trace, "replay this JSONL trace instead of a synthetic one");
   app.add_option("--time-scale", o.timeScale, "replay speed-up")->capture_default_str();
-  app.add_option("--rate", o.rate, "synthetic arrivals per second")->capture_default_str();
+  app.add_option("--rate", o.rate,
+                 "synthetic arrivals per second (-1: 100, or 5 with gathers, --prefill-tp > "
+                 "--decode-tp, which stall when the decode pools fill up: see docs/kv.md)")
+      ->capture_default_str();
   app.add_option("--min-tokens", o.minTokens, "synthetic: shortest prompt")->capture_default_str();
   app.add_option("--max-tokens", o.maxTokens, "synthetic: longest prompt")->capture_default_str();
   app.add_option("--prefix-share", o.prefixShare, "synthetic: share of prompts with a prefix")
@@ -142,9 +153,20 @@ void addDemoOptions(CLI::App& app, DemoOptions& o) {
       ->capture_default_str();
   app.add_option("--max-outstanding", o.maxOutstanding, "requests in flight at most")
       ->capture_default_str();
-  app.add_option("--decode-blocks", o.decodeBlocks, "blocks per decode pool")
+  app.add_option("--prefill-tp", o.prefillTp,
+                 "prefill TP ranks (1, 2, 4, 8 for llama3-8b's 8 KV heads); above 1, or with "
+                 "--decode-tp above 1: one agent per rank, sliced requests")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--prefill-blocks", o.prefillBlocks, "blocks in the prefill pool")
+  app.add_option("--decode-tp", o.decodeTp, "decode TP ranks (likewise)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--decode-blocks", o.decodeBlocks,
+                 "blocks per decode pool (a rank's, with TP); 0: 1024, or 2048 with TP")
+      ->capture_default_str();
+  app.add_option("--prefill-blocks", o.prefillBlocks,
+                 "blocks per prefill pool (a rank's, with TP); 0: 1024, more for scatters "
+                 "(each request of a prompt has its own source blocks)")
       ->capture_default_str();
   app.add_option("--prefix-cache-blocks", o.prefixCacheBlocks,
                  "decode: blocks kept for prefix reuse")
@@ -158,36 +180,29 @@ void addDemoOptions(CLI::App& app, DemoOptions& o) {
 
 int runDemoCommand(const DemoOptions& o, StopSignal& stop) {
   clearAgentEnvironment();
+  auto planned = planDemo(o);
+  if (!planned.isOk()) {
+    std::fprintf(stderr, "kvx demo: %s\n", planned.status().toString().c_str());
+    return 2;
+  }
+  const DemoPlan& plan = *planned;
   char dirTemplate[] = "/tmp/kvx-demo-XXXXXX";
   if (::mkdtemp(dirTemplate) == nullptr) {
     std::fprintf(stderr, "kvx demo: cannot create a temporary directory in /tmp\n");
     return 1;
   }
   const std::string dir = dirTemplate;
-  const std::string reportPath = dir + "/prefill-report.json";
   DemoInputs inputs;
-  inputs.title = fmt::format(
-      "kvx demo: {} requests of {}; {} ({} layout) over {}; mode {}, layer-wise {}; {} decode "
-      "agents of {} blocks, prefill pool of {}",
-      o.requests, o.trace.empty() ? "a synthetic workload" : o.trace, o.model, o.layout,
-      o.transport, o.mode, o.layerwise, kDecodeAgents, o.decodeBlocks, o.prefillBlocks);
+  inputs.title = plan.title;
+  inputs.prefillTp = plan.prefillTp;
+  inputs.decodeTp = plan.decodeTp;
 
-  std::vector<std::optional<ChildProcess>> decodes(kDecodeAgents);
+  std::vector<std::optional<ChildProcess>> decodes(plan.decodes.size());
   std::vector<std::string> peerArgs;
-  for (int i = 0; i < kDecodeAgents; ++i) {
+  for (std::size_t i = 0; i < plan.decodes.size(); ++i) {
     DecodeOutcome outcome;
-    outcome.name = "decode-" + std::to_string(i);
-    std::vector<std::string> args{"agent",
-                                  "--role",
-                                  "decode",
-                                  "--name",
-                                  outcome.name,
-                                  "--verify",
-                                  "--prefix-cache-blocks",
-                                  std::to_string(o.prefixCacheBlocks)};
-    const auto pool = poolArgs(o, o.decodeBlocks);
-    args.insert(args.end(), pool.begin(), pool.end());
-    auto address = startAgent(args, decodes[i]);
+    outcome.name = plan.decodes[i].name;
+    auto address = startAgent(plan.decodes[i].args, decodes[i]);
     if (!address.isOk()) {
       inputs.problems.push_back(outcome.name + " did not start: " + address.status().toString());
     } else {
@@ -199,57 +214,35 @@ int runDemoCommand(const DemoOptions& o, StopSignal& stop) {
     inputs.decodes.push_back(std::move(outcome));
   }
 
-  if (inputs.problems.empty()) {
-    std::vector<std::string> args{"agent",
-                                  "--role",
-                                  "prefill",
-                                  "--name",
-                                  "prefill-0",
-                                  "--mode",
-                                  o.mode,
-                                  "--layerwise",
-                                  o.layerwise,
-                                  "--layer-ms",
-                                  std::to_string(o.layerMs),
-                                  "--time-scale",
-                                  std::to_string(o.timeScale),
-                                  "--max-outstanding",
-                                  std::to_string(o.maxOutstanding),
-                                  "--requests",
-                                  std::to_string(o.requests),
-                                  "--report",
-                                  reportPath};
-    if (o.trace.empty()) {
-      args.insert(args.end(), {"--synthetic", "--seed", std::to_string(o.seed), "--rate",
-                               std::to_string(o.rate), "--min-tokens", std::to_string(o.minTokens),
-                               "--max-tokens", std::to_string(o.maxTokens), "--prefix-share",
-                               std::to_string(o.prefixShare)});
-    } else {
-      args.insert(args.end(), {"--trace", o.trace});
-    }
-    const auto pool = poolArgs(o, o.prefillBlocks);
-    args.insert(args.end(), pool.begin(), pool.end());
+  std::vector<std::optional<ChildProcess>> prefills(plan.prefills.size());
+  std::vector<std::string> reportPaths;
+  for (std::size_t i = 0; i < plan.prefills.size() && inputs.problems.empty(); ++i) {
+    const DemoAgent& agent = plan.prefills[i];
+    reportPaths.push_back(dir + "/" + agent.name + "-report.json");
+    std::vector<std::string> args = agent.args;
+    args.insert(args.end(), {"--report", reportPaths.back()});
     args.insert(args.end(), peerArgs.begin(), peerArgs.end());
-    std::optional<ChildProcess> prefill;
-    auto address = startAgent(args, prefill);
+    auto address = startAgent(args, prefills[i]);
     if (!address.isOk()) {
-      inputs.problems.push_back("prefill-0 did not start: " + address.status().toString());
+      inputs.problems.push_back(agent.name + " did not start: " + address.status().toString());
     } else {
-      std::fprintf(stderr, "kvx demo: prefill-0 listening on %s; replaying...\n", address->c_str());
+      std::fprintf(stderr, "kvx demo: %s listening on %s; replaying...\n", agent.name.c_str(),
+                   address->c_str());
     }
-    if (prefill) inputs.prefillExitCode = awaitPrefill(*prefill, o, stop, inputs.problems);
   }
+  const std::vector<int> exitCodes = awaitPrefills(prefills, o, stop, inputs.problems);
 
-  for (int i = 0; i < kDecodeAgents; ++i) {
-    if (!decodes[i]) continue;
-    ::kill(decodes[i]->pid(), SIGTERM);
+  for (auto& decode : decodes) {
+    if (decode) ::kill(decode->pid(), SIGTERM);
   }
-  for (int i = 0; i < kDecodeAgents; ++i) {
+  for (std::size_t i = 0; i < decodes.size(); ++i) {
     if (!decodes[i]) continue;
     inputs.decodes[i].stats = readStats(*decodes[i], kStatsTimeout);
     inputs.decodes[i].exitCode = decodes[i]->waitExit(seconds(10));
   }
-  inputs.prefill = readJsonFile(reportPath);
+  for (std::size_t i = 0; i < reportPaths.size(); ++i) {
+    inputs.prefills.push_back({plan.prefills[i].name, readJsonFile(reportPaths[i]), exitCodes[i]});
+  }
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
 

@@ -4,38 +4,17 @@
 // two decode agents (`kvx agent --role decode --verify`) and one prefill agent that replays a
 // workload into them, waits for the replay (with a deadline), stops the decode agents with
 // SIGTERM, and prints the KV migration latency report (cli/demo_report.h).
+// With --prefill-tp P or --decode-tp D above 1 it runs one prefill instance of P ranks and one
+// decode instance of D ranks instead: every prefill rank replays the same workload and sends
+// each prompt's heads to the decode ranks that hold them (gathers when P > D, scatters when
+// P < D), and every decode rank verifies its heads.
 
 #include <CLI/CLI.hpp>
-#include <cstdint>
-#include <string>
 
+#include "cli/demo_plan.h"
 #include "cli/signals.h"
 
 namespace kvx::cli {
-
-struct DemoOptions {
-  std::uint64_t requests = 200;
-  std::uint64_t seed = 1;
-  std::string model = "llama3-8b";
-  std::string layout = "nhd";
-  std::string transport = "shm";
-  std::string mode = "mixed";
-  std::string layerwise = "mixed";
-  std::string trace;
-  double timeScale = 1;
-  double rate = 100;
-  std::uint64_t minTokens = 128;
-  std::uint64_t maxTokens = 4096;
-  double prefixShare = 0.5;
-  double layerMs = 0;
-  std::uint64_t maxOutstanding = 32;
-  std::uint64_t decodeBlocks = 1024;
-  std::uint64_t prefillBlocks = 1024;
-  std::uint64_t prefixCacheBlocks = 256;
-  std::uint64_t timeoutSeconds = 300;
-  std::string logLevel = "warn";
-  std::string json;
-};
 
 void addDemoOptions(CLI::App& app, DemoOptions& options);
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 
+#include "cli/demo_tp_counts.h"
 #include "workload/latency_stats.h"
 
 namespace kvx::cli {
@@ -67,17 +68,32 @@ DemoReport::DemoReport(DemoInputs inputs) : inputs_(std::move(inputs)) {
   json_["title"] = inputs_.title;
   summarizeRequests();
   summarizeDecodes();
+  if (inputs_.prefillTp > 1 || inputs_.decodeTp > 1) summarizeTensorParallel();
   json_["passed"] = passed();
   json_["problems"] = problems_;
 }
 
 void DemoReport::summarizeRequests() {
-  const nlohmann::json& report = inputs_.prefill;
-  if (!report.is_object() || !report.contains("requests")) {
-    problems_.push_back("the prefill agent wrote no report (exit code " +
-                        std::to_string(inputs_.prefillExitCode) + ")");
-    return;
+  std::vector<const nlohmann::json*> requests;
+  double wall = 0;
+  for (const PrefillOutcome& p : inputs_.prefills) {
+    if (p.exitCode != 0) {
+      problems_.push_back(p.name + " exited with " + std::to_string(p.exitCode));
+    }
+    if (!p.report.is_object() || !p.report.contains("requests")) {
+      problems_.push_back(p.name + " wrote no report (exit code " + std::to_string(p.exitCode) +
+                          ")");
+      continue;
+    }
+    for (const nlohmann::json& r : p.report["requests"]) requests.push_back(&r);
+    wall = std::max(wall, p.report["totals"].value("wallSeconds", 0.0));
+    const nlohmann::json& usage = p.report["usageAtExit"];
+    if (u64(usage, "freeBlocks") != u64(usage, "totalBlocks")) {
+      problems_.push_back(fmt::format("{} pool: {} of {} blocks free at exit", p.name,
+                                      u64(usage, "freeBlocks"), u64(usage, "totalBlocks")));
+    }
   }
+  if (inputs_.prefills.empty()) problems_.push_back("no prefill agent ran");
   workload::LatencyRecorder latency, queued;
   std::uint64_t ok = 0, failed = 0, bytes = 0, descriptors = 0, operations = 0, blocks = 0,
                 prefixBlocks = 0;
@@ -89,7 +105,8 @@ void DemoReport::summarizeRequests() {
     std::map<std::string, std::uint64_t> reasons;
   };
   std::map<std::string, Placement> placements;
-  for (const nlohmann::json& r : report["requests"]) {
+  for (const nlohmann::json* request : requests) {
+    const nlohmann::json& r = *request;
     const bool released = r.value("released", false);
     const std::string peer = r.value("peer", "");
     if (!peer.empty()) {
@@ -114,7 +131,6 @@ void DemoReport::summarizeRequests() {
     prefixBlocks += u64(r, "prefixBlocks");
     if (lat.count() > 0) rateSum += static_cast<double>(u64(r, "bytes")) / lat.count();
   }
-  const double wall = report["totals"].value("wallSeconds", 0.0);
   const auto lat = latency.summary();
   const auto que = queued.summary();
   const double gbps = wall > 0 ? static_cast<double>(bytes) / wall / 1e9 : 0;
@@ -167,14 +183,16 @@ void DemoReport::summarizeRequests() {
     placementJson[peer] = {{"requests", p.requests}, {"bytes", p.bytes}, {"reasons", p.reasons}};
     first = false;
   }
-  if (report.contains("peers")) {
-    std::string paths;
-    for (const auto& peer : report["peers"]) {
-      paths += fmt::format("{}{}: {}", paths.empty() ? "" : "; ", peer.value("name", "?"),
-                           peer.value("dataPath", "?"));
+  std::string paths;
+  for (const PrefillOutcome& p : inputs_.prefills) {
+    if (!p.report.is_object() || !p.report.contains("peers")) continue;
+    for (const auto& peer : p.report["peers"]) {
+      paths += fmt::format("{}{}{}: {}", paths.empty() ? "" : "; ",
+                           inputs_.prefills.size() > 1 ? p.name + " -> " : "",
+                           peer.value("name", "?"), peer.value("dataPath", "?"));
     }
-    lines_.push_back(line("data path", paths));
   }
+  if (!paths.empty()) lines_.push_back(line("data path", paths));
   json_["requests"] = {{"ok", ok}, {"failed", failed}, {"failureReasons", reasons}};
   json_["latency"] = latencyJson(lat);
   json_["queueing"] = latencyJson(que);
@@ -191,22 +209,20 @@ void DemoReport::summarizeRequests() {
 
   if (failed > 0) problems_.push_back(std::to_string(failed) + " request(s) failed");
   if (ok + failed == 0) problems_.push_back("the workload had no requests");
-  const nlohmann::json& usage = report["usageAtExit"];
-  if (u64(usage, "freeBlocks") != u64(usage, "totalBlocks")) {
-    problems_.push_back(fmt::format("prefill pool: {} of {} blocks free at exit",
-                                    u64(usage, "freeBlocks"), u64(usage, "totalBlocks")));
+  nlohmann::json pools = nlohmann::json::object();
+  for (const PrefillOutcome& p : inputs_.prefills) {
+    if (p.report.is_object()) pools[p.name] = p.report["usageAtExit"];
   }
-  json_["prefillPool"] = usage;
-  if (inputs_.prefillExitCode != 0) {
-    problems_.push_back("the prefill agent exited with " + std::to_string(inputs_.prefillExitCode));
+  // "prefillPool": the first prefill agent's (the only one without TP).
+  if (!inputs_.prefills.empty()) {
+    json_["prefillPool"] = pools.value(inputs_.prefills[0].name, nlohmann::json());
   }
+  json_["prefillPools"] = std::move(pools);
 }
 
 void DemoReport::summarizeDecodes() {
   nlohmann::json decodes = nlohmann::json::array();
   std::string pools;
-  const nlohmann::json& prefillUsage =
-      inputs_.prefill.is_object() ? inputs_.prefill["usageAtExit"] : nlohmann::json();
   bool first = true;
   for (const DecodeOutcome& d : inputs_.decodes) {
     decodes.push_back({{"name", d.name}, {"stats", d.stats}, {"exitCode", d.exitCode}});
@@ -219,9 +235,12 @@ void DemoReport::summarizeDecodes() {
     const std::uint64_t errors = u64(d.stats, "errors");
     lines_.push_back(
         line(first ? "decode side" : "",
-             fmt::format("{}: {} arrivals, {} of {} blocks verified, {} corrupt{}", d.name,
-                         u64(d.stats, "arrivals"), u64(d.stats, "blocksVerified"),
-                         u64(d.stats, "blocks"), corrupt,
+             fmt::format("{}: {} arrivals{}, {} of {} blocks verified, {} corrupt{}", d.name,
+                         u64(d.stats, "arrivals"),
+                         u64(d.stats, "gathered") > 0
+                             ? fmt::format(" ({} gathered)", u64(d.stats, "gathered"))
+                             : "",
+                         u64(d.stats, "blocksVerified"), u64(d.stats, "blocks"), corrupt,
                          errors > 0 ? fmt::format(", {} errors", errors) : "")));
     first = false;
     if (corrupt > 0) problems_.push_back(fmt::format("{}: {} corrupt blocks", d.name, corrupt));
@@ -233,12 +252,37 @@ void DemoReport::summarizeDecodes() {
     }
     pools += fmt::format("{}{} {}/{}", pools.empty() ? "" : ", ", d.name, free, total);
   }
-  if (prefillUsage.is_object()) {
-    pools += fmt::format("{}prefill {}/{}", pools.empty() ? "" : ", ",
-                         u64(prefillUsage, "freeBlocks"), u64(prefillUsage, "totalBlocks"));
+  for (const PrefillOutcome& p : inputs_.prefills) {
+    if (!p.report.is_object()) continue;
+    const nlohmann::json& usage = p.report["usageAtExit"];
+    pools += fmt::format("{}{} {}/{}", pools.empty() ? "" : ", ", p.name, u64(usage, "freeBlocks"),
+                         u64(usage, "totalBlocks"));
   }
   lines_.push_back(line("pools free", pools + " (free/total blocks at exit)"));
   json_["decodes"] = std::move(decodes);
+}
+
+void DemoReport::summarizeTensorParallel() {
+  const TpDemoCounts c = countTensorParallel(inputs_);
+  for (const std::string& rank : c.shortRanks) {
+    problems_.push_back(rank + "; every decode rank should receive and verify all " +
+                        std::to_string(c.completePrompts) + " complete prompts");
+  }
+  lines_.push_back(
+      line("tensor par.", fmt::format("prefill TP{} -> decode TP{}: {} prompts in {} requests; {} "
+                                      "scatters (a prefill rank's heads to several decode ranks), "
+                                      "{} gathers (several prefill ranks into one decode request)",
+                                      inputs_.prefillTp, inputs_.decodeTp, c.prompts, c.requests,
+                                      c.scatters, c.gathers)));
+  lines_.push_back(
+      line("", fmt::format("{} of {} decode ranks received and verified their "
+                           "heads of all {} complete prompts",
+                           c.ranksVerified, inputs_.decodes.size(), c.completePrompts)));
+  json_["tensorParallel"] = {
+      {"prefillTp", inputs_.prefillTp}, {"decodeTp", inputs_.decodeTp},
+      {"prompts", c.prompts},           {"completePrompts", c.completePrompts},
+      {"requests", c.requests},         {"scatters", c.scatters},
+      {"gathers", c.gathers},           {"ranksVerified", c.ranksVerified}};
 }
 
 std::string DemoReport::text() const {

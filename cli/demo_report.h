@@ -1,9 +1,10 @@
 #pragma once
 
 // DemoReport: the KV migration latency report `kvx demo` prints, computed from the prefill
-// agent's --report file and the decode agents' STATS lines, and the verdict: the demo passes
+// agents' --report files and the decode agents' STATS lines, and the verdict: the demo passes
 // only if every request was released, no block was corrupt, and every pool got all its blocks
-// back. Plain data; one owner.
+// back; with tensor parallelism also only if every decode rank received and verified every
+// prompt. Plain data; one owner.
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -18,11 +19,20 @@ struct DecodeOutcome {
   int exitCode = -1;
 };
 
+struct PrefillOutcome {
+  std::string name;
+  nlohmann::json report;  // the --report object (cli/prefill_report.h); null when none
+  int exitCode = -1;
+};
+
 struct DemoInputs {
-  std::string title;       // one line: what was run
-  nlohmann::json prefill;  // the --report object; null when none was written
-  int prefillExitCode = -1;
+  std::string title;  // one line: what was run
+  std::vector<PrefillOutcome> prefills;
   std::vector<DecodeOutcome> decodes;
+  // Tensor parallelism: one prefill instance of prefillTp ranks sent to one decode instance
+  // of decodeTp ranks (both 1: whole requests, placed by the scheduler).
+  std::uint32_t prefillTp = 1;
+  std::uint32_t decodeTp = 1;
   std::vector<std::string> problems;  // found while running (a process that did not start...)
 };
 
@@ -40,6 +50,8 @@ class DemoReport {
  private:
   void summarizeRequests();
   void summarizeDecodes();
+  // Prompts, gathers and scatters, and whether every rank verified (cli/demo_tp_counts.h).
+  void summarizeTensorParallel();
 
   DemoInputs inputs_;
   nlohmann::json json_;

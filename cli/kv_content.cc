@@ -1,6 +1,6 @@
 #include "cli/kv_content.h"
 
-#include "examples/pair_transfer/pattern.h"
+#include <cstring>
 
 namespace kvx::cli {
 namespace {
@@ -12,8 +12,64 @@ std::uint64_t splitmix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-std::span<std::uint8_t> asBytes(std::span<std::byte> bytes) {
-  return {reinterpret_cast<std::uint8_t*>(bytes.data()), bytes.size()};
+std::uint8_t* asBytes(std::span<std::byte> bytes) {
+  return reinterpret_cast<std::uint8_t*>(bytes.data());
+}
+
+constexpr std::uint64_t kWordStep = 0x9e3779b97f4a7c15ULL;
+
+// Word i of a piece is seed + i * kWordStep (little-endian; a partial last word keeps its low
+// bytes). One addition per 8 bytes: the seed, unique per piece, is what carries the identity.
+void fillPiece(std::uint8_t* out, std::size_t bytes, std::uint64_t seed) {
+  std::uint64_t word = seed;
+  std::size_t i = 0;
+  for (; i + 8 <= bytes; i += 8, word += kWordStep) std::memcpy(out + i, &word, 8);
+  if (i < bytes) std::memcpy(out + i, &word, bytes - i);
+}
+
+// "" when the piece holds its content, else the first byte that differs.
+std::string checkPiece(const std::uint8_t* in, std::size_t bytes, std::uint64_t seed) {
+  std::uint64_t word = seed;
+  std::size_t i = 0;
+  for (; i + 8 <= bytes; i += 8, word += kWordStep) {
+    if (std::memcmp(in + i, &word, 8) != 0) break;
+  }
+  if (i >= bytes) return {};
+  std::uint8_t expected[8];
+  std::memcpy(expected, &word, 8);
+  const std::size_t end = std::min(bytes, i + 8);
+  for (std::size_t at = i; at < end; ++at) {
+    if (in[at] != expected[at - i]) {
+      return "byte at offset " + std::to_string(at) + " is " + std::to_string(in[at]) +
+             ", expected " + std::to_string(expected[at - i]);
+    }
+  }
+  return {};
+}
+
+// Calls f(token, local head, byte offset) for the pieces of local heads [first, end) of a
+// segment whose pieces are `piece` bytes, in memory order; stops when f returns false.
+template <typename F>
+bool forEachPiece(const KvGeometry& g, std::uint32_t first, std::uint32_t end, std::size_t piece,
+                  F&& f) {
+  if (g.tokenMajor) {
+    for (std::uint32_t t = 0; t < g.tokensPerBlock; ++t) {
+      for (std::uint32_t h = first; h < end; ++h) {
+        if (!f(t, h, (std::size_t{t} * g.heads + h) * piece)) return false;
+      }
+    }
+    return true;
+  }
+  for (std::uint32_t h = first; h < end; ++h) {
+    for (std::uint32_t t = 0; t < g.tokensPerBlock; ++t) {
+      if (!f(t, h, (std::size_t{h} * g.tokensPerBlock + t) * piece)) return false;
+    }
+  }
+  return true;
+}
+
+std::string segmentName(std::uint32_t layer, std::uint32_t kv) {
+  return "layer " + std::to_string(layer) + (kv == 0 ? " K" : " V");
 }
 
 }  // namespace
@@ -35,8 +91,10 @@ SegmentAccessor segmentsOf(const KvAgent& agent) {
   };
 }
 
-KvGeometry geometryOf(const KvPoolInfo& pool, std::uint32_t prefixChunkTokens) {
-  return KvGeometry{pool.layers, pool.kvCount, pool.tokensPerBlock, prefixChunkTokens};
+KvGeometry geometryOf(const KvPoolInfo& pool, std::uint32_t prefixChunkTokens,
+                      std::uint32_t firstHead, std::uint32_t heads, std::uint32_t totalHeads) {
+  return KvGeometry{pool.layers, pool.kvCount, pool.tokensPerBlock, prefixChunkTokens,
+                    heads,       firstHead,    totalHeads,          pool.layout != "hnd"};
 }
 
 KvContent::KvContent(std::string_view requestId, std::uint64_t tokens,
@@ -66,14 +124,46 @@ std::uint64_t KvContent::segmentSeed(std::uint64_t blockSeed, std::uint32_t laye
   return mix(mix(blockSeed, layer), kv);
 }
 
+std::uint64_t KvContent::pieceSeed(std::uint64_t segmentSeed, std::uint32_t token,
+                                   std::uint32_t globalHead) const {
+  return mix(segmentSeed, std::uint64_t{token} * geometry_.totalHeads + globalHead);
+}
+
+Result<std::size_t> KvContent::pieceBytes(std::size_t segmentBytes) const {
+  const std::size_t pieces = std::size_t{geometry_.tokensPerBlock} * geometry_.heads;
+  if (pieces == 0 || segmentBytes % pieces != 0) {
+    return invalidArgument("a segment of " + std::to_string(segmentBytes) + " bytes is not " +
+                           std::to_string(geometry_.tokensPerBlock) + " tokens x " +
+                           std::to_string(geometry_.heads) +
+                           " heads of equal size; the content geometry does not match the pool");
+  }
+  return segmentBytes / pieces;
+}
+
 Status KvContent::fillLayer(const SegmentAccessor& segments, std::span<const std::uint64_t> blocks,
-                            std::uint32_t layer) const {
+                            std::uint32_t layer, std::uint32_t firstHead,
+                            std::uint32_t headCount) const {
+  if (firstHead > geometry_.heads || headCount > geometry_.heads - firstHead) {
+    return invalidArgument("heads [" + std::to_string(firstHead) + ", +" +
+                           std::to_string(headCount) + ") are not within the pool's " +
+                           std::to_string(geometry_.heads));
+  }
+  const std::uint32_t endHead = firstHead + headCount;
   for (std::uint64_t index = 0; index < blocks.size(); ++index) {
     const std::uint64_t seed = blockSeed(index);
     for (std::uint32_t kv = 0; kv < geometry_.kvCount; ++kv) {
       auto bytes = segments(blocks[index], layer, kv);
       if (!bytes.isOk()) return bytes.status();
-      pair_transfer::fillPattern(asBytes(*bytes), 0, segmentSeed(seed, layer, kv));
+      auto piece = pieceBytes(bytes->size());
+      if (!piece.isOk()) return piece.status();
+      const std::uint64_t segment = segmentSeed(seed, layer, kv);
+      std::uint8_t* base = asBytes(*bytes);
+      forEachPiece(geometry_, firstHead, endHead, *piece,
+                   [&](std::uint32_t t, std::uint32_t h, std::size_t offset) {
+                     fillPiece(base + offset, *piece,
+                               pieceSeed(segment, t, geometry_.firstHead + h));
+                     return true;
+                   });
     }
   }
   return Status::ok();
@@ -94,11 +184,21 @@ Result<std::string> KvContent::checkBlock(const SegmentAccessor& segments, std::
     for (std::uint32_t kv = 0; kv < geometry_.kvCount; ++kv) {
       auto bytes = segments(block, layer, kv);
       if (!bytes.isOk()) return bytes.status();
-      std::string problem =
-          pair_transfer::checkPattern(asBytes(*bytes), 0, segmentSeed(seed, layer, kv));
-      if (!problem.empty()) {
-        return "layer " + std::to_string(layer) + (kv == 0 ? " K: " : " V: ") + problem;
-      }
+      auto piece = pieceBytes(bytes->size());
+      if (!piece.isOk()) return piece.status();
+      const std::uint64_t segment = segmentSeed(seed, layer, kv);
+      const std::uint8_t* base = asBytes(*bytes);
+      std::string problem;
+      forEachPiece(geometry_, 0, geometry_.heads, *piece,
+                   [&](std::uint32_t t, std::uint32_t h, std::size_t offset) {
+                     const std::uint32_t global = geometry_.firstHead + h;
+                     problem = checkPiece(base + offset, *piece, pieceSeed(segment, t, global));
+                     if (problem.empty()) return true;
+                     problem = segmentName(layer, kv) + " token " + std::to_string(t) + " head " +
+                               std::to_string(global) + ": " + problem;
+                     return false;
+                   });
+      if (!problem.empty()) return problem;
     }
   }
   return std::string();

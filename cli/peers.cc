@@ -17,8 +17,10 @@ void logPeer(const KvPeerStatus& peer) {
 
 }  // namespace
 
-Status connectPeers(KvAgent& agent, const std::vector<std::string>& addresses, Deadline deadline,
-                    const StopSignal& stop) {
+Result<std::vector<std::string>> connectPeers(KvAgent& agent,
+                                              const std::vector<std::string>& addresses,
+                                              Deadline deadline, const StopSignal& stop) {
+  std::vector<std::string> names;
   for (const std::string& address : addresses) {
     int attempts = 0;
     while (true) {
@@ -28,6 +30,7 @@ Status connectPeers(KvAgent& agent, const std::vector<std::string>& addresses, D
       auto name = agent.connect(address, attempt);
       if (name.isOk()) {
         spdlog::info("connected to {} ({}) after {} attempt(s)", address, *name, attempts);
+        names.push_back(*name);
         break;
       }
       if (stop.requested()) return cancelled("stopped while connecting to " + address);
@@ -40,7 +43,7 @@ Status connectPeers(KvAgent& agent, const std::vector<std::string>& addresses, D
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   }
-  return Status::ok();
+  return names;
 }
 
 void PeerWatch::poll() {

@@ -14,11 +14,12 @@
 
 namespace kvx::cli {
 
-// Connects to each address in turn, retrying each until `deadline` (or a stop). The first
-// address that cannot be reached fails the call
-// with the last error.
-Status connectPeers(KvAgent& agent, const std::vector<std::string>& addresses, Deadline deadline,
-                    const StopSignal& stop);
+// Connects to each address in turn, retrying each until `deadline` (or a stop), and returns
+// the peers' agent names in the order of `addresses`. The first address that cannot be
+// reached fails the call with the last error.
+Result<std::vector<std::string>> connectPeers(KvAgent& agent,
+                                              const std::vector<std::string>& addresses,
+                                              Deadline deadline, const StopSignal& stop);
 
 // Logs peers that appeared or left since the last poll(). One owner thread.
 class PeerWatch {

@@ -1,12 +1,19 @@
 #pragma once
 
-// PrefillDriver: a prefill agent replaying a workload. Each trace record becomes one request:
-// at its timestamp / timeScale the driver allocates ceil(tokens / tokensPerBlock) blocks
-// (waiting for earlier requests to end while the pool is full), fills them with kv_content
-// (one layer per step of simulated compute, layerMs each), submits them with the record's hash
-// ids as prefix hashes, calls layerReady per layer for layer-wise requests, and waits until
-// the request is released or failed. At most maxOutstanding requests are in flight.
-// mode/layerwise "mixed": request i uses pull when i is odd, and is layer-wise when i / 2 is
+// PrefillDriver: a prefill agent replaying a workload. Each trace record is one prompt: at its
+// timestamp / timeScale the driver allocates its source blocks (waiting for earlier prompts to
+// end while the pool is full), fills them with kv_content (one layer per step of simulated
+// compute, layerMs each), submits its requests with the record's hash ids as prefix hashes,
+// calls layerReady per layer for layer-wise requests, and waits until every request of the
+// prompt is released or failed. At most maxOutstanding prompts are in flight.
+//
+// Requests of a prompt: one whole request "<idPrefix>-<index>" to the destination the
+// scheduler chooses; or, when the TP plan slices (cli/tensor_parallel.h), one request
+// "<idPrefix>-<index>@d<q>" per decode rank q this rank overlaps, pinned to decodeNames[q],
+// into the decode-side request "<idPrefix>-<index>". A request owns its source blocks (the
+// agent frees them when it ends), so every part gets its own set, all allocated at once.
+//
+// mode/layerwise "mixed": prompt i uses pull when i is odd, and is layer-wise when i / 2 is
 // odd, so the four combinations take turns.
 // run() is called once, from one thread; it uses maxOutstanding worker threads.
 
@@ -14,18 +21,22 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "cli/block_order.h"
+#include "cli/report_clocks.h"
 #include "cli/request_record.h"
 #include "cli/signals.h"
+#include "cli/tensor_parallel.h"
 #include "kvx/kv_agent.h"
 #include "workload/trace_record.h"
 
 namespace kvx::cli {
 
 struct ReplayOptions {
-  std::string idPrefix;           // request ids are "<idPrefix>-<index>"
+  std::string idPrefix;           // prompt ids are "<idPrefix>-<index>"
   std::string mode = "push";      // push | pull | mixed
   std::string layerwise = "off";  // on | off | mixed
   double layerMs = 0;
@@ -33,16 +44,25 @@ struct ReplayOptions {
   std::uint64_t maxOutstanding = 32;
   std::chrono::milliseconds requestTimeout{30000};
   std::uint32_t prefixChunkTokens = workload::kPrefixChunkTokens;
+  TpPlan tp;                             // this rank's heads; sliced requests when tp.sliced()
+  std::vector<std::string> decodeNames;  // sliced: decode rank q's agent name
+  BlockOrder blockOrder = BlockOrder::kContiguous;
+  std::uint64_t seed = 1;  // for the random block order
+  bool fill = true;        // write the KV content (false: --no-fill)
 };
 
 struct ReplayResult {
-  std::vector<RequestRecord> requests;  // in trace order
+  std::vector<RequestRecord> requests;  // in trace order; a prompt's parts by decode rank
   std::chrono::nanoseconds wall{0};     // start of the replay to the last request's end
   bool stopped = false;                 // a signal cut it short
+  CpuTime cpuStart;                     // process CPU time when the replay began
+  CpuTime cpuEnd;                       // and when it ended
 };
 
 class PrefillDriver {
  public:
+  // REQUIRES: options as the configuration checked them (agent_config.h); when options.tp
+  // slices, one decode name per decode rank.
   PrefillDriver(KvAgent& agent, ReplayOptions options, std::vector<workload::TraceRecord> trace);
 
   // Replays the trace; on a stop it submits nothing more, shuts the agent down (failing what
@@ -50,32 +70,46 @@ class PrefillDriver {
   ReplayResult run(StopSignal& stop);
 
  private:
+  // The requests of one prompt, before they are sent.
+  struct Part {
+    RequestRecord* record;
+    KvRequestSpec spec;
+  };
+
   void worker(StopSignal& stop);
   void replay(std::size_t index, StopSignal& stop);
-  Result<std::vector<std::uint64_t>> allocate(RequestRecord& record, StopSignal& stop);
-  // Fills the blocks (simulated compute), submits, and feeds layer-wise requests their layers.
-  // false when the request was not submitted (record.error says why; the blocks are freed).
-  bool produce(RequestRecord& record, const std::vector<std::uint64_t>& blocks,
-               const workload::TraceRecord& trace);
+  // Blocks for every part of the prompt (parts x blocks per part), allocated at once.
+  Result<std::vector<std::uint64_t>> allocate(RequestRecord& first, std::uint64_t count,
+                                              StopSignal& stop);
+
+  // prefill_requests.cc: a prompt's requests from its source blocks to their end.
+  std::vector<Part> makeParts(std::span<RequestRecord> records, const workload::TraceRecord& trace,
+                              std::vector<std::uint64_t> blocks) const;
+  // Fills the blocks (simulated compute), submits, and feeds layer-wise requests their
+  // layers. A part that was not submitted has record->error set and its blocks freed.
+  void produce(std::vector<Part>& parts, const workload::TraceRecord& trace);
+  void submit(Part& part);
   void finish(RequestRecord& record);
   void logSummary();
 
   KvAgent& agent_;
   const ReplayOptions options_;
   const std::vector<workload::TraceRecord> trace_;
-  std::vector<RequestRecord> records_;  // element i is written only by the worker replaying i
+  const std::size_t partsPerPrompt_;
+  // Element i * partsPerPrompt_ + p is written only by the worker replaying prompt i.
+  std::vector<RequestRecord> records_;
   Clock::time_point start_;
 
   std::mutex mutex_;
-  std::condition_variable requestEnded_;
+  std::condition_variable promptEnded_;
   std::size_t nextIndex_ = 0;             // GUARDED_BY(mutex_)
-  std::uint64_t submitted_ = 0;           // GUARDED_BY(mutex_)
-  std::uint64_t inFlight_ = 0;            // GUARDED_BY(mutex_)
-  std::uint64_t released_ = 0;            // GUARDED_BY(mutex_)
-  std::uint64_t failed_ = 0;              // GUARDED_BY(mutex_)
-  std::uint64_t waitingForBlocks_ = 0;    // GUARDED_BY(mutex_)
+  std::uint64_t submitted_ = 0;           // GUARDED_BY(mutex_) requests
+  std::uint64_t inFlight_ = 0;            // GUARDED_BY(mutex_) requests
+  std::uint64_t released_ = 0;            // GUARDED_BY(mutex_) requests
+  std::uint64_t failed_ = 0;              // GUARDED_BY(mutex_) requests
+  std::uint64_t waitingForBlocks_ = 0;    // GUARDED_BY(mutex_) prompts
   std::uint64_t bytes_ = 0;               // GUARDED_BY(mutex_)
-  std::uint64_t ended_ = 0;               // GUARDED_BY(mutex_)
+  std::uint64_t ended_ = 0;               // GUARDED_BY(mutex_) prompts
   std::uint64_t endedAtLastSummary_ = 0;  // GUARDED_BY(mutex_)
   Clock::time_point lastEnd_;             // GUARDED_BY(mutex_)
 };

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <set>
 
 namespace kvx::cli {
 
@@ -15,7 +16,7 @@ nlohmann::json usageJson(const KvPoolUsage& usage) {
 }
 
 nlohmann::json replayReport(const std::string& agentName, const ReplayResult& result,
-                            const std::vector<KvPeerStatus>& peers,
+                            const TpPlan& tp, const std::vector<KvPeerStatus>& peers,
                             const KvPoolUsage& usageAtExit) {
   nlohmann::json peerList = nlohmann::json::array();
   for (const KvPeerStatus& peer : peers) {
@@ -27,7 +28,9 @@ nlohmann::json replayReport(const std::string& agentName, const ReplayResult& re
   nlohmann::json requests = nlohmann::json::array();
   std::uint64_t released = 0, submitted = 0, bytes = 0, descriptors = 0, operations = 0, blocks = 0,
                 prefixBlocks = 0;
+  std::set<std::string> prompts;
   for (const RequestRecord& r : result.requests) {
+    prompts.insert(r.destinationId);
     requests.push_back(toJson(r));
     released += r.released ? 1 : 0;
     submitted += r.submitted ? 1 : 0;
@@ -42,6 +45,7 @@ nlohmann::json replayReport(const std::string& agentName, const ReplayResult& re
           {"requests", std::move(requests)},
           {"totals",
            {{"requests", result.requests.size()},
+            {"prompts", prompts.size()},
             {"released", released},
             {"failed", result.requests.size() - released},
             {"submitted", submitted},
@@ -52,8 +56,18 @@ nlohmann::json replayReport(const std::string& agentName, const ReplayResult& re
             {"prefixBlocks", prefixBlocks},
             {"wallSeconds", wallSeconds},
             {"stopped", result.stopped}}},
+          {"tp",
+           {{"size", tp.size},
+            {"rank", tp.rank},
+            {"decodeSize", tp.decodeSize},
+            {"totalHeads", tp.totalHeads},
+            {"firstHead", tp.heads().first},
+            {"heads", tp.heads().count}}},
           {"peers", std::move(peerList)},
-          {"usageAtExit", usageJson(usageAtExit)}};
+          {"usageAtExit", usageJson(usageAtExit)},
+          {"cpuStart", toJson(result.cpuStart)},
+          {"cpuEnd", toJson(result.cpuEnd)},
+          {"cpu", toJson(result.cpuEnd)}};
 }
 
 Status writeJsonFile(const std::string& path, const nlohmann::json& json) {

@@ -1,7 +1,7 @@
 #pragma once
 
 // RequestRecord: what a prefill agent's replay learned about one request, and the JSON form
-// of it that the --report file and `kvx demo` share.
+// of it that the --report file and `kvx demo` share (its keys: cli/prefill_report.h).
 
 #include <chrono>
 #include <cstdint>
@@ -13,8 +13,12 @@
 namespace kvx::cli {
 
 struct RequestRecord {
-  std::uint64_t index = 0;  // in the trace
+  std::uint64_t index = 0;  // of the prompt in the trace
   std::string id;
+  std::string destinationId;     // the decode side's id: the prompt's (a part's group)
+  std::int64_t decodeRank = -1;  // sliced: the decode rank it goes to; -1: a whole request
+  std::string destination;       // sliced: that rank's agent (whole: status.peer)
+  std::uint32_t heads = 0;       // sliced: the KV heads it moves; 0: all
   std::uint64_t tokens = 0;
   std::uint64_t sourceBlocks = 0;
   std::uint64_t prefixHashes = 0;
@@ -23,6 +27,8 @@ struct RequestRecord {
   std::chrono::nanoseconds arrival{0};          // the trace's timestamp, scaled
   std::chrono::nanoseconds submittedAt{0};      // since the replay started
   std::chrono::nanoseconds waitedForBlocks{0};  // allocation stalls on a full pool
+  std::int64_t submitNs = 0;  // steady_clock ns (cli/report_clocks.h) at the submit() call
+  std::int64_t doneNs = 0;    // steady_clock ns when wait() returned (released or failed)
   bool submitted = false;
   bool released = false;   // the request succeeded
   std::string error;       // why it did not (empty when released)

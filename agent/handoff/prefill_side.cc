@@ -104,7 +104,8 @@ void PrefillSide::tryPlace(Request& r) {
                                   r.spec.prefixHashes,
                                   context_.blocksPerChunk(),
                                   r.spec.destination,
-                                  r.spec.slice ? 0 : context_.pool.shape.kvHeads};
+                                  r.spec.slice ? 0 : context_.pool.shape.kvHeads,
+                                  r.spec.slice && r.spec.slice->sources > 1};
   const placement::PlacementDecision d = scheduler_.decide(query);
   if (d.verdict == placement::Verdict::kRefuse) {
     queue_.remove(r.spec.id);
@@ -146,7 +147,8 @@ void PrefillSide::tryPlace(Request& r) {
   r.view.peer = d.peer;
   r.view.placement = d.reason;
   r.expectedPrefixBlocks = d.expectedPrefixChunks * context_.blocksPerChunk();
-  const std::uint64_t reserve = r.view.blocks - std::min(r.view.blocks, r.expectedPrefixBlocks);
+  std::uint64_t reserve = r.view.blocks - std::min(r.view.blocks, r.expectedPrefixBlocks);
+  if (r.spec.slice) reserve /= r.spec.slice->sources;  // the parts share one reservation
   scheduler_.recordPlaced(d.peer, reserve, r.bytesEstimate, r.spec.prefixHashes);
   spdlog::debug("{}: request '{}' ({} blocks) -> '{}': {}", context_.name, r.spec.id, r.view.blocks,
                 d.peer, d.reason);

@@ -31,7 +31,7 @@ Candidate evaluate(const DecodePeerView& peer, const PrefixMemory& prefixes,
   }
   c.needBlocks = query.blocks - reused;
   c.fits = peer.totalBlocks >= query.blocks;
-  c.hasRoom = peer.freeBlocks >= c.needBlocks;
+  c.hasRoom = query.mayJoin || peer.freeBlocks >= c.needBlocks;
   c.admissible = peer.inFlightBytes == 0 ||
                  (query.bytes <= limit && peer.inFlightBytes <= limit - query.bytes);
   return c;

@@ -75,6 +75,11 @@ struct PlacementQuery {
   std::optional<std::string> pinnedPeer;
   // Whole blocks of this many KV heads need a peer with as many (0: any peer).
   std::uint32_t kvHeads = 0;
+  // A part of a gather: it may join a request whose blocks the peer reserved for another
+  // part, so room is not a reason to wait (the peer refuses, retryably, if it has none).
+  // Waiting here could deadlock: parts from other sources hold the room this one's request
+  // already has.
+  bool mayJoin = false;
 };
 
 enum class Verdict : std::uint8_t { kPlace, kWait, kRefuse };

@@ -56,7 +56,13 @@ class CleanEnvironment {
                                            "KVX_TRACE",
                                            "KVX_SYNTHETIC",
                                            "KVX_REQUESTS",
-                                           "KVX_REPORT"};
+                                           "KVX_REPORT",
+                                           "KVX_TP_SIZE",
+                                           "KVX_TP_RANK",
+                                           "KVX_DECODE_TP",
+                                           "KVX_BLOCK_ORDER",
+                                           "KVX_NO_FILL",
+                                           "KVX_REQUEST_PREFIX"};
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
@@ -141,7 +147,7 @@ TEST_CASE("the command line sets every option", "[agent_config]") {
   CHECK(config->workload.synthetic);
   CHECK(config->workload.requests == 7);
   CHECK(config->workload.layerwise == "mixed");
-  CHECK(config->workload.report == "r.json");
+  CHECK(config->report == "r.json");
 }
 
 TEST_CASE("defaults apply when nothing else is given", "[agent_config]") {
@@ -267,6 +273,7 @@ TEST_CASE("validation explains what is missing or contradictory", "[agent_config
   fails(with(prefill, {"--verify"}), "--verify applies to decode");
   fails(with(prefill, {"--synthetic", "--trace", "t.jsonl"}), "exclude each other");
   fails(with(prefill, {"--report", "r.json"}), "--report needs a workload");
+  fails(with(prefill, {"--synthetic", "--block-order", "sorted"}), "--block-order");
   fails(with(prefill, {"--synthetic", "--min-tokens", "500", "--max-tokens", "100"}),
         "--min-tokens");
   fails(with(prefill, {"--synthetic", "--time-scale", "0"}), "--time-scale");
@@ -336,4 +343,108 @@ TEST_CASE("the effective configuration prints as JSON that --config reads back",
   CHECK(reread->blocks == 77);
   CHECK(reread->name == "d9");
   CHECK(reread->peers == std::vector<std::string>{"127.0.0.1:5"});
+}
+
+TEST_CASE("tensor-parallel and benchmark options", "[agent_config]") {
+  CleanEnvironment env;
+  const std::vector<std::string> prefill{"--role",   "prefill", "--name",     "p1",
+                                         "--blocks", "8",       "--synthetic"};
+  auto config = parseAgentConfig(
+      with(prefill, {"--tp-size", "4", "--tp-rank", "1", "--decode-tp", "2", "--peer",
+                     "127.0.0.1:1", "--peer", "127.0.0.1:2", "--block-order", "random", "--no-fill",
+                     "--request-prefix", "group-a", "--report", "p.json"}));
+  REQUIRE(config.isOk());
+  CHECK(config->tpSize == 4);
+  CHECK(config->tpRank == 1);
+  CHECK(config->decodeTp == 2);
+  CHECK(config->workload.blockOrder == "random");
+  CHECK(config->workload.noFill);
+  CHECK(requestPrefixOf(*config) == "group-a");
+  CHECK(config->report == "p.json");
+  auto tp = tpPlanOf(*config);
+  REQUIRE(tp.isOk());
+  CHECK(tp->totalHeads == 8);
+  CHECK(tp->heads().first == 2);
+  CHECK(tp->heads().count == 2);
+  CHECK(tp->decodeSize == 2);
+  auto options = toKvAgentOptions(*config);
+  REQUIRE(options.isOk());
+  // The pool holds the rank's 2 of llama3-8b's 8 heads.
+  auto shape = kvx::agent::kv::shapeFromJson(options->pool.model);
+  REQUIRE(shape.isOk());
+  CHECK(shape->kvHeads == 2);
+  CHECK(shape->layers == 32);
+
+  SECTION("defaults: TP1, contiguous, filled, ids named after the agent") {
+    auto plain = parseAgentConfig(with(prefill, {"--peer", "127.0.0.1:1"}));
+    REQUIRE(plain.isOk());
+    CHECK(plain->tpSize == 1);
+    CHECK(plain->tpRank == 0);
+    CHECK(plain->decodeTp == 1);
+    CHECK(plain->workload.blockOrder == "contiguous");
+    CHECK_FALSE(plain->workload.noFill);
+    CHECK(requestPrefixOf(*plain) == "p1");
+    CHECK(toKvAgentOptions(*plain)->pool.model == "llama3-8b");
+    CHECK_FALSE(tpPlanOf(*plain)->sliced());
+  }
+  SECTION("a sliced replay's ids are the same on every rank") {
+    config->workload.requestPrefix.clear();
+    CHECK(requestPrefixOf(*config) == "prompt");
+  }
+  SECTION("from the environment and a config file") {
+    env.set("KVX_TP_SIZE", "2");
+    env.set("KVX_TP_RANK", "1");
+    env.set("KVX_BLOCK_ORDER", "random");
+    TempFile file(R"({"decode-tp": 4, "no-fill": true})");
+    auto fromEnv =
+        parseAgentConfig(with(prefill, {"--config", file.path(), "--peers", "a:1,b:2,c:3,d:4"}));
+    REQUIRE(fromEnv.isOk());
+    CHECK(fromEnv->tpSize == 2);
+    CHECK(fromEnv->tpRank == 1);
+    CHECK(fromEnv->decodeTp == 4);
+    CHECK(fromEnv->workload.blockOrder == "random");
+    CHECK(fromEnv->workload.noFill);
+  }
+  SECTION("a decode rank, with its arrivals report") {
+    auto decode = parseAgentConfig(
+        with(kDecode, {"--tp-size", "8", "--tp-rank", "7", "--verify", "--report", "d.json"}));
+    REQUIRE(decode.isOk());
+    CHECK(decode->report == "d.json");
+    auto decodeTp = tpPlanOf(*decode);
+    REQUIRE(decodeTp.isOk());
+    CHECK(decodeTp->heads().first == 7);
+    CHECK(decodeTp->heads().count == 1);
+  }
+}
+
+TEST_CASE("tensor-parallel options are checked", "[agent_config]") {
+  CleanEnvironment env;
+  auto fails = [](const std::vector<std::string>& args, const std::string& text) {
+    auto config = parseAgentConfig(args);
+    REQUIRE_FALSE(config.isOk());
+    CHECK(config.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(config.status().message(), Catch::Contains(text));
+  };
+  const std::vector<std::string> prefill{"--role",   "prefill", "--name",     "p",
+                                         "--blocks", "8",       "--synthetic"};
+  fails(with(kDecode, {"--tp-size", "2", "--tp-rank", "2"}), "--tp-rank 2 is not a rank");
+  fails(with(kDecode, {"--tp-size", "0"}), "--tp-size must be at least 1");
+  fails(with(kDecode, {"--decode-tp", "2"}), "--decode-tp applies to prefill agents");
+  fails(with(kDecode, {"--no-fill"}), "--no-fill");
+  fails(with(prefill, {"--decode-tp", "2", "--peer", "127.0.0.1:1"}),
+        "--decode-tp 2 needs exactly 2 --peer addresses");
+  fails(with(prefill, {"--tp-size", "2", "--peer", "a:1", "--peer", "b:2"}),
+        "--decode-tp 1 needs exactly 1 --peer");
+  fails(with(prefill, {"--decode-tp", "0", "--peer", "a:1"}), "--decode-tp must be at least 1");
+
+  // What needs the model: sizes that do not split its heads.
+  auto config = parseAgentConfig(with(prefill, {"--tp-size", "3", "--peer", "a:1"}));
+  REQUIRE(config.isOk());
+  CHECK_THAT(toKvAgentOptions(*config).status().message(),
+             Catch::Contains("--tp-size 3 does not divide the model's 8 KV heads"));
+  CHECK(tpPlanOf(*config).status().code() == StatusCode::kInvalidArgument);
+  auto mla = parseAgentConfig(
+      with(kDecode, {"--model", "deepseek-v3", "--tp-size", "2", "--tp-rank", "1"}));
+  REQUIRE(mla.isOk());
+  CHECK_THAT(toKvAgentOptions(*mla).status().message(), Catch::Contains("MLA"));
 }

@@ -37,13 +37,13 @@ json decodeStats(std::uint64_t corrupt = 0, std::uint64_t freeBlocks = 64) {
 DemoInputs cleanRun() {
   DemoInputs in;
   in.title = "test run";
-  in.prefill = {{"requests",
-                 {request("p-0", true, "decode-0", 10), request("p-1", true, "decode-1", 20),
-                  request("p-2", true, "decode-0", 30), request("p-3", true, "decode-1", 40)}},
-                {"totals", {{"wallSeconds", 0.5}}},
-                {"peers", {{{"name", "decode-0"}, {"dataPath", "sysv/memory"}}}},
-                {"usageAtExit", {{"totalBlocks", 128}, {"freeBlocks", 128}}}};
-  in.prefillExitCode = 0;
+  json report = {{"requests",
+                  {request("p-0", true, "decode-0", 10), request("p-1", true, "decode-1", 20),
+                   request("p-2", true, "decode-0", 30), request("p-3", true, "decode-1", 40)}},
+                 {"totals", {{"wallSeconds", 0.5}}},
+                 {"peers", {{{"name", "decode-0"}, {"dataPath", "sysv/memory"}}}},
+                 {"usageAtExit", {{"totalBlocks", 128}, {"freeBlocks", 128}}}};
+  in.prefills = {{"prefill-0", std::move(report), 0}};
   in.decodes = {{"decode-0", "127.0.0.1:1", decodeStats(), 0},
                 {"decode-1", "127.0.0.1:2", decodeStats(), 0}};
   return in;
@@ -74,11 +74,11 @@ TEST_CASE("a clean run passes and reports its figures", "[demo_report]") {
 
 TEST_CASE("failed requests are grouped by reason and fail the run", "[demo_report]") {
   DemoInputs in = cleanRun();
-  in.prefill["requests"].push_back(
+  in.prefills[0].report["requests"].push_back(
       request("p-4", false, "", 0, "TIMED_OUT: p-4 not confirmed within 30000 ms"));
-  in.prefill["requests"].push_back(
+  in.prefills[0].report["requests"].push_back(
       request("p-5", false, "", 0, "TIMED_OUT: p-5 not confirmed within 31000 ms"));
-  in.prefillExitCode = 1;
+  in.prefills[0].exitCode = 1;
   const DemoReport report(std::move(in));
   CHECK_FALSE(report.passed());
   CHECK(report.json()["requests"]["failureReasons"]["TIMED_OUT: <id> not confirmed within N ms"] ==
@@ -104,8 +104,10 @@ TEST_CASE("corrupt blocks, blocks not returned and missing STATS fail the run", 
   }
   SECTION("the prefill pool not free") {
     DemoInputs in = cleanRun();
-    in.prefill["usageAtExit"]["freeBlocks"] = 100;
-    CHECK_FALSE(DemoReport(std::move(in)).passed());
+    in.prefills[0].report["usageAtExit"]["freeBlocks"] = 100;
+    const DemoReport report(std::move(in));
+    CHECK_FALSE(report.passed());
+    CHECK_THAT(report.text(), Catch::Contains("prefill-0 pool: 100 of 128 blocks free at exit"));
   }
   SECTION("no STATS") {
     DemoInputs in = cleanRun();
@@ -117,7 +119,73 @@ TEST_CASE("corrupt blocks, blocks not returned and missing STATS fail the run", 
   }
   SECTION("no report") {
     DemoInputs in = cleanRun();
-    in.prefill = nullptr;
-    CHECK_FALSE(DemoReport(std::move(in)).passed());
+    in.prefills[0].report = nullptr;
+    const DemoReport report(std::move(in));
+    CHECK_FALSE(report.passed());
+    CHECK_THAT(report.text(), Catch::Contains("prefill-0 wrote no report"));
+  }
+}
+
+namespace {
+
+// Prefill TP2 -> decode TP4: each prefill rank sends every prompt to two decode ranks.
+DemoInputs scatterRun(std::uint64_t prompts) {
+  DemoInputs in;
+  in.title = "tp run";
+  in.prefillTp = 2;
+  in.decodeTp = 4;
+  for (std::uint32_t r = 0; r < 2; ++r) {
+    json requests = json::array();
+    for (std::uint64_t p = 0; p < prompts; ++p) {
+      for (std::uint32_t q = 2 * r; q < 2 * r + 2; ++q) {
+        const std::string prompt = "prompt-" + std::to_string(p);
+        json one =
+            request(prompt + "@d" + std::to_string(q), true, "decode-" + std::to_string(q), 10);
+        one["destinationId"] = prompt;
+        requests.push_back(std::move(one));
+      }
+    }
+    in.prefills.push_back({"prefill-" + std::to_string(r),
+                           {{"requests", std::move(requests)},
+                            {"totals", {{"wallSeconds", 0.5}}},
+                            {"usageAtExit", {{"totalBlocks", 64}, {"freeBlocks", 64}}}},
+                           0});
+  }
+  for (std::uint32_t q = 0; q < 4; ++q) {
+    json stats = decodeStats();
+    stats["arrivals"] = prompts;
+    stats["gathered"] = 0;
+    in.decodes.push_back({"decode-" + std::to_string(q), "", stats, 0});
+  }
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("a tensor-parallel run counts prompts, scatters and gathers", "[demo_report]") {
+  SECTION("every decode rank got every prompt") {
+    const DemoReport report(scatterRun(2));
+    CHECK(report.passed());
+    const json& tp = report.json()["tensorParallel"];
+    CHECK(tp["prompts"] == 2);
+    CHECK(tp["requests"] == 8);
+    CHECK(tp["scatters"] == 4);
+    CHECK(tp["gathers"] == 0);
+    CHECK(tp["ranksVerified"] == 4);
+    CHECK_THAT(report.text(),
+               Catch::Contains("prefill TP2 -> decode TP4: 2 prompts in 8 requests; 4 scatters") &&
+                   Catch::Contains("4 of 4 decode ranks received and verified"));
+  }
+  SECTION("a decode rank that missed a prompt fails the run") {
+    DemoInputs in = scatterRun(2);
+    in.decodes[3].stats["arrivals"] = 1;
+    const DemoReport report(std::move(in));
+    CHECK_FALSE(report.passed());
+    CHECK_THAT(report.text(), Catch::Contains("decode-3: 1 arrivals"));
+  }
+  SECTION("gathers are the decode ranks' gathered arrivals") {
+    DemoInputs in = scatterRun(2);
+    in.decodes[0].stats["gathered"] = 2;
+    CHECK(DemoReport(std::move(in)).json()["tensorParallel"]["gathers"] == 2);
   }
 }

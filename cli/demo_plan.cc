@@ -1,0 +1,131 @@
+#include "cli/demo_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "cli/agent_config.h"
+
+namespace kvx::cli {
+namespace {
+
+constexpr std::uint32_t kDecodeAgents = 2;  // without TP
+constexpr std::uint64_t kDefaultBlocks = 1024;
+constexpr std::uint64_t kTpDecodeBlocks = 2048;
+constexpr std::uint64_t kMaxRankPoolBytes = 4ull << 30;
+constexpr double kDefaultRate = 100;
+constexpr double kGatherRate = 5;
+
+std::vector<std::string> poolArgs(const DemoOptions& o, std::uint64_t blocks) {
+  return {"--model",     o.model,     "--layout", o.layout,
+          "--transport", o.transport, "--blocks", std::to_string(blocks),
+          "--log-level", o.logLevel,  "--listen", "127.0.0.1:0"};
+}
+
+std::vector<std::string> tpArgs(std::uint32_t size, std::uint32_t rank) {
+  return {"--tp-size", std::to_string(size), "--tp-rank", std::to_string(rank)};
+}
+
+void append(std::vector<std::string>& to, const std::vector<std::string>& more) {
+  to.insert(to.end(), more.begin(), more.end());
+}
+
+}  // namespace
+
+Result<DemoPlan> planDemo(const DemoOptions& o) {
+  DemoPlan plan;
+  plan.prefillTp = o.prefillTp;
+  plan.decodeTp = o.decodeTp;
+  const bool tp = plan.tensorParallel();
+  auto shape = loadModelShape(o.model);
+  if (!shape.isOk()) return shape.status();
+  std::uint64_t rankBlockBytes = shape->segmentBytes() * shape->kvCount() * shape->layers;
+  std::uint32_t parts = 1;  // requests a prefill rank sends per prompt
+  if (tp) {
+    auto checked = makeTpPlan(shape->kvHeads, shape->mla, o.prefillTp, 0, o.decodeTp);
+    if (!checked.isOk()) {
+      return invalidArgument(fmt::format("--prefill-tp {} / --decode-tp {} with model {}: {}",
+                                         o.prefillTp, o.decodeTp, o.model,
+                                         checked.status().message()));
+    }
+    rankBlockBytes /= o.prefillTp;
+    parts = static_cast<std::uint32_t>(slicePlan(*checked, "").size());
+  }
+  plan.rate = o.rate >= 0 ? o.rate : o.prefillTp > o.decodeTp ? kGatherRate : kDefaultRate;
+  plan.decodeBlocks = o.decodeBlocks != 0 ? o.decodeBlocks : tp ? kTpDecodeBlocks : kDefaultBlocks;
+  plan.prefillBlocks = o.prefillBlocks;
+  if (plan.prefillBlocks == 0) {
+    plan.prefillBlocks = std::max(
+        kDefaultBlocks, std::min(kDefaultBlocks * parts, kMaxRankPoolBytes / rankBlockBytes));
+  }
+
+  const std::uint32_t decodes = tp ? o.decodeTp : kDecodeAgents;
+  for (std::uint32_t q = 0; q < decodes; ++q) {
+    DemoAgent agent{"decode-" + std::to_string(q), {}};
+    agent.args = {"agent",
+                  "--role",
+                  "decode",
+                  "--name",
+                  agent.name,
+                  "--verify",
+                  "--prefix-cache-blocks",
+                  std::to_string(o.prefixCacheBlocks)};
+    if (tp) append(agent.args, tpArgs(o.decodeTp, q));
+    append(agent.args, poolArgs(o, plan.decodeBlocks));
+    plan.decodes.push_back(std::move(agent));
+  }
+  const std::uint32_t prefills = tp ? o.prefillTp : 1;
+  for (std::uint32_t r = 0; r < prefills; ++r) {
+    DemoAgent agent{"prefill-" + std::to_string(r), {}};
+    agent.args = {"agent",
+                  "--role",
+                  "prefill",
+                  "--name",
+                  agent.name,
+                  "--mode",
+                  o.mode,
+                  "--layerwise",
+                  o.layerwise,
+                  "--layer-ms",
+                  std::to_string(o.layerMs),
+                  "--time-scale",
+                  std::to_string(o.timeScale),
+                  "--max-outstanding",
+                  std::to_string(o.maxOutstanding),
+                  "--requests",
+                  std::to_string(o.requests)};
+    if (o.trace.empty()) {
+      // Every rank of a TP group replays the same prompts: the same seed.
+      append(agent.args,
+             {"--synthetic", "--seed", std::to_string(o.seed), "--rate", std::to_string(plan.rate),
+              "--min-tokens", std::to_string(o.minTokens), "--max-tokens",
+              std::to_string(o.maxTokens), "--prefix-share", std::to_string(o.prefixShare)});
+    } else {
+      append(agent.args, {"--trace", o.trace});
+    }
+    if (tp) {
+      append(agent.args, tpArgs(o.prefillTp, r));
+      append(agent.args, {"--decode-tp", std::to_string(o.decodeTp)});
+    }
+    append(agent.args, poolArgs(o, plan.prefillBlocks));
+    plan.prefills.push_back(std::move(agent));
+  }
+
+  const std::string agents =
+      tp ? fmt::format(
+               "prefill TP{} -> decode TP{}: {} decode ranks of {} blocks, {} prefill "
+               "ranks of {}",
+               o.prefillTp, o.decodeTp, o.decodeTp, plan.decodeBlocks, o.prefillTp,
+               plan.prefillBlocks)
+         : fmt::format("{} decode agents of {} blocks, prefill pool of {}", decodes,
+                       plan.decodeBlocks, plan.prefillBlocks);
+  plan.title = fmt::format(
+      "kvx demo: {} requests of {}; {} ({} layout) over {}; mode {}, "
+      "layer-wise {}; {}",
+      o.requests,
+      o.trace.empty() ? fmt::format("a synthetic workload at {}/s", plan.rate) : o.trace, o.model,
+      o.layout, o.transport, o.mode, o.layerwise, agents);
+  return plan;
+}
+
+}  // namespace kvx::cli

@@ -1,0 +1,50 @@
+#include "cli/demo_tp_counts.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace kvx::cli {
+namespace {
+
+std::uint64_t u64(const nlohmann::json& object, const char* key) {
+  return object.is_object() && object.contains(key) && object[key].is_number()
+             ? object[key].get<std::uint64_t>()
+             : 0;
+}
+
+}  // namespace
+
+TpDemoCounts countTensorParallel(const DemoInputs& inputs) {
+  TpDemoCounts c;
+  std::map<std::string, bool> complete;  // by prompt
+  for (const PrefillOutcome& p : inputs.prefills) {
+    if (!p.report.is_object() || !p.report.contains("requests")) continue;
+    std::map<std::string, std::uint64_t> parts;  // this rank's requests per prompt
+    for (const nlohmann::json& r : p.report["requests"]) {
+      const std::string prompt = r.value("destinationId", r.value("id", ""));
+      auto [it, inserted] = complete.emplace(prompt, true);
+      it->second = it->second && r.value("released", false);
+      ++parts[prompt];
+      ++c.requests;
+    }
+    for (const auto& [prompt, count] : parts) c.scatters += count > 1 ? 1 : 0;
+  }
+  c.prompts = complete.size();
+  for (const auto& [prompt, ok] : complete) c.completePrompts += ok ? 1 : 0;
+  for (const DecodeOutcome& d : inputs.decodes) {
+    if (!d.stats.is_object()) continue;  // reported as a problem of its own
+    c.gathers += u64(d.stats, "gathered");
+    if (u64(d.stats, "arrivals") == c.completePrompts &&
+        u64(d.stats, "blocksVerified") == u64(d.stats, "blocks")) {
+      ++c.ranksVerified;
+    } else {
+      c.shortRanks.push_back(fmt::format("{}: {} arrivals with {} of {} blocks verified", d.name,
+                                         u64(d.stats, "arrivals"), u64(d.stats, "blocksVerified"),
+                                         u64(d.stats, "blocks")));
+    }
+  }
+  return c;
+}
+
+}  // namespace kvx::cli

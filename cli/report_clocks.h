@@ -1,0 +1,28 @@
+#pragma once
+
+// The clocks the agents' --report files use, so that reports of several processes on one
+// machine can be compared: instants as std::chrono::steady_clock nanoseconds (CLOCK_MONOTONIC
+// on Linux, one clock for every process of the machine), and the process's CPU time
+// (getrusage RUSAGE_SELF). Pure functions; safe from any thread.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+
+#include "kvx/transfer.h"
+
+namespace kvx::cli {
+
+// steady_clock nanoseconds since its epoch (boot, on Linux).
+std::int64_t monotonicNs(Clock::time_point at);
+inline std::int64_t monotonicNowNs() { return monotonicNs(Clock::now()); }
+
+// The process's CPU time so far, in microseconds, user and system.
+struct CpuTime {
+  std::int64_t userUs = 0;
+  std::int64_t sysUs = 0;
+};
+CpuTime processCpuTime();
+// {"userUs": ..., "sysUs": ...}
+nlohmann::json toJson(const CpuTime& cpu);
+
+}  // namespace kvx::cli

@@ -1,0 +1,62 @@
+// kvx-test-labels: unit
+// The prefill agent's --report: the keys `kvx demo` and `kvx bench` read (cli/prefill_report.h).
+#include "cli/prefill_report.h"
+
+#include <catch2/catch.hpp>
+
+using namespace kvx;
+using namespace kvx::cli;
+
+TEST_CASE("the prefill report carries per-request timing, sizes and CPU time", "[prefill_report]") {
+  ReplayResult result;
+  RequestRecord part;
+  part.index = 3;
+  part.id = "prompt-3@d1";
+  part.destinationId = "prompt-3";
+  part.decodeRank = 1;
+  part.destination = "decode-1";
+  part.heads = 2;
+  part.submitNs = 5000;
+  part.doneNs = 9000;
+  part.submitted = true;
+  part.released = true;
+  part.status.state = KvRequestState::kReleased;
+  part.status.bytes = 4096;
+  part.status.descriptors = 64;
+  part.status.operations = 8;
+  result.requests.push_back(part);
+  part.id = "prompt-3@d0";
+  part.decodeRank = 0;
+  result.requests.push_back(part);
+  result.cpuStart = CpuTime{1, 2};
+  result.cpuEnd = CpuTime{3, 4};
+  auto tp = makeTpPlan(8, false, 2, 1, 4);
+  REQUIRE(tp.isOk());
+
+  const auto json = replayReport("prefill-1", result, *tp, {}, KvPoolUsage{16, 16, 1, 16, 0});
+  CHECK(json["agent"] == "prefill-1");
+  REQUIRE(json["requests"].size() == 2);
+  const auto& r = json["requests"][0];
+  CHECK(r["id"] == "prompt-3@d1");
+  CHECK(r["destinationId"] == "prompt-3");
+  CHECK(r["decodeRank"] == 1);
+  CHECK(r["heads"] == 2);
+  CHECK(r["peer"] == "decode-1");  // the pinned rank while the status has none
+  CHECK(r["submitNs"] == 5000);
+  CHECK(r["doneNs"] == 9000);
+  CHECK(r["bytes"] == 4096);
+  CHECK(r["descriptors"] == 64);
+  CHECK(r["operations"] == 8);
+  CHECK(r["released"] == true);
+  CHECK(json["totals"]["requests"] == 2);
+  CHECK(json["totals"]["prompts"] == 1);
+  CHECK(json["totals"]["bytes"] == 8192);
+  CHECK(json["tp"]["size"] == 2);
+  CHECK(json["tp"]["firstHead"] == 4);
+  CHECK(json["tp"]["heads"] == 4);
+  CHECK(json["tp"]["decodeSize"] == 4);
+  CHECK(json["cpuStart"]["userUs"] == 1);
+  CHECK(json["cpuEnd"]["sysUs"] == 4);
+  CHECK(json["cpu"] == json["cpuEnd"]);
+  CHECK(json["usageAtExit"]["freeBlocks"] == 16);
+}
