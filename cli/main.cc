@@ -1,6 +1,7 @@
 // kvx: the command-line tool of the kvx KV-cache transfer engine.
 //   kvx agent --role prefill|decode ...   one agent process (see kvx agent --help)
 //   kvx demo [...]                        two decode agents and a prefill agent, and a report
+//   kvx bench --scenario NAME [...]       KV migration benchmark beside a bare UCP loop
 //   kvx doctor [...]                      is GPUDirect RDMA usable here, and how to fix it
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -9,6 +10,7 @@
 
 #include "cli/agent_command.h"
 #include "cli/agent_config.h"
+#include "cli/bench_command.h"
 #include "cli/demo_command.h"
 #include "cli/doctor_command.h"
 #include "cli/signals.h"
@@ -50,6 +52,10 @@ int main(int argc, char** argv) {
                                       "run two decode agents and a prefill agent and "
                                       "print a KV migration latency report");
   kvx::cli::addDemoOptions(*demo, demoOptions);
+  kvx::cli::BenchOptions benchOptions;
+  CLI::App* bench = app.add_subcommand(
+      "bench", "measure KV migration with real agents, beside the bare UCP limit");
+  kvx::cli::addBenchOptions(*bench, benchOptions);
   kvx::cli::DoctorCommandOptions doctorOptions;
   CLI::App* doctor = app.add_subcommand("doctor", "check whether GPUDirect RDMA is usable here");
   kvx::cli::addDoctorOptions(*doctor, doctorOptions);
@@ -61,5 +67,10 @@ int main(int argc, char** argv) {
   }
   if (agent->parsed()) return kvx::cli::runAgentCommand(*agent, agentConfig, **stop);
   if (doctor->parsed()) return kvx::cli::runDoctorCommand(doctorOptions);
+  if (bench->parsed()) {
+    std::string commandLine = "kvx";
+    for (int i = 1; i < argc; ++i) commandLine += std::string(" ") + argv[i];
+    return kvx::cli::runBenchCommand(benchOptions, commandLine, **stop);
+  }
   return kvx::cli::runDemoCommand(demoOptions, **stop);
 }

@@ -1,0 +1,22 @@
+#pragma once
+
+// The bare UCP loop that matches a kvx case as it ran: the same transport, the same
+// direction (PUSH: put; PULL: get), the operation size kvx put on the wire (payload per
+// request / operations per request, which is the segment size when nothing coalesced and
+// the coalesced run size when it did), as many operations per request, the same window,
+// one notification after each request's data, memory mapped as kvx maps the pools it
+// allocates (UCP_MEM_MAP_ALLOCATE), and a target that spins as long as kvx's progress thread
+// before it sleeps. Pure.
+
+#include "bench/bare/bare_ucp_options.h"
+#include "bench/kv/bench_case.h"
+#include "bench/kv/case_metrics.h"
+
+namespace kvx::bench {
+
+// kvx's progress thread polls this long after the last event before it sleeps.
+inline constexpr double kKvxProgressSpinUs = 50;
+
+BareUcpOptions matchingBare(const BenchCase& c, const CaseMetrics& kvx, std::uint64_t segmentBytes);
+
+}  // namespace kvx::bench

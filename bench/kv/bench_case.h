@@ -1,0 +1,44 @@
+#pragma once
+
+// BenchCase: one measured configuration of `kvx bench`: what the agent processes run (model,
+// layout, transport, PUSH or PULL, prompt size, requests in flight, block order, layer-wise
+// compute, tensor-parallel sizes, how many prefill and decode agents) and what the bare UCP
+// reference beside it runs. Scenarios (scenarios.h) expand into lists of cases.
+// Plain data.
+
+#include <cstdint>
+#include <string>
+
+namespace kvx::bench {
+
+struct BenchCase {
+  std::string scenario;  // "llama8b"
+  std::string label;     // "4k w8 push random": unique within its scenario
+
+  // The agents.
+  std::string model = "llama3-8b";  // a built-in name or a JSON shape
+  std::string layout = "nhd";
+  std::string transport = "shm";
+  std::string mode = "push";  // push | pull
+  std::uint64_t tokens = 4096;
+  std::uint64_t requests = 8;
+  std::uint64_t window = 1;               // requests in flight per prefill agent
+  std::string blockOrder = "contiguous";  // contiguous | random (source blocks shuffled)
+  bool layerwise = false;
+  double layerMs = 0;  // simulated prefill compute per layer
+  std::uint32_t prefillTp = 1;
+  std::uint32_t decodeTp = 1;
+  std::uint32_t prefills = 1;  // incast: several prefill agents
+  std::uint32_t decodes = 1;
+  std::string trace;  // replay this trace instead of fixed-size prompts
+  double timeScale = 1;
+  double prefixShare = 0;
+  std::uint64_t prefixCacheBlocks = 0;
+  bool verify = true;
+
+  // The bare reference: run it beside this case (false for cases whose figure is a latency
+  // distribution under load rather than a bandwidth: trace replays).
+  bool bareReference = true;
+};
+
+}  // namespace kvx::bench

@@ -1,0 +1,150 @@
+#include "bench/kv/bench_output.h"
+
+#include <fmt/format.h>
+
+namespace kvx::bench {
+namespace {
+
+double ms(std::chrono::nanoseconds d) { return static_cast<double>(d.count()) / 1e6; }
+
+nlohmann::json latencyJson(const workload::LatencySummary& s) {
+  return {{"count", s.count},
+          {"p50Ms", ms(s.p50)},
+          {"p90Ms", ms(s.p90)},
+          {"p99Ms", ms(s.p99)},
+          {"maxMs", ms(s.max)}};
+}
+
+nlohmann::json caseJson(const CaseOutcome& o) {
+  const BenchCase& c = o.benchCase;
+  nlohmann::json out = {
+      {"scenario", c.scenario},     {"case", c.label},          {"model", c.model},
+      {"layout", c.layout},         {"transport", c.transport}, {"mode", c.mode},
+      {"tokens", c.tokens},         {"requests", c.requests},   {"window", c.window},
+      {"blockOrder", c.blockOrder}, {"layerwise", c.layerwise}, {"layerMs", c.layerMs},
+      {"prefillTp", c.prefillTp},   {"decodeTp", c.decodeTp},   {"prefills", c.prefills},
+      {"decodes", c.decodes},       {"verify", c.verify},       {"clean", o.clean()}};
+  if (!o.kvx) {
+    out["error"] = o.error.toString();
+    return out;
+  }
+  const CaseMetrics& m = o.kvx->metrics;
+  out["kvx"] = {{"released", m.released},
+                {"failed", m.failed},
+                {"errors", m.errors},
+                {"problems", o.kvx->problems},
+                {"bytes", m.bytes},
+                {"wallSeconds", m.wallSeconds},
+                {"busySeconds", m.busySeconds},
+                {"gbps", m.gbps},
+                {"medianRequestGbps", m.medianRequestGbps},
+                {"notified", latencyJson(m.notified)},
+                {"done", latencyJson(m.done)},
+                {"descriptorsPerRequest", m.descriptorsPerRequest},
+                {"operationsPerRequest", m.operationsPerRequest},
+                {"descriptorsPerSecond", m.descriptorsPerSecond},
+                {"cpuUsPerRequest",
+                 {{"prefill", m.prefillCpuUsPerRequest}, {"decode", m.decodeCpuUsPerRequest}}},
+                {"arrivals", m.arrivals},
+                {"verifiedBlocks", m.verifiedBlocks},
+                {"corruptBlocks", m.corruptBlocks},
+                {"senderGbps", m.senderGbps},
+                {"jainFairness", m.jainFairness},
+                {"exposedTail", latencyJson(m.exposedTail)}};
+  if (o.bare) {
+    out["bare"] = nlohmann::json::parse(toJson(*o.bare));
+    out["ratio"] = o.ratio();
+  } else if (!o.bareError.isOk()) {
+    out["bareError"] = o.bareError.toString();
+  }
+  return out;
+}
+
+std::string latencyCell(const workload::LatencySummary& s) {
+  if (s.count == 0) return "-";
+  return fmt::format("{:.1f}/{:.1f}", ms(s.p50), ms(s.p99));
+}
+
+}  // namespace
+
+std::string renderTable(const RunHeader& header, const std::vector<CaseOutcome>& outcomes,
+                        bool verified) {
+  std::string out;
+  for (const std::string& line : header.lines) out += line + "\n";
+  out += verified ? "Every destination block was verified against its source (checksums).\n"
+                  : "NOT verified (--no-verify): destination blocks were not checked.\n";
+  std::string scenario;
+  for (const CaseOutcome& o : outcomes) {
+    if (o.benchCase.scenario != scenario) {
+      scenario = o.benchCase.scenario;
+      out += fmt::format("\n== {} ==\n", scenario);
+      out += fmt::format("{:<34} {:>8} {:>8} {:>6} {:>13} {:>13} {:>9} {:>8} {:>7} {:>11} {}\n",
+                         "case", "kvx GB/s", "bare", "ratio", "notify p50/99", "done p50/p99",
+                         "desc/req", "ops/req", "Mdesc/s", "CPU us P/D", "check");
+    }
+    if (!o.kvx) {
+      out += fmt::format("{:<34} FAILED TO RUN: {}\n", o.benchCase.label, o.error.toString());
+      continue;
+    }
+    const CaseMetrics& m = o.kvx->metrics;
+    const std::string bare = o.bare ? fmt::format("{:.2f}", o.bare->gbps) : "-";
+    const std::string ratio = o.bare ? fmt::format("{:.2f}", o.ratio()) : "-";
+    std::string check = o.clean() ? "ok" : "FAIL";
+    if (m.failed > 0) check += fmt::format(" ({} failed)", m.failed);
+    if (m.corruptBlocks > 0) check += fmt::format(" ({} corrupt)", m.corruptBlocks);
+    out += fmt::format(
+        "{:<34} {:>8.2f} {:>8} {:>6} {:>13} {:>13} {:>9.0f} {:>8.0f} {:>7.2f} {:>11} {}\n",
+        o.benchCase.label, m.gbps, bare, ratio, latencyCell(m.notified), latencyCell(m.done),
+        m.descriptorsPerRequest, m.operationsPerRequest, m.descriptorsPerSecond / 1e6,
+        fmt::format("{:.0f}/{:.0f}", m.prefillCpuUsPerRequest, m.decodeCpuUsPerRequest), check);
+    if (m.jainFairness > 0) {
+      out += fmt::format("{:<34} senders' Jain fairness {:.3f} over {} senders\n", "",
+                         m.jainFairness, m.senderGbps.size());
+    }
+    if (m.exposedTail.count > 0) {
+      out += fmt::format("{:<34} exposed tail after the last layer: p50 {:.1f} ms, p99 {:.1f} ms\n",
+                         "", ms(m.exposedTail.p50), ms(m.exposedTail.p99));
+    }
+    if (!o.bareError.isOk()) {
+      out += fmt::format("{:<34} bare reference failed: {}\n", "", o.bareError.toString());
+    }
+    for (const std::string& p : o.kvx->problems) out += fmt::format("{:<34} {}\n", "", p);
+    for (const std::string& e : m.errors) out += fmt::format("{:<34} {}\n", "", e);
+  }
+  out +=
+      "\nGB/s = payload bytes / time with a request in flight, 1e9 B/s; ratio = kvx / bare\n"
+      "UCP loop (same transport, op size on the wire, ops per request, window, a notification\n"
+      "per request); latencies in ms: notify = submit -> decode agent notified, done = submit\n"
+      "-> prefill agent saw the destination confirm.\n";
+  return out;
+}
+
+nlohmann::json toJson(const RunHeader& header, const std::vector<CaseOutcome>& outcomes) {
+  nlohmann::json cases = nlohmann::json::array();
+  for (const CaseOutcome& o : outcomes) cases.push_back(caseJson(o));
+  return {{"tool", "kvx bench"}, {"header", header.json}, {"cases", std::move(cases)}};
+}
+
+std::string toCsv(const std::vector<CaseOutcome>& outcomes) {
+  std::string out =
+      "scenario,case,transport,mode,tokens,window,block_order,kvx_gbps,bare_gbps,ratio,"
+      "notify_p50_ms,notify_p99_ms,done_p50_ms,done_p99_ms,descriptors_per_request,"
+      "operations_per_request,descriptors_per_second,prefill_cpu_us,decode_cpu_us,released,"
+      "failed,corrupt_blocks\n";
+  for (const CaseOutcome& o : outcomes) {
+    const BenchCase& c = o.benchCase;
+    if (!o.kvx) continue;
+    const CaseMetrics& m = o.kvx->metrics;
+    out += fmt::format(
+        "{},\"{}\",{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.3f},{:.3f},{:.3f},{:.3f},"
+        "{:.1f},{:.1f},{:.0f},{:.1f},{:.1f},{},{},{}\n",
+        c.scenario, c.label, c.transport, c.mode, c.tokens, c.window, c.blockOrder, m.gbps,
+        o.bare ? o.bare->gbps : 0.0, o.ratio(), ms(m.notified.p50), ms(m.notified.p99),
+        ms(m.done.p50), ms(m.done.p99), m.descriptorsPerRequest, m.operationsPerRequest,
+        m.descriptorsPerSecond, m.prefillCpuUsPerRequest, m.decodeCpuUsPerRequest, m.released,
+        m.failed, m.corruptBlocks);
+  }
+  return out;
+}
+
+}  // namespace kvx::bench

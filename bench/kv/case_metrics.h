@@ -1,0 +1,66 @@
+#pragma once
+
+// CaseMetrics: the figures of one case, computed from the reports its agent processes wrote
+// (the prefill agents' --report files and the decode agents' --report files; the keys they
+// carry are documented in cli/prefill_report.h and cli/decode_loop.h).
+//   notified: submit() on the prefill agent until the decode agent's nextArrival() returned
+//             the request (post -> receiver notification), across processes through
+//             CLOCK_MONOTONIC; for a gather, from the earliest part's submit.
+//   done:     submit() until the prefill agent saw the request released (initiator done).
+//   GB/s:     payload bytes / busy time, the time at least one request was in flight
+//             (submit .. done) on any prefill agent: gaps while a prefill agent computes
+//             (fills) its next prompt with nothing in flight are not transfer time. With
+//             one request in flight this is bytes / latency, the "effective bandwidth" of
+//             WORKLOADS.md; the bare loop always has requests in flight. Also the median
+//             over requests of bytes / done-latency.
+//   CPU:      each side's process CPU time (user + system) over the run, per request.
+// Pure functions of their inputs.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench/kv/bench_case.h"
+#include "kvx/result.h"
+#include "workload/latency_stats.h"
+
+namespace kvx::bench {
+
+struct CaseMetrics {
+  std::uint64_t requests = 0;  // prefill-side requests (parts, for sliced cases)
+  std::uint64_t released = 0;
+  std::uint64_t failed = 0;
+  std::vector<std::string> errors;  // the first few failures' messages
+  std::uint64_t bytes = 0;          // payload moved
+  double wallSeconds = 0;           // first submit .. last done
+  double busySeconds = 0;           // time with a request in flight
+  double gbps = 0;                  // bytes / busy time, GB/s (1e9 B/s)
+  double medianRequestGbps = 0;     // median over requests of bytes / done latency
+  workload::LatencySummary notified;
+  workload::LatencySummary done;
+  std::vector<double> notifiedMs;  // every sample, ascending (for the CDF plot)
+  double descriptorsPerRequest = 0;
+  double operationsPerRequest = 0;
+  double descriptorsPerSecond = 0;  // descriptors / busy time
+  double prefillCpuUsPerRequest = 0;
+  double decodeCpuUsPerRequest = 0;
+  std::uint64_t arrivals = 0;  // decode-side requests complete
+  std::uint64_t verifiedBlocks = 0;
+  std::uint64_t corruptBlocks = 0;
+  // Incast: goodput of each prefill agent (its bytes / its own first submit .. last done).
+  std::vector<double> senderGbps;
+  double jainFairness = 0;
+  // Layer-wise: arrival minus the end of the simulated compute (submit + layers x layer-ms).
+  workload::LatencySummary exposedTail;
+};
+
+// The metrics of `c` from its reports. `layers` is the model's layer count (for the exposed
+// tail). PROTOCOL_ERROR names a report that lacks a field it needs.
+Result<CaseMetrics> computeMetrics(const BenchCase& c, std::uint32_t layers,
+                                   const std::vector<nlohmann::json>& prefillReports,
+                                   const std::vector<nlohmann::json>& decodeReports);
+
+// The decode-side id of a prefill request: the gather group for "<group>@d<rank>" ids.
+std::string destinationIdOf(const std::string& prefillId);
+
+}  // namespace kvx::bench

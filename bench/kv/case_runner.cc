@@ -1,0 +1,153 @@
+#include "bench/kv/case_runner.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <optional>
+
+#include "agent/kv/model_shape.h"
+#include "bench/kv/agent_process.h"
+
+namespace kvx::bench {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr auto kStartTimeout = seconds(60);
+
+std::string num(double value) { return fmt::format("{}", value); }
+
+// The --model argument: a built-in name as is, JSON written to a file.
+Result<std::string> modelArgument(const std::string& model, const std::string& dir,
+                                  const std::string& label) {
+  if (model.empty() || model.front() != '{') return model;
+  const std::string path =
+      dir + "/model-" + std::to_string(std::hash<std::string>{}(label)) + ".json";
+  std::ofstream file(path);
+  file << model;
+  if (!file) return notFound("cannot write the model file " + path);
+  return path;
+}
+
+std::vector<std::string> commonArgs(const BenchCase& c, const std::string& model,
+                                    std::uint64_t blocks, const std::string& logLevel) {
+  return {"--model",     model,         "--layout",    c.layout,
+          "--transport", c.transport,   "--blocks",    std::to_string(blocks),
+          "--listen",    "127.0.0.1:0", "--log-level", logLevel};
+}
+
+}  // namespace
+
+std::uint64_t CaseRunner::poolBlocks(std::uint64_t tokensPerBlock, std::uint64_t tokens,
+                                     std::uint64_t window) {
+  const std::uint64_t perRequest = (tokens + tokensPerBlock - 1) / tokensPerBlock;
+  return perRequest * (window + 1) + 16;
+}
+
+Result<CaseRun> CaseRunner::run(const BenchCase& c) const {
+  KVX_ASSIGN_OR_RETURN(agent::kv::ModelShape shape, agent::kv::shapeFromNameOrJson(c.model));
+  KVX_ASSIGN_OR_RETURN(std::string model, modelArgument(c.model, options_.workDir, c.label));
+  CaseRun run;
+  run.segmentBytes = shape.segmentBytes() / std::max<std::uint32_t>(1, c.decodeTp);
+  const std::uint64_t trafficWindow = c.window * c.prefills;
+  // A trace's prompts vary: size pools for its longest likely prompt (32k tokens).
+  const std::uint64_t tokens = c.trace.empty() ? c.tokens : 32768;
+  const std::uint64_t decodeBlocks =
+      poolBlocks(shape.tokensPerBlock, tokens, trafficWindow) + c.prefixCacheBlocks;
+  const std::uint64_t prefillBlocks = poolBlocks(shape.tokensPerBlock, tokens, c.window);
+  const std::string dir = options_.workDir;
+
+  std::vector<AgentProcess> decodes;
+  std::vector<std::string> peerArgs;
+  const std::uint32_t decodeCount = std::max(c.decodes, c.decodeTp);
+  for (std::uint32_t i = 0; i < decodeCount; ++i) {
+    std::vector<std::string> args{"--role", "decode", "--prefix-cache-blocks",
+                                  std::to_string(c.prefixCacheBlocks)};
+    const auto common = commonArgs(c, model, decodeBlocks, options_.logLevel);
+    args.insert(args.end(), common.begin(), common.end());
+    if (c.verify) args.push_back("--verify");
+    if (c.decodeTp > 1) {
+      args.insert(args.end(),
+                  {"--tp-size", std::to_string(c.decodeTp), "--tp-rank", std::to_string(i)});
+    }
+    const std::string name = "decode-" + std::to_string(i);
+    auto started = AgentProcess::start(options_.kvxBinary, name, args, dir + "/" + name + ".json",
+                                       kStartTimeout);
+    if (!started.isOk()) return started.status();
+    peerArgs.insert(peerArgs.end(), {"--peer", started->address()});
+    decodes.push_back(std::move(started).value());
+  }
+
+  std::vector<AgentProcess> prefills;
+  const std::uint32_t prefillCount = std::max(c.prefills, c.prefillTp);
+  for (std::uint32_t i = 0; i < prefillCount; ++i) {
+    std::vector<std::string> args{"--role",
+                                  "prefill",
+                                  "--mode",
+                                  c.mode,
+                                  "--layerwise",
+                                  c.layerwise ? "on" : "off",
+                                  "--layer-ms",
+                                  num(c.layerMs),
+                                  "--max-outstanding",
+                                  std::to_string(c.window),
+                                  "--requests",
+                                  std::to_string(c.requests),
+                                  "--block-order",
+                                  c.blockOrder,
+                                  "--timeout-ms",
+                                  std::to_string(options_.timeout.count() * 1000)};
+    const auto common = commonArgs(c, model, prefillBlocks, options_.logLevel);
+    args.insert(args.end(), common.begin(), common.end());
+    if (c.trace.empty()) {
+      // Every prefill agent of an incast replays its own prompts; the ranks of one TP
+      // group replay the same ones.
+      const std::uint64_t seed = c.prefillTp > 1 ? 1 : 1 + i;
+      args.insert(args.end(), {"--synthetic", "--seed", std::to_string(seed), "--rate", "0",
+                               "--min-tokens", std::to_string(c.tokens), "--max-tokens",
+                               std::to_string(c.tokens), "--prefix-share", num(c.prefixShare)});
+    } else {
+      args.insert(args.end(), {"--trace", c.trace, "--time-scale", num(c.timeScale)});
+    }
+    if (!c.verify) args.push_back("--no-fill");
+    if (c.prefillTp > 1 || c.decodeTp > 1) {
+      args.insert(args.end(), {"--tp-size", std::to_string(c.prefillTp), "--tp-rank",
+                               std::to_string(i), "--decode-tp", std::to_string(c.decodeTp)});
+    }
+    args.insert(args.end(), peerArgs.begin(), peerArgs.end());
+    const std::string name = "prefill-" + std::to_string(i);
+    auto started = AgentProcess::start(options_.kvxBinary, name, args, dir + "/" + name + ".json",
+                                       kStartTimeout);
+    if (!started.isOk()) {
+      run.problems.push_back(started.status().toString());
+      break;
+    }
+    prefills.push_back(std::move(started).value());
+  }
+
+  const auto deadline = Clock::now() + options_.timeout;
+  for (AgentProcess& p : prefills) {
+    const int code = p.awaitExit(deadline);
+    if (code != 0) run.problems.push_back(p.name() + " exited with " + std::to_string(code));
+  }
+  for (AgentProcess& d : decodes) {
+    const int code = d.stop(seconds(20));
+    if (code != 0) run.problems.push_back(d.name() + " exited with " + std::to_string(code));
+  }
+  std::vector<nlohmann::json> prefillReports, decodeReports;
+  for (const AgentProcess& p : prefills) {
+    auto report = p.report();
+    if (!report.isOk()) return report.status();
+    prefillReports.push_back(std::move(report).value());
+  }
+  for (const AgentProcess& d : decodes) {
+    auto report = d.report();
+    if (!report.isOk()) return report.status();
+    decodeReports.push_back(std::move(report).value());
+  }
+  KVX_ASSIGN_OR_RETURN(run.metrics, computeMetrics(c, shape.layers, prefillReports, decodeReports));
+  return run;
+}
+
+}  // namespace kvx::bench

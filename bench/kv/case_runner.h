@@ -1,0 +1,50 @@
+#pragma once
+
+// CaseRunner: runs one BenchCase with real `kvx agent` processes, as a deployment would run
+// them: the decode agents (verifying every block unless the case says not to), then the
+// prefill agents replaying fixed-size prompts (or a trace) into them; it waits for the
+// replays, stops the decode agents, reads every report and computes the case's metrics.
+// Pools are sized for the case's requests in flight (see poolBlocks()).
+//
+// One owner thread; runs block for the length of the case.
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "bench/kv/bench_case.h"
+#include "bench/kv/case_metrics.h"
+#include "kvx/result.h"
+#include "kvx/transfer.h"
+
+namespace kvx::bench {
+
+struct CaseRunnerOptions {
+  std::string kvxBinary;  // the `kvx` executable (normally /proc/self/exe)
+  std::string workDir;    // reports and model files go here
+  std::string logLevel = "warn";
+  std::chrono::seconds timeout{600};  // per case
+};
+
+struct CaseRun {
+  CaseMetrics metrics;
+  std::vector<std::string> problems;  // agents that failed to start or exited badly
+  std::uint64_t segmentBytes = 0;     // one (block, layer, K or V) segment of the model
+};
+
+class CaseRunner {
+ public:
+  explicit CaseRunner(CaseRunnerOptions options) : options_(std::move(options)) {}
+
+  // Errors only for a case that could not run at all (bad model, no agent started).
+  Result<CaseRun> run(const BenchCase& c) const;
+
+  // Blocks a pool needs to hold `window` requests of `tokens` tokens each (plus slack).
+  static std::uint64_t poolBlocks(std::uint64_t tokensPerBlock, std::uint64_t tokens,
+                                  std::uint64_t window);
+
+ private:
+  CaseRunnerOptions options_;
+};
+
+}  // namespace kvx::bench

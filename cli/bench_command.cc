@@ -1,0 +1,170 @@
+#include "cli/bench_command.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "bench/kv/bench_output.h"
+#include "bench/kv/bench_plot.h"
+#include "bench/kv/bench_session.h"
+#include "bench/kv/run_header.h"
+
+namespace kvx::cli {
+namespace {
+
+std::string selfPath() {
+  std::error_code error;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? "kvx" : path.string();
+}
+
+// kvx-bare-ucp next to this binary (an install), in ../bench/ (the build tree), or on PATH.
+std::string findBareBinary(const std::string& given) {
+  if (!given.empty()) return given;
+  const std::filesystem::path self = selfPath();
+  for (const auto& candidate : {self.parent_path() / "kvx-bare-ucp",
+                                self.parent_path().parent_path() / "bench" / "kvx-bare-ucp"}) {
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return "kvx-bare-ucp";
+}
+
+bool writeFile(const std::string& path, const std::string& text) {
+  std::ofstream file(path);
+  file << text;
+  return static_cast<bool>(file);
+}
+
+}  // namespace
+
+void addBenchOptions(CLI::App& app, BenchOptions& o) {
+  app.description(
+      "Measures KV migration: real prefill and decode agent processes move a model's KV\n"
+      "blocks for each case of a scenario, every destination block is verified, and a bare\n"
+      "UCP loop (same transport, operation size, window) runs beside each case so that every\n"
+      "kvx figure has its fraction of what the link does without kvx.");
+  std::string names;
+  for (const std::string& n : bench::scenarioNames()) names += " " + n;
+  app.footer("\nScenarios:" + names +
+             " sweep all\n\nExamples:\n  kvx bench --scenario llama8b\n"
+             "  kvx bench --scenario incast --transport tcp --json out.json\n"
+             "  kvx bench --scenario trace --trace conversation_trace.jsonl\n"
+             "  kvx bench --scenario sweep --segment-bytes 4096,65536 --segments 256 "
+             "--window 1,8\n  kvx bench --scenario all --quick   (seconds per scenario)\n");
+  app.add_option("--scenario", o.scenarios, "scenario name(s), 'sweep' or 'all'")
+      ->required()
+      ->delimiter(',');
+  app.add_option("--transport", o.transport, "shm, tcp or both")
+      ->check(CLI::IsMember({"shm", "tcp", "both"}))
+      ->capture_default_str();
+  app.add_flag("--quick", o.quick, "tiny sizes: a smoke run of seconds per scenario");
+  app.add_flag("--full", o.full, "the whole matrix of WORKLOADS.md where memory allows");
+  app.add_flag("--no-verify", o.noVerify, "do not fill and check the blocks (pure transfer)");
+  app.add_flag("--no-bare", o.noBare, "skip the bare UCP reference");
+  app.add_option("--trace", o.trace, "JSONL trace for the 'trace' scenario");
+  app.add_option("--layer-ms", o.layerMs, "'layerwise': simulated compute per layer")
+      ->capture_default_str();
+  app.add_option("--pool-budget-mib", o.poolBudgetMiB,
+                 "memory per agent pool; caps requests in flight for big prompts")
+      ->capture_default_str();
+  app.add_option("--json", o.json, "write every figure as JSON to this file");
+  app.add_option("--csv", o.csv, "write one CSV row per case to this file");
+  app.add_option("--plot", o.plot, "draw latency CDFs and GB/s vs op size (PNG, gnuplot)");
+  app.add_option("--bare-binary", o.bareBinary, "the kvx-bare-ucp binary (default: beside kvx)");
+  app.add_option("--log-level", o.logLevel, "the agents' log level")->capture_default_str();
+  app.add_option("--timeout-s", o.timeoutSeconds, "deadline per case")->capture_default_str();
+  app.add_option("--segment-bytes", o.sweep.segmentBytes, "sweep: segment sizes")->delimiter(',');
+  app.add_option("--segments", o.sweep.segments, "sweep: segments per request")->delimiter(',');
+  app.add_option("--window", o.sweep.windows, "sweep: requests in flight")->delimiter(',');
+  app.add_option("--sweep-mode", o.sweep.modes, "sweep: push and/or pull")->delimiter(',');
+  app.add_option("--sweep-order", o.sweep.order, "sweep: random or contiguous source blocks")
+      ->check(CLI::IsMember({"random", "contiguous"}));
+}
+
+int runBenchCommand(const BenchOptions& o, const std::string& commandLine, StopSignal& stop) {
+  bench::ScenarioOptions scenarioOptions;
+  scenarioOptions.transports = o.transport == "both" ? std::vector<std::string>{"shm", "tcp"}
+                                                     : std::vector<std::string>{o.transport};
+  scenarioOptions.size = o.quick  ? bench::ScenarioSize::kQuick
+                         : o.full ? bench::ScenarioSize::kFull
+                                  : bench::ScenarioSize::kDefault;
+  scenarioOptions.trace = o.trace;
+  scenarioOptions.layerMs = o.layerMs;
+  scenarioOptions.poolBudgetMiB = o.poolBudgetMiB;
+  scenarioOptions.verify = !o.noVerify;
+  std::vector<std::string> names;
+  for (const std::string& name : o.scenarios) {
+    if (name != "all") {
+      names.push_back(name);
+      continue;
+    }
+    for (const std::string& n : bench::scenarioNames()) {
+      if (n != "trace" || !o.trace.empty()) names.push_back(n);
+    }
+  }
+  std::vector<bench::BenchCase> cases;
+  for (const std::string& name : names) {
+    Result<std::vector<bench::BenchCase>> expanded =
+        name == "sweep" ? bench::sweepCases(o.sweep) : bench::scenarioCases(name, scenarioOptions);
+    if (!expanded.isOk()) {
+      std::fprintf(stderr, "kvx bench: %s\n", expanded.status().toString().c_str());
+      return 2;
+    }
+    for (bench::BenchCase& c : *expanded) {
+      if (name == "sweep") {
+        for (const std::string& transport : scenarioOptions.transports) {
+          bench::BenchCase t = c;
+          t.transport = transport;
+          t.verify = !o.noVerify;
+          cases.push_back(std::move(t));
+        }
+      } else {
+        cases.push_back(std::move(c));
+      }
+    }
+  }
+  char dirTemplate[] = "/tmp/kvx-bench-XXXXXX";
+  if (::mkdtemp(dirTemplate) == nullptr) {
+    std::fprintf(stderr, "kvx bench: cannot create a directory in /tmp\n");
+    return 1;
+  }
+  bench::SessionOptions session;
+  session.runner = {selfPath(), dirTemplate, o.logLevel, std::chrono::seconds(o.timeoutSeconds)};
+  session.bareBinary = o.noBare ? "" : findBareBinary(o.bareBinary);
+  const bench::RunHeader header =
+      bench::describeRun(scenarioOptions.transports, names, commandLine);
+  for (const std::string& line : header.lines) std::fprintf(stderr, "%s\n", line.c_str());
+  const auto outcomes =
+      bench::BenchSession(session).run(cases, [&stop] { return stop.requested(); });
+  std::error_code ignored;
+  std::filesystem::remove_all(dirTemplate, ignored);
+
+  std::fputs(bench::renderTable(header, outcomes, !o.noVerify).c_str(), stdout);
+  std::fflush(stdout);
+  int code = 0;
+  if (!o.json.empty() && !writeFile(o.json, bench::toJson(header, outcomes).dump(2) + "\n")) {
+    std::fprintf(stderr, "kvx bench: cannot write --json %s\n", o.json.c_str());
+    code = 1;
+  }
+  if (!o.csv.empty() && !writeFile(o.csv, bench::toCsv(outcomes))) {
+    std::fprintf(stderr, "kvx bench: cannot write --csv %s\n", o.csv.c_str());
+    code = 1;
+  }
+  if (!o.plot.empty()) {
+    Status plotted = bench::writePlot(outcomes, o.plot);
+    if (!plotted.isOk()) {
+      std::fprintf(stderr, "kvx bench: --plot: %s\n", plotted.toString().c_str());
+      code = 1;
+    }
+  }
+  for (const bench::CaseOutcome& outcome : outcomes) {
+    if (!outcome.clean()) code = 1;
+  }
+  if (outcomes.size() < cases.size()) code = 1;  // stopped
+  return code;
+}
+
+}  // namespace kvx::cli

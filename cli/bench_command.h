@@ -1,0 +1,43 @@
+#pragma once
+
+// `kvx bench`: the KV migration benchmark. Runs the scenarios of WORKLOADS.md (or a free
+// sweep) with real `kvx agent` processes, measures the bare UCP loop beside every case, and
+// prints a table (and --json, --csv, --plot files). See bench/kv/scenarios.h and
+// docs/benchmarks.md.
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "bench/kv/scenarios.h"
+#include "bench/kv/sweep.h"
+#include "cli/signals.h"
+
+namespace kvx::cli {
+
+struct BenchOptions {
+  std::vector<std::string> scenarios;
+  std::string transport = "shm";  // shm | tcp | both
+  bool quick = false;
+  bool full = false;
+  bool noVerify = false;
+  bool noBare = false;
+  std::string trace;
+  double layerMs = 8;
+  std::uint64_t poolBudgetMiB = 6144;
+  std::string json;
+  std::string csv;
+  std::string plot;
+  std::string bareBinary;
+  std::string logLevel = "warn";
+  std::uint64_t timeoutSeconds = 600;
+  bench::SweepOptions sweep;
+};
+
+void addBenchOptions(CLI::App& app, BenchOptions& options);
+
+// 0 when every case ran, every request was released and every block verified; 1 otherwise;
+// 2 for usage errors.
+int runBenchCommand(const BenchOptions& options, const std::string& commandLine, StopSignal& stop);
+
+}  // namespace kvx::cli

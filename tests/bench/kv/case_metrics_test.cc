@@ -1,0 +1,112 @@
+// kvx-test-labels: unit
+#include "bench/kv/case_metrics.h"
+
+#include <catch2/catch.hpp>
+
+using namespace kvx;
+using namespace kvx::bench;
+using nlohmann::json;
+
+namespace {
+
+json request(const std::string& id, std::int64_t submit, std::int64_t done, std::uint64_t bytes,
+             bool released = true) {
+  return {{"id", id},
+          {"submitNs", submit},
+          {"doneNs", done},
+          {"bytes", bytes},
+          {"released", released},
+          {"descriptors", 100},
+          {"operations", 4},
+          {"error", released ? "" : "TIMED_OUT: gave up"}};
+}
+
+json prefillReport(std::vector<json> requests, double cpuUs) {
+  return {{"requests", requests},
+          {"cpuStart", {{"userUs", 1000.0}, {"sysUs", 0.0}}},
+          {"cpuEnd", {{"userUs", 1000.0 + cpuUs}, {"sysUs", 0.0}}}};
+}
+
+}  // namespace
+
+TEST_CASE("latencies, bandwidth and per-request figures come from both sides' reports", "[bench]") {
+  BenchCase c;
+  const std::vector<json> prefills = {prefillReport(
+      {request("r-0", 1'000'000, 3'000'000, 2000), request("r-1", 2'000'000, 5'000'000, 2000),
+       request("r-2", 2'000'000, 9'000'000, 0, false)},
+      300)};
+  const std::vector<json> decodes = {
+      {{"arrivals",
+        {{{"id", "r-0"}, {"arrivedNs", 2'500'000}}, {{"id", "r-1"}, {"arrivedNs", 4'000'000}}}},
+       {"verifiedBlocks", 10},
+       {"corruptBlocks", 0},
+       {"cpu", {{"userUs", 50.0}, {"sysUs", 50.0}}}}};
+  auto m = computeMetrics(c, 32, prefills, decodes);
+  REQUIRE(m.isOk());
+  CHECK(m->requests == 3);
+  CHECK(m->released == 2);
+  CHECK(m->failed == 1);
+  REQUIRE(m->errors.size() == 1);
+  CHECK_THAT(m->errors[0], Catch::Contains("r-2"));
+  CHECK(m->bytes == 4000);
+  CHECK(m->wallSeconds == Approx(0.004));  // 1 ms .. 5 ms
+  CHECK(m->busySeconds == Approx(0.004));  // [1, 3] and [2, 5] ms overlap
+  CHECK(m->gbps == Approx(4000.0 / 4'000'000));
+  CHECK(m->done.p50 == std::chrono::milliseconds(2));
+  CHECK(m->done.max == std::chrono::milliseconds(3));
+  CHECK(m->notified.count == 2);
+  CHECK(m->notified.min == std::chrono::microseconds(1500));
+  CHECK(m->notified.max == std::chrono::milliseconds(2));
+  CHECK(m->descriptorsPerRequest == 100);
+  CHECK(m->operationsPerRequest == 4);
+  CHECK(m->prefillCpuUsPerRequest == 150);
+  CHECK(m->decodeCpuUsPerRequest == 50);
+  CHECK(m->verifiedBlocks == 10);
+  CHECK(m->notifiedMs == std::vector<double>{1.5, 2.0});
+}
+
+TEST_CASE("a gather's notification latency starts at its earliest part", "[bench]") {
+  BenchCase c;
+  const std::vector<json> prefills = {prefillReport({request("g@d0", 5'000, 20'000, 10)}, 0),
+                                      prefillReport({request("g@d0", 1'000, 30'000, 10)}, 0)};
+  const std::vector<json> decodes = {{{"arrivals", {{{"id", "g"}, {"arrivedNs", 31'000}}}}}};
+  auto m = computeMetrics(c, 1, prefills, decodes);
+  REQUIRE(m.isOk());
+  CHECK(m->notified.count == 1);
+  CHECK(m->notified.max == std::chrono::microseconds(30));
+  CHECK(destinationIdOf("g@d12") == "g");
+  CHECK(destinationIdOf("plain") == "plain");
+  // Two senders: a fairness figure.
+  CHECK(m->senderGbps.size() == 2);
+  CHECK(m->jainFairness > 0.5);
+  CHECK(m->jainFairness <= 1.0);
+}
+
+TEST_CASE("time with nothing in flight is not transfer time", "[bench]") {
+  const std::vector<json> prefills = {prefillReport(
+      {request("a", 0, 1'000'000, 1000), request("b", 9'000'000, 10'000'000, 1000)}, 0)};
+  auto m = computeMetrics(BenchCase{}, 1, prefills, {});
+  REQUIRE(m.isOk());
+  CHECK(m->wallSeconds == Approx(0.010));
+  CHECK(m->busySeconds == Approx(0.002));
+  CHECK(m->gbps == Approx(2000.0 / 2'000'000));
+}
+
+TEST_CASE("the exposed tail counts from the end of the simulated compute", "[bench]") {
+  BenchCase c;
+  c.layerwise = true;
+  c.layerMs = 1;
+  const std::vector<json> prefills = {prefillReport({request("r", 0, 40'000'000, 1)}, 0)};
+  const std::vector<json> decodes = {{{"arrivals", {{{"id", "r"}, {"arrivedNs", 35'000'000}}}}}};
+  auto m = computeMetrics(c, 32, prefills, decodes);
+  REQUIRE(m.isOk());
+  CHECK(m->exposedTail.max == std::chrono::milliseconds(3));  // 35 ms - 32 x 1 ms
+}
+
+TEST_CASE("a report without the timing fields is an error naming the field", "[bench]") {
+  json bad = request("r", 0, 1, 1);
+  bad.erase("submitNs");
+  auto m = computeMetrics(BenchCase{}, 1, {prefillReport({bad}, 0)}, {});
+  CHECK(m.status().code() == StatusCode::kProtocolError);
+  CHECK_THAT(m.status().message(), Catch::Contains("submitNs"));
+}

@@ -1,0 +1,98 @@
+// kvx-test-labels: unit
+#include "bench/kv/scenarios.h"
+
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "bench/kv/bare_match.h"
+#include "bench/kv/sweep.h"
+
+using namespace kvx;
+using namespace kvx::bench;
+
+TEST_CASE("every scenario of WORKLOADS.md expands into labelled cases", "[bench]") {
+  const std::vector<std::string> expected = {"hetero-tp",    "incast",      "layerwise",
+                                             "llama70b-tp8", "llama8b",     "long-context",
+                                             "mla",          "token-pages", "trace"};
+  CHECK(scenarioNames() == expected);
+  ScenarioOptions options;
+  options.trace = "trace.jsonl";
+  for (ScenarioSize size : {ScenarioSize::kQuick, ScenarioSize::kDefault, ScenarioSize::kFull}) {
+    options.size = size;
+    for (const std::string& name : scenarioNames()) {
+      INFO(name);
+      auto cases = scenarioCases(name, options);
+      REQUIRE(cases.isOk());
+      CHECK_FALSE(cases->empty());
+      std::set<std::string> labels;
+      for (const BenchCase& c : *cases) {
+        CHECK(c.scenario == name);
+        CHECK(labels.insert(c.label).second);
+        CHECK(c.requests >= c.window);
+        CHECK(c.tokens > 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("scenario options shape the cases", "[bench]") {
+  ScenarioOptions options;
+  options.transports = {"shm", "tcp"};
+  auto both = scenarioCases("llama70b-tp8", options);
+  REQUIRE(both.isOk());
+  std::set<std::string> transports;
+  for (const BenchCase& c : *both) transports.insert(c.transport);
+  CHECK(transports == std::set<std::string>{"shm", "tcp"});
+  // Big prompts get fewer requests in flight, to fit the pool budget.
+  options.transports = {"shm"};
+  options.size = ScenarioSize::kFull;
+  options.poolBudgetMiB = 4096;
+  auto full = scenarioCases("llama8b", options);
+  REQUIRE(full.isOk());
+  for (const BenchCase& c : *full) {
+    CHECK((c.window + 1) * c.tokens * 128 * 1024 <=
+          std::max<std::uint64_t>(4096ull << 20, 2 * c.tokens * 128 * 1024));
+  }
+  CHECK(scenarioCases("nope", options).status().code() == StatusCode::kNotFound);
+  options.trace.clear();
+  CHECK_THAT(scenarioCases("trace", options).status().message(), Catch::Contains("--trace FILE"));
+}
+
+TEST_CASE("the bare loop matches the size kvx put on the wire", "[bench]") {
+  BenchCase c;
+  c.mode = "pull";
+  c.window = 8;
+  c.blockOrder = "random";
+  CaseMetrics kvx;
+  kvx.released = 10;
+  kvx.bytes = 10 * 512 * 1024;
+  kvx.operationsPerRequest = 16;  // 32 KiB per operation
+  BareUcpOptions bare = matchingBare(c, kvx, 32768);
+  CHECK(bare.op == BareOp::kGet);
+  CHECK(bare.segmentBytes == 32768);
+  CHECK(bare.segments == 16);
+  CHECK(bare.window == 8);
+  CHECK(bare.pattern == SlotPattern::kRandom);
+  CHECK(bare.alloc == BufferAlloc::kUcx);
+  CHECK(bare.notify);
+  CHECK(bare.requests >= 16);
+  CHECK(validate(bare).isOk());
+  kvx.operationsPerRequest = 1;  // everything coalesced into one operation
+  bare = matchingBare(c, kvx, 32768);
+  CHECK(bare.segmentBytes == 512 * 1024);
+  CHECK(bare.segments == 1);
+}
+
+TEST_CASE("a sweep crosses its lists", "[bench]") {
+  SweepOptions sweep;
+  sweep.segmentBytes = {4096, 65536};
+  sweep.segments = {8};
+  sweep.windows = {1, 4};
+  sweep.modes = {"push"};
+  auto cases = sweepCases(sweep);
+  REQUIRE(cases.isOk());
+  CHECK(cases->size() == 4);
+  CHECK((*cases)[0].tokens == 8 * 16);
+  sweep.segmentBytes = {100};
+  CHECK(sweepCases(sweep).status().code() == StatusCode::kInvalidArgument);
+}
