@@ -10,18 +10,13 @@
 #include <set>
 
 #include "examples/pair_transfer/child_process.h"
+#include "tests/support/kvx_binary.h"
 
+using kvx::test::kvxBinary;
 using pair_transfer::ChildProcess;
 using std::chrono::seconds;
 
 namespace {
-
-std::string kvxBinary() {
-  if (const char* path = std::getenv("KVX_CLI"); path != nullptr && *path != '\0') return path;
-  return (std::filesystem::read_symlink("/proc/self/exe").parent_path().parent_path() / "cli" /
-          "kvx")
-      .string();
-}
 
 // Runs `kvx ARGS`; returns its exit code and stdout.
 std::pair<int, std::string> run(const std::vector<std::string>& args, seconds timeout) {

@@ -9,21 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "examples/pair_transfer/child_process.h"
+#include "tests/support/kvx_binary.h"
 
+using kvx::test::kvxBinary;
 using pair_transfer::ChildProcess;
 using std::chrono::seconds;
 
 namespace {
-
-std::string kvxBinary() {
-  if (const char* path = std::getenv("KVX_CLI"); path != nullptr && *path != '\0') return path;
-  const auto guess =
-      std::filesystem::read_symlink("/proc/self/exe").parent_path().parent_path() / "cli" / "kvx";
-  if (!std::filesystem::exists(guess)) {
-    FAIL("no kvx binary at " << guess.string() << ": build the kvx_cli target or set KVX_CLI");
-  }
-  return guess.string();
-}
 
 std::string fixture(const char* name) {
   return (std::filesystem::path(__FILE__).parent_path().parent_path() / "fixtures" / "doctor" /

@@ -16,21 +16,13 @@
 #include <tuple>
 
 #include "examples/pair_transfer/child_process.h"
+#include "tests/support/kvx_binary.h"
 
+using kvx::test::kvxBinary;
 using pair_transfer::ChildProcess;
 using std::chrono::seconds;
 
 namespace {
-
-std::string kvxBinary() {
-  if (const char* path = std::getenv("KVX_CLI"); path != nullptr && *path != '\0') return path;
-  const auto guess =
-      std::filesystem::read_symlink("/proc/self/exe").parent_path().parent_path() / "cli" / "kvx";
-  if (!std::filesystem::exists(guess)) {
-    FAIL("no kvx binary at " << guess.string() << ": build the kvx_cli target or set KVX_CLI");
-  }
-  return guess.string();
-}
 
 ChildProcess start(const std::vector<std::string>& args) {
   auto child = ChildProcess::spawn(kvxBinary(), args);
