@@ -49,6 +49,10 @@ Result<BareUcpCommandLine> parseBareUcpCommandLine(const std::vector<std::string
   app.add_option("--target-spin-us", o.targetSpinUs,
                  "target polls this long after its last event before sleeping on the event fd")
       ->capture_default_str();
+  app.add_option("--initiator-cpu", o.initiatorCpu, "pin the initiator to this CPU (-1: no)")
+      ->capture_default_str();
+  app.add_option("--target-cpu", o.targetCpu, "pin the target to this CPU (-1: no)")
+      ->capture_default_str();
   app.add_flag("--notify", o.notify, "flush then a small AM after each request");
   app.add_flag("--fixed-overhead", o.fixedOverhead,
                "one S-byte put + flush + AM at a time (window 1): post -> receiver latency");
@@ -102,6 +106,8 @@ std::vector<std::string> toArguments(const BareUcpOptions& o) {
       {"--pattern", std::string(toString(o.pattern))},
       {"--buffer-bytes", std::to_string(o.bufferBytes)},
       {"--target-spin-us", number(o.targetSpinUs)},
+      {"--initiator-cpu", std::to_string(o.initiatorCpu)},
+      {"--target-cpu", std::to_string(o.targetCpu)},
       {"--memcpy-seconds", number(o.memcpySeconds)},
       {"--timeout-s", number(o.timeoutSeconds)},
       {"--seed", std::to_string(o.seed)}};

@@ -5,9 +5,9 @@
 
 #include "bench/bare/bare_ucp_cli.h"
 #include "bench/bare/bare_ucp_node.h"
-#include "bench/bare/bare_ucp_target.h"
 #include "bench/bare/data_pattern.h"
 #include "bench/bare/memcpy_reference.h"
+#include "bench/bare/process_cpu.h"
 #include "bench/bare/request_loop.h"
 #include "bench/bare/target_link.h"
 #include "bench/bare/target_protocol.h"
@@ -143,6 +143,7 @@ Result<BareUcpResult> runBareUcpInitiator(const BareUcpOptions& o,
   args.insert(args.end(), {"--role", "target", "--quiet"});
   KVX_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::spawn(targetBinary, args, false));
   TargetLink target(std::move(child));
+  KVX_RETURN_IF_ERROR(pinToCpu(o.initiatorCpu));
 
   KVX_ASSIGN_OR_RETURN(std::unique_ptr<BareUcpNode> node, BareUcpNode::create(o));
   const std::uint64_t bytes = o.effectiveBufferBytes();

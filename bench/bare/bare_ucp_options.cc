@@ -1,7 +1,10 @@
 #include "bench/bare/bare_ucp_options.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace kvx::bench {
 namespace {
@@ -94,6 +97,13 @@ Status validate(const BareUcpOptions& o) {
   if (!std::isfinite(o.targetSpinUs) || o.targetSpinUs < 0 || o.targetSpinUs > 1e9) {
     return invalidArgument("--target-spin-us " + std::to_string(o.targetSpinUs) +
                            ": must be 0..1e9");
+  }
+  for (const auto& [name, cpu] :
+       {std::pair{"--initiator-cpu", o.initiatorCpu}, std::pair{"--target-cpu", o.targetCpu}}) {
+    if (cpu < -1 || cpu >= CPU_SETSIZE) {
+      return invalidArgument(std::string(name) + " " + std::to_string(cpu) + ": must be -1 (not " +
+                             "pinned) or a CPU number below " + std::to_string(CPU_SETSIZE));
+    }
   }
   if (!std::isfinite(o.memcpySeconds) || o.memcpySeconds <= 0) {
     return invalidArgument("--memcpy-seconds " + std::to_string(o.memcpySeconds) + ": must be > 0");

@@ -56,9 +56,15 @@ struct BareUcpOptions {
 
   // How long the target keeps calling ucp_worker_progress after it last found work before
   // it arms the worker and sleeps on its event fd. 0 (default): sleep at once. kvx's
-  // progress thread spins 50 us (ProgressDriver's progressSpin); a large value makes a
+  // progress thread spins 50 us (AgentOptions::progressSpin); a large value makes a
   // busy-polling target (UCX-NOTES' baselines).
   double targetSpinUs = 0;
+
+  // CPUs the two processes pin themselves to (sched_setaffinity, before UCX starts its
+  // threads); -1: not pinned. On a small machine two busy processes left to the scheduler
+  // may share one CPU and then wait for each other a scheduler slice at a time.
+  int initiatorCpu = -1;
+  int targetCpu = -1;
 
   bool verify = true;            // checksum both buffers at the end against the expected bytes
   bool memcpyReference = false;  // also measure memcpy of S-byte pieces from DRAM

@@ -84,6 +84,8 @@ void describeOptions(const BareUcpOptions& o, BareUcpResult& r) {
   r.pattern = std::string(toString(o.pattern));
   r.notify = o.notifies();
   r.targetSpinUs = o.targetSpinUs;
+  r.initiatorCpu = o.initiatorCpu;
+  r.targetCpu = o.targetCpu;
   r.segmentBytes = o.segmentBytes;
   r.segments = o.segments;
   r.window = o.window;
@@ -114,6 +116,8 @@ std::string toJson(const BareUcpResult& r) {
       {"pattern", r.pattern},
       {"notify", r.notify},
       {"targetSpinUs", r.targetSpinUs},
+      {"initiatorCpu", r.initiatorCpu},
+      {"targetCpu", r.targetCpu},
       {"segmentBytes", r.segmentBytes},
       {"segments", r.segments},
       {"window", r.window},
@@ -159,6 +163,13 @@ Result<BareUcpResult> parseBareUcpResult(std::string_view text) {
   r.pattern = in.text(object, "pattern");
   r.notify = in.flag(object, "notify");
   r.targetSpinUs = in.number(object, "targetSpinUs");
+  // Added after the first version: optional for a reader.
+  if (object.contains("initiatorCpu")) {
+    r.initiatorCpu = static_cast<std::int64_t>(in.number(object, "initiatorCpu"));
+  }
+  if (object.contains("targetCpu")) {
+    r.targetCpu = static_cast<std::int64_t>(in.number(object, "targetCpu"));
+  }
   r.segmentBytes = in.count(object, "segmentBytes");
   r.segments = in.count(object, "segments");
   r.window = in.count(object, "window");

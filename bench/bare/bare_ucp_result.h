@@ -14,6 +14,8 @@
 //   "lanes": "sysv/memory, posix/memory",   // transports UCX selected for the endpoint
 //   "op": "put" | "get", "pattern": "contiguous" | "random", "notify": bool,
 //   "targetSpinUs": how long the target polls before sleeping on its event fd,
+//   "initiatorCpu": N, "targetCpu": N,   // pinned CPUs, -1 when not pinned (a reader takes
+//                                        // -1 when they are absent)
 //   "segmentBytes": S, "segments": K, "window": W, "bufferBytes": B,
 //   "requests": measured requests, "warmupRequests": n,
 //   "seconds": wall time of the measured requests (first post to last completion),
@@ -75,6 +77,8 @@ struct BareUcpResult {
   std::string pattern;
   bool notify = false;
   double targetSpinUs = 0;
+  std::int64_t initiatorCpu = -1;
+  std::int64_t targetCpu = -1;
   std::uint64_t segmentBytes = 0;
   std::uint64_t segments = 0;
   std::uint64_t window = 0;

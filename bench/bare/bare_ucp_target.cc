@@ -1,13 +1,13 @@
 #include "bench/bare/bare_ucp_target.h"
 
 #include <poll.h>
-#include <sys/resource.h>
 
 #include <cstring>
 #include <functional>
 
 #include "bench/bare/bare_ucp_node.h"
 #include "bench/bare/data_pattern.h"
+#include "bench/bare/process_cpu.h"
 #include "bench/bare/request_loop.h"
 #include "bench/bare/target_protocol.h"
 #include "engine/transport/ucx/ucx_status.h"
@@ -42,6 +42,7 @@ class Target {
         waitUntil_(deadline_) {}
 
   Status run() {
+    KVX_RETURN_IF_ERROR(pinToCpu(options_.targetCpu));
     KVX_RETURN_IF_ERROR(setUp());
     // Measured part: until kStop, and until every notification the initiator sent is in (or
     // kDrainGrace has passed: the report then shows which are missing).
@@ -192,16 +193,6 @@ class Target {
 };
 
 }  // namespace
-
-std::uint64_t processCpuNs() {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  auto ns = [](const timeval& tv) {
-    return static_cast<std::uint64_t>(tv.tv_sec) * 1'000'000'000 +
-           static_cast<std::uint64_t>(tv.tv_usec) * 1'000;
-  };
-  return ns(usage.ru_utime) + ns(usage.ru_stime);
-}
 
 Status runBareUcpTarget(const BareUcpOptions& options, PipeChannel& channel) {
   Status status = Target(options, channel).run();

@@ -28,7 +28,4 @@ namespace kvx::bench {
 // send kError with the reason before returning it.
 Status runBareUcpTarget(const BareUcpOptions& options, PipeChannel& channel);
 
-// User + system CPU time of this process (all threads), getrusage(RUSAGE_SELF).
-std::uint64_t processCpuNs();
-
 }  // namespace kvx::bench

@@ -71,6 +71,9 @@ TEST_CASE("invalid bare options name the option and the value", "[unit]") {
   o.targetSpinUs = -5;
   requireInvalid(o, "--target-spin-us");
   o = {};
+  o.targetCpu = -2;
+  requireInvalid(o, "--target-cpu -2");
+  o = {};
   o.fixedOverhead = true;
   o.window = 4;
   requireInvalid(o, "--fixed-overhead");
@@ -117,6 +120,8 @@ TEST_CASE("toArguments parses back to the same options", "[unit]") {
   o.bufferBytes = 1 << 22;
   o.notify = true;
   o.targetSpinUs = 12.5;
+  o.initiatorCpu = 0;
+  o.targetCpu = 1;
   o.verify = false;
   o.memcpyReference = true;
   o.memcpySeconds = 0.125;
@@ -143,6 +148,8 @@ TEST_CASE("toArguments parses back to the same options", "[unit]") {
   CHECK(p.notify == o.notify);
   CHECK(p.fixedOverhead == o.fixedOverhead);
   CHECK(p.targetSpinUs == o.targetSpinUs);
+  CHECK(p.initiatorCpu == o.initiatorCpu);
+  CHECK(p.targetCpu == o.targetCpu);
   CHECK(p.verify == o.verify);
   CHECK(p.memcpyReference == o.memcpyReference);
   CHECK(p.memcpyOnly == o.memcpyOnly);

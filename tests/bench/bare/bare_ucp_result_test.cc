@@ -24,6 +24,8 @@ BareUcpResult sample() {
   r.pattern = "random";
   r.notify = true;
   r.targetSpinUs = 50;
+  r.initiatorCpu = 0;
+  r.targetCpu = 1;
   r.segmentBytes = 4096;
   r.segments = 16;
   r.window = 8;
@@ -75,6 +77,8 @@ TEST_CASE("a bare result survives JSON both ways", "[unit]") {
   CHECK(p.pattern == r.pattern);
   CHECK(p.notify == r.notify);
   CHECK(p.targetSpinUs == r.targetSpinUs);
+  CHECK(p.initiatorCpu == r.initiatorCpu);
+  CHECK(p.targetCpu == r.targetCpu);
   CHECK(p.segmentBytes == r.segmentBytes);
   CHECK(p.segments == r.segments);
   CHECK(p.window == r.window);
@@ -116,6 +120,17 @@ TEST_CASE("unmeasured parts are JSON null and come back empty", "[unit]") {
   REQUIRE(parsed.isOk());
   CHECK_FALSE(parsed->receiverLatency.has_value());
   CHECK_FALSE(parsed->memcpy.has_value());
+}
+
+TEST_CASE("keys added after version 1's first form are optional to a reader", "[unit]") {
+  auto json = nlohmann::json::parse(toJson(sample()));
+  json.erase("initiatorCpu");
+  json.erase("targetCpu");
+  auto parsed = parseBareUcpResult(json.dump());
+  INFO(parsed.status().toString());
+  REQUIRE(parsed.isOk());
+  CHECK(parsed->initiatorCpu == -1);
+  CHECK(parsed->targetCpu == -1);
 }
 
 TEST_CASE("malformed results are refused naming what is wrong", "[unit]") {

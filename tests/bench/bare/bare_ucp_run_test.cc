@@ -176,6 +176,8 @@ TEST_CASE("UCX-allocated buffers, timed runs and a spinning target work", "[ucx]
   o.seconds = 0.2;
   o.targetSpinUs = 50;
   o.notify = true;
+  o.initiatorCpu = 0;  // CPU 0 exists everywhere
+  o.targetCpu = 0;
   const BareUcpResult r = run(o);
   INFO(toJson(r));
   CHECK(r.alloc == "ucx");
@@ -186,6 +188,7 @@ TEST_CASE("UCX-allocated buffers, timed runs and a spinning target work", "[ucx]
   REQUIRE(r.receiverLatency.has_value());
   CHECK(r.receiverLatency->count == r.requests);
   CHECK(r.targetSpinUs == 50);
+  CHECK(r.targetCpu == 0);
 }
 
 TEST_CASE("the memcpy reference reports a bandwidth", "[ucx][multiprocess]") {
