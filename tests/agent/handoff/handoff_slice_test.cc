@@ -183,30 +183,21 @@ TEST_CASE("parts that overlap, disagree or do not fit are refused", "[handoff]")
               ->submit(sliced(h.request(p0, "a", 9), "d", {0, 1, 1, "g", 2}, KvMode::kPush, false))
               .isOk());
   REQUIRE(h.settle());
-  SECTION("overlapping heads") {
+  // Submits p1's part "b" with `slice` and returns why the decode agent refused it.
+  const auto refusal = [&](KvSlice slice) {
     REQUIRE(
-        p1.prefill
-            ->submit(sliced(h.request(p1, "b", 9), "d", {0, 1, 1, "g", 2}, KvMode::kPush, false))
-            .isOk());
+        p1.prefill->submit(sliced(h.request(p1, "b", 9), "d", slice, KvMode::kPush, false)).isOk());
     REQUIRE(h.settle());
-    CHECK_THAT(HandoffHarness::status(p1, "b").status.message(), Catch::Contains("overlap"));
+    return HandoffHarness::status(p1, "b").status.message();
+  };
+  SECTION("overlapping heads") {
+    CHECK_THAT(refusal({0, 1, 1, "g", 2}), Catch::Contains("overlap"));
   }
   SECTION("another part count") {
-    REQUIRE(
-        p1.prefill
-            ->submit(sliced(h.request(p1, "b", 9), "d", {0, 0, 1, "g", 3}, KvMode::kPush, false))
-            .isOk());
-    REQUIRE(h.settle());
-    CHECK_THAT(HandoffHarness::status(p1, "b").status.message(), Catch::Contains("3 parts"));
+    CHECK_THAT(refusal({0, 0, 1, "g", 3}), Catch::Contains("3 parts"));
   }
   SECTION("heads outside the destination pool") {
-    REQUIRE(
-        p1.prefill
-            ->submit(sliced(h.request(p1, "b", 9), "d", {0, 2, 1, "h", 1}, KvMode::kPush, false))
-            .isOk());
-    REQUIRE(h.settle());
-    CHECK_THAT(HandoffHarness::status(p1, "b").status.message(),
-               Catch::Contains("not within this pool's 2 KV heads"));
+    CHECK_THAT(refusal({0, 2, 1, "h", 1}), Catch::Contains("not within this pool's 2 KV heads"));
   }
   CHECK(HandoffHarness::state(p1, "b") == KvRequestState::kFailed);
   CHECK(HandoffHarness::state(p0, "a") == KvRequestState::kTransferring);

@@ -312,8 +312,7 @@ TEST_CASE("decisions are deterministic", "[placement]") {
   CHECK(first == run({"b", "c", "a"}));
 }
 
-TEST_CASE("a gather's part does not wait for room its request may already have",
-          "[placement]") {
+TEST_CASE("a gather's part does not wait for room its request may already have", "[placement]") {
   PlacementScheduler s(SchedulerOptions{});
   s.upsertPeer("d0", 100, 0);  // full: the other part reserved the blocks
   PlacementQuery part{"g@p1", 40, 1000, {}, 0, std::string("d0"), 0, true};
