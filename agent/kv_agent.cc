@@ -48,6 +48,7 @@ std::vector<KvPeerStatus> KvAgent::peers() const {
             }
           }
           s.dataPath = impl_->agent->dataPathDescription(name).valueOr(std::string());
+          s.readyCpuNs = impl_->port->readyCpuNs(name);
           out.push_back(std::move(s));
         }
         return out;
@@ -68,6 +69,7 @@ KvPoolUsage KvAgent::usage() const {
         u.freeExtents = stats.freeExtents;
         u.largestFreeExtent = stats.largestFreeExtent;
         if (impl_->decode) u.cachedPrefixBlocks = impl_->decode->prefixCache().cachedBlocks();
+        u.peersReadyCpuNs = impl_->port->readyCpuTotalNs();
         return u;
       },
       impl_->callDeadline());

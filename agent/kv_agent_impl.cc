@@ -112,8 +112,8 @@ Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline 
   KVX_ASSIGN_OR_RETURN(std::string peer, agent->connect(address));
   KVX_RETURN_IF_ERROR(loop->callStatus(
       [this, peer] {
-        return port->send(peer,
-                          HelloMsg{options.role, pool->description(), availableBlocks(), false});
+        return port->send(peer, HelloMsg{options.role, pool->description(), availableBlocks(),
+                                         false, options.defaultMode});
       },
       deadline));
   std::unique_lock lock(peersMutex);
@@ -166,13 +166,19 @@ void KvAgent::Impl::onHello(const std::string& peer, const HelloMsg& hello) {
     ok = failedPrecondition("both agents are " + std::string(toString(options.role)) +
                             " agents; a KV hand-off needs a prefill and a decode agent");
   }
-  if (ok.isOk()) ok = port->attachPool(peer, hello.pool);
+  // Only the side that will initiate moves readies the other's memory now: a prefill agent
+  // pushes by default, a decode agent pulls only from a prefill agent that says it pulls.
+  const KvMode peerMode = hello.mode;
+  const bool initiates = options.role == KvRole::kPrefill ? options.defaultMode == KvMode::kPush
+                                                          : peerMode == KvMode::kPull;
+  if (ok.isOk()) ok = port->attachPool(peer, hello.pool, initiates);
   entry.compatible = ok.isOk();
   entry.reason = ok.isOk() ? "" : ok.message();
   kvPeers[peer] = entry;
   if (!hello.reply) {
     if (ok.isOk()) {
-      (void)port->send(peer, HelloMsg{options.role, pool->description(), availableBlocks(), true});
+      (void)port->send(peer, HelloMsg{options.role, pool->description(), availableBlocks(), true,
+                                      options.defaultMode});
     } else {
       (void)port->send(peer, RefusedMsg{"", ok, false, 0});
     }

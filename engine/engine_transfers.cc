@@ -1,6 +1,8 @@
 // Engine: the transfer half (planning, prepared lists, posting, waiting, cancelling).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "engine/engine.h"
 
 namespace kvx::engine {
@@ -76,6 +78,16 @@ Result<ListId> Engine::prepareRemoteList(const std::string& peerName,
     KVX_ASSIGN_OR_RETURN(auto region, list->peer->resolve(ranges[i], i, "remote"));
     list->remote.push_back(RemoteListEntry{std::move(region), ranges[i].offset, ranges[i].length});
   }
+  // Transfers from the list then start at full speed: no key to unpack, no page to map.
+  std::vector<std::shared_ptr<RemoteRegion>> regions;
+  for (const RemoteListEntry& entry : list->remote) {
+    if (std::find(regions.begin(), regions.end(), entry.region) == regions.end()) {
+      regions.push_back(entry.region);
+    }
+  }
+  KVX_RETURN_IF_ERROR(list->peer->unpackKeys(regions).withContext(
+      "preparing a list of " + std::to_string(ranges.size()) + " descriptors on peer '" + peerName +
+      "'"));
   std::lock_guard lock(mutex_);
   const ListId id(nextListId_++);
   lists_.emplace(id, std::move(list));

@@ -1,8 +1,19 @@
 #include "agent/handoff/agent_kv_port.h"
 
 #include <spdlog/spdlog.h>
+#include <time.h>
 
 namespace kvx::agent::handoff {
+namespace {
+
+std::uint64_t threadCpuNs() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000ull +
+         static_cast<std::uint64_t>(now.tv_nsec);
+}
+
+}  // namespace
 
 AgentKvPort::AgentKvPort(Agent& agent, const kv::KvPool& pool, ListId localList)
     : agent_(agent),
@@ -25,7 +36,9 @@ AgentKvPort::~AgentKvPort() {
   }
   cancelWake_.notify_all();
   canceller_.join();
-  for (auto& [peer, remote] : remotes_) (void)agent_.releaseList(remote.list);
+  for (auto& [peer, remote] : remotes_) {
+    if (remote.list) (void)agent_.releaseList(*remote.list);
+  }
   (void)agent_.releaseList(localList_);
 }
 
@@ -33,30 +46,49 @@ Status AgentKvPort::send(const std::string& peer, const KvMessage& message) {
   return agent_.sendNotification(peer, encode(message));
 }
 
-Status AgentKvPort::attachPool(const std::string& peer, const kv::PoolDescription& pool) {
+Status AgentKvPort::attachPool(const std::string& peer, const kv::PoolDescription& pool,
+                               bool readyNow) {
   KVX_ASSIGN_OR_RETURN(kv::PoolLayout layout,
                        kv::PoolLayout::create(pool.shape, pool.layout, pool.blocks));
-  const std::vector<MemoryRange> ranges = kv::KvPool::allSegmentRanges(pool);
-  KVX_ASSIGN_OR_RETURN(ListId list, agent_.prepareRemoteList(peer, ranges));
   detachPool(peer);
-  remotes_.emplace(peer, RemotePool{list,
-                                    kv::SegmentOrder(pool.layout, pool.blocks, pool.shape.layers,
-                                                     pool.shape.kvCount()),
-                                    std::move(layout), pool.tensorRegions});
+  RemotePool remote{
+      std::nullopt,
+      kv::SegmentOrder(pool.layout, pool.blocks, pool.shape.layers, pool.shape.kvCount()),
+      std::move(layout), pool.tensorRegions, pool};
+  if (readyNow) KVX_RETURN_IF_ERROR(prepareRemote(peer, remote).status());
+  remotes_.emplace(peer, std::move(remote));
   return Status::ok();
+}
+
+Result<ListId> AgentKvPort::prepareRemote(const std::string& peer, RemotePool& remote) {
+  if (remote.list) return *remote.list;
+  const std::uint64_t cpuBefore = threadCpuNs();
+  const std::vector<MemoryRange> ranges = kv::KvPool::allSegmentRanges(remote.description);
+  KVX_ASSIGN_OR_RETURN(ListId list, agent_.prepareRemoteList(peer, ranges));
+  remote.list = list;
+  remote.readyCpuNs = threadCpuNs() - cpuBefore;
+  readyCpuTotalNs_ += remote.readyCpuNs;
+  spdlog::debug("the KV pool of '{}' is ready on the data path ({} us of CPU)", peer,
+                remote.readyCpuNs / 1000);
+  return list;
+}
+
+std::uint64_t AgentKvPort::readyCpuNs(const std::string& peer) const {
+  auto it = remotes_.find(peer);
+  return it == remotes_.end() ? 0 : it->second.readyCpuNs;
 }
 
 void AgentKvPort::detachPool(const std::string& peer) {
   auto it = remotes_.find(peer);
   if (it == remotes_.end()) return;
-  (void)agent_.releaseList(it->second.list);
+  if (it->second.list) (void)agent_.releaseList(*it->second.list);
   remotes_.erase(it);
 }
 
 Result<MoveId> AgentKvPort::move(const MoveSpec& spec, std::function<void(MoveResult)> onDone) {
   auto it = remotes_.find(spec.peer);
   if (it == remotes_.end()) return notFound("no KV pool of peer '" + spec.peer + "' is attached");
-  const RemotePool& remote = it->second;
+  RemotePool& remote = it->second;
   const kv::PoolLayout& local = pool_.layout();
   if (spec.localBlocks.size() != spec.remoteBlocks.size() || spec.localBlocks.empty()) {
     return invalidArgument("a move needs equal, non-empty block lists; got " +
@@ -98,7 +130,7 @@ Result<MoveId> AgentKvPort::move(const MoveSpec& spec, std::function<void(MoveRe
   return MoveId{id.value};
 }
 
-Result<TransferId> AgentKvPort::makeWholeTransfer(const MoveSpec& spec, const RemotePool& remote,
+Result<TransferId> AgentKvPort::makeWholeTransfer(const MoveSpec& spec, RemotePool& remote,
                                                   std::optional<std::string> note) {
   if (pool_.layout().shape().kvHeads != remote.layout.shape().kvHeads) {
     return invalidArgument(
@@ -106,11 +138,15 @@ Result<TransferId> AgentKvPort::makeWholeTransfer(const MoveSpec& spec, const Re
         " KV heads per block and this pool " + std::to_string(pool_.layout().shape().kvHeads) +
         ": only head slices move between them");
   }
+  if (!remote.list) {
+    spdlog::info("readying the KV pool of '{}' on the data path at its first move", spec.peer);
+  }
+  KVX_ASSIGN_OR_RETURN(ListId remoteList, prepareRemote(spec.peer, remote));
   localIndices_.clear();
   remoteIndices_.clear();
   pool_.order().appendPairs(remote.order, spec.localBlocks, spec.remoteBlocks, spec.firstLayer,
                             spec.layerCount, localIndices_, remoteIndices_);
-  return agent_.makeTransfer(spec.op, localList_, localIndices_, remote.list, remoteIndices_,
+  return agent_.makeTransfer(spec.op, localList_, localIndices_, remoteList, remoteIndices_,
                              std::move(note));
 }
 

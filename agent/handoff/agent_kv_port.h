@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -29,24 +30,36 @@ class AgentKvPort final : public KvPort {
   ~AgentKvPort() override;
 
   Status send(const std::string& peer, const KvMessage& message) override;
-  Status attachPool(const std::string& peer, const kv::PoolDescription& pool) override;
+  Status attachPool(const std::string& peer, const kv::PoolDescription& pool,
+                    bool readyNow) override;
   void detachPool(const std::string& peer) override;
   Result<MoveId> move(const MoveSpec& spec, std::function<void(MoveResult)> onDone) override;
   void cancel(MoveId move) override;
   void disconnect(const std::string& peer, const Status& why) override;
   std::vector<std::string> livePeers() const override;
 
+  // CPU spent readying the pool of `peer` on the data path; 0 if not (yet) readied.
+  // REQUIRES: the KV service thread.
+  std::uint64_t readyCpuNs(const std::string& peer) const;
+  // The same, summed over every peer ever readied. REQUIRES: the KV service thread.
+  std::uint64_t readyCpuTotalNs() const { return readyCpuTotalNs_; }
+
  private:
   struct RemotePool {
-    ListId list;
+    std::optional<ListId> list;  // prepared when first needed, or at once when asked
     kv::SegmentOrder order;
     kv::PoolLayout layout;
     std::vector<RegionId> regions;  // the peer's, one per tensor
+    kv::PoolDescription description;
+    std::uint64_t readyCpuNs = 0;  // thread CPU that preparing `list` took
   };
 
   AgentKvPort(Agent& agent, const kv::KvPool& pool, ListId localList);
+  // Prepares the engine list of every segment of the peer's pool (which readies its
+  // memory on the data path) unless it is already prepared.
+  Result<ListId> prepareRemote(const std::string& peer, RemotePool& remote);
   // Whole segments: a transfer by index into the prepared lists.
-  Result<TransferId> makeWholeTransfer(const MoveSpec& spec, const RemotePool& remote,
+  Result<TransferId> makeWholeTransfer(const MoveSpec& spec, RemotePool& remote,
                                        std::optional<std::string> note);
   // A head slice: a transfer of explicit strided pieces.
   Result<TransferId> makeSlicedTransfer(const MoveSpec& spec, const RemotePool& remote,
@@ -63,6 +76,7 @@ class AgentKvPort final : public KvPort {
   std::vector<RegionId> localRegions_;                       // one per tensor
   std::vector<std::uint32_t> localIndices_, remoteIndices_;  // reused per move
   std::vector<kv::RangePair> slicePairs_;                    // reused per sliced move
+  std::uint64_t readyCpuTotalNs_ = 0;
 
   std::mutex cancelMutex_;
   std::condition_variable cancelWake_;

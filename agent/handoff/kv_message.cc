@@ -38,7 +38,8 @@ struct Encoder {
             {"role", std::string(toString(m.role))},
             {"pool", poolJson(m.pool)},
             {"free", m.freeBlocks},
-            {"reply", m.reply}};
+            {"reply", m.reply},
+            {"mode", std::string(toString(m.mode))}};
   }
   json operator()(const PlaceMsg& m) const {
     json out = {{"t", "place"},
@@ -190,6 +191,12 @@ Result<KvMessage> decodeObject(const JsonReader& r, const std::string& type) {
     KVX_ASSIGN_OR_RETURN(m.pool, readPool(r));
     KVX_ASSIGN_OR_RETURN(m.freeBlocks, r.unsignedInteger("free"));
     KVX_ASSIGN_OR_RETURN(m.reply, r.boolean("reply"));
+    KVX_ASSIGN_OR_RETURN(std::optional<std::string> mode, r.optionalString("mode", 16));
+    if (mode) {  // older agents do not send it: they push
+      auto parsedMode = parseKvMode(*mode);
+      if (!parsedMode) return channel::fieldError(r.fieldPath("mode"), "push or pull", *mode);
+      m.mode = *parsedMode;
+    }
     return KvMessage(std::move(m));
   }
   if (type == "place") {

@@ -41,6 +41,9 @@ struct HelloMsg {
   kv::PoolDescription pool;
   std::uint64_t freeBlocks = 0;
   bool reply = false;
+  // The sender's default direction: tells the other side which pool it will address, so
+  // that only the initiating side readies the other's memory ahead of the first request.
+  KvMode mode = KvMode::kPush;
 };
 struct PlaceMsg {
   std::string req;

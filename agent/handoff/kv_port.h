@@ -53,8 +53,11 @@ class KvPort {
   // after a move to that peer finished arrives after the move's data.
   virtual Status send(const std::string& peer, const KvMessage& message) = 0;
 
-  // Makes `pool` (the peer's) addressable by move(). Replaces an earlier one.
-  virtual Status attachPool(const std::string& peer, const kv::PoolDescription& pool) = 0;
+  // Makes `pool` (the peer's) addressable by move(). Replaces an earlier one. With
+  // `readyNow` (this side will initiate moves to or from it) the peer's memory is readied on
+  // the data path at once; otherwise at the first move that needs it.
+  virtual Status attachPool(const std::string& peer, const kv::PoolDescription& pool,
+                            bool readyNow) = 0;
   virtual void detachPool(const std::string& peer) = 0;
 
   // Moves what `spec` says (kWrite: to the peer; kRead: from it). The notification, if any,

@@ -64,7 +64,8 @@ Result<std::unique_ptr<KvPool>> KvPool::create(Agent& agent, const KvPoolSpec& s
     if (spec.tensors.empty()) {
       KVX_ASSIGN_OR_RETURN(
           AllocatedRegion region,
-          agent.allocateMemory({name, pool->layout_.tensorBytes(), spec.kind, spec.device, true}));
+          agent.allocateMemory(
+              {name, pool->layout_.tensorBytes(), spec.kind, spec.device, true, spec.populate}));
       pool->bases_.push_back(static_cast<std::byte*>(region.address));
       pool->regions_.push_back(region.id);
     } else {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "engine/memory/page_population.h"
+
 namespace kvx::engine {
 
 std::string describeRange(std::uint64_t address, std::uint64_t length) {
@@ -93,6 +95,10 @@ Result<AllocatedRegion> MemoryRegistry::allocate(const AllocationSpec& spec) {
   auto memory = transport_.allocateMemory(spec.length, spec.kind, spec.device);
   if (!memory.isOk()) return memory.status().withContext("allocating region '" + spec.name + "'");
   void* address = (*memory)->address();
+  if (spec.populate && spec.kind == MemoryKind::kHost) {
+    KVX_RETURN_IF_ERROR(
+        populatePages(address, spec.length).withContext("populating region '" + spec.name + "'"));
+  }
   std::lock_guard lock(mutex_);
   KVX_RETURN_IF_ERROR(checkNewRegion(spec.name, reinterpret_cast<std::uint64_t>(address),
                                      spec.length, spec.kind, spec.device));

@@ -24,6 +24,11 @@ Result<const RemoteKey*> PeerLink::key(const RemoteRegion& region) {
   return raw;
 }
 
+bool PeerLink::hasKey(const RemoteRegion& region) {
+  std::lock_guard lock(mutex_);
+  return keys_.contains(&region);
+}
+
 void PeerLink::close(bool force) {
   std::lock_guard lock(mutex_);
   keys_.clear();

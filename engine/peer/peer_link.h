@@ -27,6 +27,9 @@ class PeerLink {
   // The key for `region` on this link, unpacked on first use. Thread-safe.
   Result<const RemoteKey*> key(const RemoteRegion& region);
 
+  // True when the key of `region` was unpacked on this link. Thread-safe.
+  bool hasKey(const RemoteRegion& region);
+
   // Closes the endpoint now; with `force`, in-flight operations fail before this returns.
   void close(bool force);
 

@@ -102,21 +102,39 @@ Result<std::shared_ptr<PeerLink>> RemotePeer::link() const {
   return link_;
 }
 
+Status RemotePeer::unpackKeys(const std::vector<std::shared_ptr<RemoteRegion>>& regions) {
+  KVX_ASSIGN_OR_RETURN(std::shared_ptr<PeerLink> current, link());
+  for (const auto& region : regions) {
+    KVX_RETURN_IF_ERROR(current->key(*region).status());
+  }
+  return Status::ok();
+}
+
 Status RemotePeer::resetLink(const std::string& reason) {
   std::shared_ptr<PeerLink> old;
+  std::vector<std::shared_ptr<RemoteRegion>> keyed;
   {
     std::lock_guard lock(mutex_);
     old = std::move(link_);
+    for (const auto& [id, region] : regions_) {
+      if (old && old->hasKey(*region)) keyed.push_back(region);
+    }
   }
   spdlog::info("peer '{}': resetting data path ({})", name_, reason);
   if (old) old->close(true);
   auto fresh = openLink();
-  std::lock_guard lock(mutex_);
-  if (!fresh.isOk()) {
-    failure_ = fresh.status().withContext("peer '" + name_ + "': reconnect after " + reason);
-    return failure_;
+  {
+    std::lock_guard lock(mutex_);
+    if (!fresh.isOk()) {
+      failure_ = fresh.status().withContext("peer '" + name_ + "': reconnect after " + reason);
+      return failure_;
+    }
+    link_ = std::move(fresh).value();
   }
-  link_ = std::move(fresh).value();
+  // Best effort: a key that fails here fails its next transfer with the reason.
+  if (Status s = unpackKeys(keyed); !s.isOk()) {
+    spdlog::warn("peer '{}': after the reset: {}", name_, s.toString());
+  }
   return Status::ok();
 }
 

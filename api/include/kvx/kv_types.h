@@ -42,6 +42,8 @@ struct KvPoolSpec {
   std::vector<void*> tensors;
   MemoryKind kind = MemoryKind::kHost;
   int device = -1;
+  // A pool the agent allocates: populate its pages at start-up (AllocationSpec::populate).
+  bool populate = true;
 };
 
 // What a pool turned out to be.
@@ -70,6 +72,9 @@ struct KvPoolUsage {
   std::uint64_t freeExtents = 0;
   std::uint64_t largestFreeExtent = 0;
   std::uint64_t cachedPrefixBlocks = 0;  // decode: blocks kept for prefix reuse
+  // CPU spent so far readying peers' pools on the data path (all peers, departed ones too):
+  // a one-time cost per peer, see KvPeerStatus::readyCpuNs.
+  std::uint64_t peersReadyCpuNs = 0;
 };
 
 struct KvAgentOptions {
@@ -184,6 +189,9 @@ struct KvPeerStatus {
   std::uint64_t freeBlocks = 0;  // as last reported, minus placements since
   std::uint64_t inFlightBytes = 0;
   std::string dataPath;  // UCX transports in use
+  // CPU this agent spent readying the peer's pool on the data path (keys unpacked; on
+  // shared memory, its pages mapped into this process); 0 until this side first needed it.
+  std::uint64_t readyCpuNs = 0;
 };
 
 }  // namespace kvx

@@ -39,6 +39,11 @@ struct AllocationSpec {
   MemoryKind kind = MemoryKind::kHost;
   int device = -1;
   bool exposed = true;
+  // Host memory: make every page present now, so that the first transfers into or out of
+  // the region run at full speed instead of faulting it in 4 KiB at a time (2-3 GB/s
+  // instead of 15-20 on this machine). Costs the pages' memory and about 0.6 s per GiB at
+  // allocation. False for regions much larger than what will ever be touched.
+  bool populate = true;
 };
 
 // A registered region as the agent reports it, locally or from a peer's metadata.

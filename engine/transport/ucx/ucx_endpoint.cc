@@ -6,6 +6,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "engine/memory/page_population.h"
 #include "engine/transport/ucx/ucx_endpoint_info.h"
 #include "engine/transport/ucx/ucx_frame.h"
 #include "engine/transport/ucx/ucx_memory.h"
@@ -123,13 +124,27 @@ Result<ucp_rkey_h> UcxEndpoint::checkRmaLocked(const RmaOp& op, const char* what
 Result<std::unique_ptr<RemoteKey>> UcxEndpoint::unpackRemoteKey(
     std::span<const std::uint8_t> packed) {
   KVX_ASSIGN_OR_RETURN(PackedRemoteKey parsed, parseRemoteKey(packed));
-  std::lock_guard<std::mutex> lock(worker_->mutex());
-  KVX_RETURN_IF_ERROR(checkPostableLocked("unpack remote key"));
-  ucp_rkey_h handle = nullptr;
-  const ucs_status_t status = ucp_ep_rkey_unpack(ep_, parsed.ucxKey.data(), &handle);
-  if (status != UCS_OK) return fromUcs(status, "ucp_ep_rkey_unpack");
-  auto key = std::make_unique<UcxRemoteKey>(shared_from_this(), handle, parsed);
-  keys_.insert(key.get());
+  std::unique_ptr<UcxRemoteKey> key;
+  void* mapped = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(worker_->mutex());
+    KVX_RETURN_IF_ERROR(checkPostableLocked("unpack remote key"));
+    ucp_rkey_h handle = nullptr;
+    const ucs_status_t status = ucp_ep_rkey_unpack(ep_, parsed.ucxKey.data(), &handle);
+    if (status != UCS_OK) return fromUcs(status, "ucp_ep_rkey_unpack");
+    key = std::make_unique<UcxRemoteKey>(shared_from_this(), handle, parsed);
+    keys_.insert(key.get());
+    // On shared memory UCX maps the peer's segment into this process; anything else
+    // (tcp, registered memory) has no such pointer and UCX says so with an error.
+    if (ucp_rkey_ptr(handle, parsed.address, &mapped) != UCS_OK) mapped = nullptr;
+  }
+  // The mapping lives as long as the key. Populate its page tables now, outside the lock,
+  // so that the first transfers into it do not take one page fault per 4 KiB. Best effort:
+  // a failure only leaves the faults to the transfers.
+  if (mapped != nullptr) {
+    const Status populated = populatePages(mapped, parsed.length);
+    if (!populated.isOk()) spdlog::warn("peer region mapping: {}", populated.toString());
+  }
   return std::unique_ptr<RemoteKey>(std::move(key));
 }
 

@@ -97,7 +97,8 @@ class FakeKvPort final : public KvPort {
   FakeKvPort(FakeNetwork& network, std::string name) : network_(network), name_(std::move(name)) {}
 
   Status send(const std::string& peer, const KvMessage& message) override;
-  Status attachPool(const std::string& peer, const agent::kv::PoolDescription& pool) override;
+  Status attachPool(const std::string& peer, const agent::kv::PoolDescription& pool,
+                    bool readyNow) override;
   void detachPool(const std::string& peer) override;
   Result<MoveId> move(const MoveSpec& spec, std::function<void(MoveResult)> onDone) override;
   void cancel(MoveId move) override;
@@ -462,7 +463,7 @@ inline Status FakeKvPort::send(const std::string& peer, const KvMessage& message
 }
 
 inline Status FakeKvPort::attachPool(const std::string& peer,
-                                     const agent::kv::PoolDescription& pool) {
+                                     const agent::kv::PoolDescription& pool, bool) {
   if (pool.blocks != network_.pool(peer).blocks()) {
     return invalidArgument("fake: the description of '" + peer + "' does not match its pool");
   }

@@ -90,8 +90,8 @@ class HandoffHarness {
     Side& p = side(prefillName);
     Side& d = side(decodeName);
     net_.link(p.name, d.name);
-    REQUIRE(p.context->port.attachPool(d.name, d.pool.description()).isOk());
-    REQUIRE(d.context->port.attachPool(p.name, p.pool.description()).isOk());
+    REQUIRE(p.context->port.attachPool(d.name, d.pool.description(), true).isOk());
+    REQUIRE(d.context->port.attachPool(p.name, p.pool.description(), false).isOk());
     p.peers.insert(d.name);
     d.peers.insert(p.name);
     p.prefill->onPeerReady(d.name, d.pool.blocks(), d.pool.allocator().freeBlocks(),

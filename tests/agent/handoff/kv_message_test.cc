@@ -74,6 +74,7 @@ struct Same {
     checkPool(a.pool, b.pool);
     CHECK(a.freeBlocks == b.freeBlocks);
     CHECK(a.reply == b.reply);
+    CHECK(a.mode == b.mode);
   }
   void operator()(const PlaceMsg& a, const PlaceMsg& b) const {
     CHECK(a.req == b.req);
@@ -170,6 +171,8 @@ TEST_CASE("round trips of edge values", "[handoff]") {
   checkRoundTrip(HelloMsg{KvRole::kPrefill, pool("qwen2.5-32b", kv::KvLayout::kHND, 3), 1, false});
   checkRoundTrip(
       HelloMsg{KvRole::kDecode, pool("llama3-70b", kv::KvLayout::kBlocksFirst, 9), 2, true});
+  checkRoundTrip(HelloMsg{KvRole::kPrefill, pool("llama3-8b", kv::KvLayout::kNHD, 4), 4, false,
+                          KvMode::kPull});
   checkRoundTrip(
       PlaceMsg{std::string(kMaxRequestIdBytes, 'r'), 1, 1, {}, KvMode::kPush, false, 1, {}});
   checkRoundTrip(PlacedMsg{"", {}, 0, 0});
@@ -247,11 +250,23 @@ TEST_CASE("a missing field is named", "[handoff]") {
     const json document = encoded(message);
     for (const auto& [key, value] : document.items()) {
       if (key == "t") continue;
+      if (document["t"] == "hello" && key == "mode") continue;  // optional, below
       json broken = document;
       broken.erase(key);
       checkRejected(broken, "kv." + key + ": missing");
     }
   }
+}
+
+TEST_CASE("a hello without a mode is from an agent that pushes; a bad mode is refused",
+          "[handoff]") {
+  json document = encoded(KvMessage(hello()));
+  document.erase("mode");
+  auto decoded = decode(document.dump());
+  REQUIRE(decoded.isOk());
+  CHECK(std::get<HelloMsg>(*decoded).mode == KvMode::kPush);
+  document["mode"] = "sideways";
+  checkRejected(document, "kv.mode: expected push or pull");
 }
 
 TEST_CASE("a field of the wrong type is named", "[handoff]") {
