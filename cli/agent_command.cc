@@ -45,6 +45,7 @@ int runDecode(KvAgent& agent, const AgentConfig& config, const TpPlan& tp, StopS
   DecodeLoop loop(agent, config.verify, workload::kPrefixChunkTokens, tp, !config.report.empty());
   const CpuTime cpuStart = processCpuTime();
   loop.run([&stop] { return stop.requested(); });
+  const std::int64_t readyCpuUs = peersReadyCpuUs(agent.usage());
   spdlog::info("{}: shutting down", stopReason(stop));
   // Requests that complete while the agent shuts down are still served, so that none is left
   // holding blocks.
@@ -62,7 +63,8 @@ int runDecode(KvAgent& agent, const AgentConfig& config, const TpPlan& tp, StopS
   const DecodeStats& d = loop.stats();
   if (!config.report.empty()) {
     const nlohmann::json report =
-        decodeReport(config.name, loop.arrivals(), cpuStart, processCpuTime());
+        decodeReport(config.name, loop.arrivals(), cpuStart,
+                     loop.cpuAfterLastArrival().value_or(processCpuTime()), readyCpuUs);
     if (Status s = writeJsonFile(config.report, report); !s.isOk()) {
       spdlog::error("report: {}", s.toString());
     }

@@ -141,6 +141,7 @@ Result<KvAgentOptions> toKvAgentOptions(const AgentConfig& c) {
   options.role = c.role == "prefill" ? KvRole::kPrefill : KvRole::kDecode;
   options.pool.layout = c.layout;
   options.pool.blocks = c.blocks;
+  options.pool.populate = !c.noPopulate;
   options.defaultMode = c.mode == "pull" ? KvMode::kPull : KvMode::kPush;
   options.requestTimeout = std::chrono::milliseconds(c.timeoutMs);
   options.leaseTimeout = std::chrono::milliseconds(c.leaseMs);

@@ -47,6 +47,7 @@ struct AgentConfig {
   std::string model = "llama3-8b";  // a built-in shape name or a JSON shape file
   std::string layout = "nhd";       // nhd | hnd | blocks-first | cross-layer
   std::uint64_t blocks = 0;         // pool size (required)
+  bool noPopulate = false;          // leave the pool's pages to first use
   std::vector<std::string> peers;   // prefill: decode agents to connect to
   std::string transport = "shm";    // shm | tcp
   std::string mode = "push";        // push | pull | mixed (prefill workloads alternate)

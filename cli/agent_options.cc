@@ -100,6 +100,10 @@ void addAgentOptions(CLI::App& app, AgentConfig& c) {
       ->check(CLI::IsMember({"nhd", "hnd", "blocks-first", "cross-layer"}));
   addOption(app, "--blocks", c.blocks,
             "KV blocks in the pool (required; a llama3-8b block is 16 tokens = 2 MiB)", pool);
+  addFlag(app, "--no-populate", c.noPopulate,
+          "do not populate the pool's pages at start-up: first transfers fault them in (for "
+          "pools far larger than what will be used at once)",
+          pool);
   addOption(app, "--prefix-cache-blocks", c.prefixCacheBlocks,
             "decode: released blocks kept for prefix reuse (0: no prefix cache)", pool);
 

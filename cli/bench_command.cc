@@ -76,6 +76,9 @@ void addBenchOptions(CLI::App& app, BenchOptions& o) {
   app.add_option("--bare-binary", o.bareBinary, "the kvx-bare-ucp binary (default: beside kvx)");
   app.add_option("--log-level", o.logLevel, "the agents' log level")->capture_default_str();
   app.add_option("--timeout-s", o.timeoutSeconds, "deadline per case")->capture_default_str();
+  app.add_option("--work-dir", o.workDir,
+                 "keep the agents' reports and model files here (default: a temporary "
+                 "directory, removed)");
   app.add_option("--segment-bytes", o.sweep.segmentBytes, "sweep: segment sizes")->delimiter(',');
   app.add_option("--segments", o.sweep.segments, "sweep: segments per request")->delimiter(',');
   app.add_option("--window", o.sweep.windows, "sweep: requests in flight")->delimiter(',');
@@ -127,20 +130,29 @@ int runBenchCommand(const BenchOptions& o, const std::string& commandLine, StopS
     }
   }
   char dirTemplate[] = "/tmp/kvx-bench-XXXXXX";
-  if (::mkdtemp(dirTemplate) == nullptr) {
-    std::fprintf(stderr, "kvx bench: cannot create a directory in /tmp\n");
+  std::string workDir = o.workDir;
+  if (workDir.empty()) {
+    if (::mkdtemp(dirTemplate) == nullptr) {
+      std::fprintf(stderr, "kvx bench: cannot create a directory in /tmp\n");
+      return 1;
+    }
+    workDir = dirTemplate;
+  } else if (std::error_code made; !std::filesystem::create_directories(workDir, made) && made) {
+    std::fprintf(stderr, "kvx bench: --work-dir %s: %s\n", workDir.c_str(), made.message().c_str());
     return 1;
   }
   bench::SessionOptions session;
-  session.runner = {selfPath(), dirTemplate, o.logLevel, std::chrono::seconds(o.timeoutSeconds)};
+  session.runner = {selfPath(), workDir, o.logLevel, std::chrono::seconds(o.timeoutSeconds)};
   session.bareBinary = o.noBare ? "" : findBareBinary(o.bareBinary);
   const bench::RunHeader header =
       bench::describeRun(scenarioOptions.transports, names, commandLine);
   for (const std::string& line : header.lines) std::fprintf(stderr, "%s\n", line.c_str());
   const auto outcomes =
       bench::BenchSession(session).run(cases, [&stop] { return stop.requested(); });
-  std::error_code ignored;
-  std::filesystem::remove_all(dirTemplate, ignored);
+  if (o.workDir.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(workDir, ignored);
+  }
 
   std::fputs(bench::renderTable(header, outcomes, !o.noVerify).c_str(), stdout);
   std::fflush(stdout);

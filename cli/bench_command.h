@@ -31,6 +31,7 @@ struct BenchOptions {
   std::string bareBinary;
   std::string logLevel = "warn";
   std::uint64_t timeoutSeconds = 600;
+  std::string workDir;  // empty: a temporary directory, removed afterwards
   bench::SweepOptions sweep;
 };
 

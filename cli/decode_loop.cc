@@ -78,7 +78,10 @@ void DecodeLoop::handle(const KvArrival& arrival) {
     ++stats_.errors;
     spdlog::error("release {} failed: {}", arrival.id, s.toString());
   }
-  if (keepArrivals_) arrivals_.push_back(std::move(record));
+  if (keepArrivals_) {
+    arrivals_.push_back(std::move(record));
+    cpuAfterLastArrival_ = processCpuTime();
+  }
 }
 
 void DecodeLoop::verify(const KvArrival& arrival, ArrivalRecord& record) {

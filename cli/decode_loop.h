@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "cli/decode_report.h"
@@ -42,6 +43,9 @@ class DecodeLoop {
   void drain(Deadline deadline);
   const DecodeStats& stats() const { return stats_; }
   const std::vector<ArrivalRecord>& arrivals() const { return arrivals_; }
+  // Process CPU time once the last arrival was handled (kept arrivals only): the end of the
+  // serving work, before any teardown.
+  const std::optional<CpuTime>& cpuAfterLastArrival() const { return cpuAfterLastArrival_; }
 
  private:
   void handle(const KvArrival& arrival);
@@ -56,6 +60,7 @@ class DecodeLoop {
   PeerWatch peers_;
   DecodeStats stats_;
   std::vector<ArrivalRecord> arrivals_;
+  std::optional<CpuTime> cpuAfterLastArrival_;
   std::uint64_t arrivalsAtLastSummary_ = 0;
 };
 

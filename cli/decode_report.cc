@@ -4,7 +4,7 @@ namespace kvx::cli {
 
 nlohmann::json decodeReport(const std::string& agentName,
                             const std::vector<ArrivalRecord>& arrivals, const CpuTime& cpuStart,
-                            const CpuTime& cpuEnd) {
+                            const CpuTime& cpuEnd, std::int64_t readyCpuUs) {
   nlohmann::json list = nlohmann::json::array();
   std::uint64_t verified = 0, corrupt = 0;
   for (const ArrivalRecord& a : arrivals) {
@@ -19,7 +19,7 @@ nlohmann::json decodeReport(const std::string& agentName,
   }
   return {{"agent", agentName},       {"arrivals", std::move(list)},  {"verifiedBlocks", verified},
           {"corruptBlocks", corrupt}, {"cpuStart", toJson(cpuStart)}, {"cpuEnd", toJson(cpuEnd)},
-          {"cpu", toJson(cpuEnd)}};
+          {"readyCpuUs", readyCpuUs}, {"cpu", toJson(cpuEnd)}};
 }
 
 }  // namespace kvx::cli

@@ -12,7 +12,9 @@
 //                  "verifiedBlocks", "corruptBlocks": with --verify, else 0}, ...],
 //    "verifiedBlocks", "corruptBlocks": totals,
 //    "cpuStart": {"userUs", "sysUs"}: process CPU time when the serve loop began,
-//    "cpuEnd":   {"userUs", "sysUs"}: process CPU time at exit,
+//    "cpuEnd":   {"userUs", "sysUs"}: process CPU time once the last arrival was handled
+//                (at exit if none came),
+//    "readyCpuUs": of that, CPU spent readying peers' pools on the data path (once per peer),
 //    "cpu":      the same as cpuEnd}
 // Plain data and pure functions.
 
@@ -36,6 +38,6 @@ struct ArrivalRecord {
 
 nlohmann::json decodeReport(const std::string& agentName,
                             const std::vector<ArrivalRecord>& arrivals, const CpuTime& cpuStart,
-                            const CpuTime& cpuEnd);
+                            const CpuTime& cpuEnd, std::int64_t readyCpuUs);
 
 }  // namespace kvx::cli

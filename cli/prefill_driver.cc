@@ -42,6 +42,7 @@ PrefillDriver::PrefillDriver(KvAgent& agent, ReplayOptions options,
 ReplayResult PrefillDriver::run(StopSignal& stop) {
   ReplayResult result;
   result.cpuStart = processCpuTime();
+  const std::int64_t readyBefore = peersReadyCpuUs(agent_.usage());
   records_.assign(trace_.size() * partsPerPrompt_, RequestRecord{});
   start_ = Clock::now();
   lastEnd_ = start_;
@@ -78,6 +79,7 @@ ReplayResult PrefillDriver::run(StopSignal& stop) {
   result.wall = lastEnd_ - start_;
   result.stopped = stop.requested();
   result.cpuEnd = processCpuTime();
+  result.readyCpuUs = peersReadyCpuUs(agent_.usage()) - readyBefore;
   return result;
 }
 

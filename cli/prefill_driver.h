@@ -57,6 +57,7 @@ struct ReplayResult {
   bool stopped = false;                 // a signal cut it short
   CpuTime cpuStart;                     // process CPU time when the replay began
   CpuTime cpuEnd;                       // and when it ended
+  std::int64_t readyCpuUs = 0;          // of that, CPU spent readying peers' pools
 };
 
 class PrefillDriver {

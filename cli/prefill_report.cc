@@ -67,6 +67,7 @@ nlohmann::json replayReport(const std::string& agentName, const ReplayResult& re
           {"usageAtExit", usageJson(usageAtExit)},
           {"cpuStart", toJson(result.cpuStart)},
           {"cpuEnd", toJson(result.cpuEnd)},
+          {"readyCpuUs", result.readyCpuUs},
           {"cpu", toJson(result.cpuEnd)}};
 }
 

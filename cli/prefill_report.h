@@ -27,7 +27,8 @@
 //    "usageAtExit": {"totalBlocks", "freeBlocks", "freeExtents", "largestFreeExtent",
 //                    "cachedPrefixBlocks"},
 //    "cpuStart": {"userUs", "sysUs"}: process CPU time when the replay began,
-//    "cpuEnd": {"userUs", "sysUs"}: when it ended, "cpu": the same as cpuEnd}
+//    "cpuEnd": {"userUs", "sysUs"}: when it ended, "cpu": the same as cpuEnd,
+//    "readyCpuUs": of that, CPU spent readying peers' pools on the data path (once per peer)}
 
 #include <nlohmann/json.hpp>
 #include <string>

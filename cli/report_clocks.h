@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
+#include "kvx/kv_types.h"
 #include "kvx/transfer.h"
 
 namespace kvx::cli {
@@ -24,5 +25,12 @@ struct CpuTime {
 CpuTime processCpuTime();
 // {"userUs": ..., "sysUs": ...}
 nlohmann::json toJson(const CpuTime& cpu);
+
+// CPU microseconds the agent spent readying its peers' pools on the data path so far
+// (KvPoolUsage::peersReadyCpuNs): a one-time cost per peer that reports give apart from the
+// CPU per request.
+inline std::int64_t peersReadyCpuUs(const KvPoolUsage& usage) {
+  return static_cast<std::int64_t>(usage.peersReadyCpuNs / 1000);
+}
 
 }  // namespace kvx::cli

@@ -159,6 +159,7 @@ Result<BareUcpResult> runBareUcpInitiator(const BareUcpOptions& o,
                          " bytes, expected " + std::to_string(bytes));
   }
   KVX_RETURN_IF_ERROR(node->connect(hello.workerAddress, hello.packedKey));
+  KVX_RETURN_IF_ERROR(node->populateRemote(hello.bufferAddress, bytes));
   const std::vector<std::uint8_t> ownAddress = node->workerAddress();
   KVX_RETURN_IF_ERROR(target.send(TargetMessage::kConnect, deadline, ownAddress));
   KVX_RETURN_IF_ERROR(target.expect(TargetMessage::kConnected, deadline).status());

@@ -47,6 +47,9 @@ class BareUcpNode {
   // `packedKey` is empty).
   Status connect(std::span<const std::uint8_t> peerAddress,
                  std::span<const std::uint8_t> packedKey);
+  // Populates this process's mapping of the peer's [remoteAddress, +length) when UCX maps
+  // it here (shared memory into UCX-allocated memory); nothing otherwise.
+  Status populateRemote(std::uint64_t remoteAddress, std::uint64_t length);
   ucp_ep_h endpoint() const { return ep_; }
   ucp_rkey_h remoteKey() const { return rkey_; }
   // The transports UCX chose for the endpoint ("tcp/lo"), from ucp_ep_print_info.

@@ -35,6 +35,11 @@ struct BenchCase {
   double prefixShare = 0;
   std::uint64_t prefixCacheBlocks = 0;
   bool verify = true;
+  // Each agent's pool holds at most this many bytes (0: no bound), and at least one request.
+  std::uint64_t poolBudgetBytes = 0;
+  // Populate the pools' pages at start-up, as a deployment does. False for trace replays,
+  // whose pools are sized for the longest prompt and would not fit in memory populated.
+  bool populate = true;
 
   // The bare reference: run it beside this case (false for cases whose figure is a latency
   // distribution under load rather than a bandwidth: trace replays).

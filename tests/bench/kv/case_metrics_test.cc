@@ -21,20 +21,22 @@ json request(const std::string& id, std::int64_t submit, std::int64_t done, std:
           {"error", released ? "" : "TIMED_OUT: gave up"}};
 }
 
-json prefillReport(std::vector<json> requests, double cpuUs) {
+json prefillReport(std::vector<json> requests, double cpuUs, double readyCpuUs = 0) {
   return {{"requests", requests},
           {"cpuStart", {{"userUs", 1000.0}, {"sysUs", 0.0}}},
-          {"cpuEnd", {{"userUs", 1000.0 + cpuUs}, {"sysUs", 0.0}}}};
+          {"cpuEnd", {{"userUs", 1000.0 + cpuUs + readyCpuUs}, {"sysUs", 0.0}}},
+          {"readyCpuUs", readyCpuUs}};
 }
 
 }  // namespace
 
 TEST_CASE("latencies, bandwidth and per-request figures come from both sides' reports", "[bench]") {
   BenchCase c;
+  // 250 us of the prefill's CPU readied the decode pool: once, not per request.
   const std::vector<json> prefills = {prefillReport(
       {request("r-0", 1'000'000, 3'000'000, 2000), request("r-1", 2'000'000, 5'000'000, 2000),
        request("r-2", 2'000'000, 9'000'000, 0, false)},
-      300)};
+      300, 250)};
   const std::vector<json> decodes = {
       {{"arrivals",
         {{{"id", "r-0"}, {"arrivedNs", 2'500'000}}, {{"id", "r-1"}, {"arrivedNs", 4'000'000}}}},

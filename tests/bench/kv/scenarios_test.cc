@@ -5,6 +5,7 @@
 #include <set>
 
 #include "bench/kv/bare_match.h"
+#include "bench/kv/case_runner.h"
 #include "bench/kv/sweep.h"
 
 using namespace kvx;
@@ -95,4 +96,31 @@ TEST_CASE("a sweep crosses its lists", "[bench]") {
   CHECK((*cases)[0].tokens == 8 * 16);
   sweep.segmentBytes = {100};
   CHECK(sweepCases(sweep).status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("case pools hold the requests in flight, within the budget, never below one request",
+          "[bench]") {
+  const agent::kv::ModelShape llama = *agent::kv::shapeFromNameOrJson("llama3-8b");
+  // 4k tokens = 256 blocks of 2 MiB; 8 in flight + 1 + 16 slack.
+  CHECK(CaseRunner::poolBlocks(llama, 4096, 8, 0) == 256 * 9 + 16);
+  // A 1 GiB budget holds 512 blocks.
+  CHECK(CaseRunner::poolBlocks(llama, 4096, 8, 1ull << 30) == 512);
+  // One 16k-token request (1024 blocks) does not fit 1 GiB: the pool holds it anyway.
+  CHECK(CaseRunner::poolBlocks(llama, 16384, 2, 1ull << 30) == 1024 + 16);
+}
+
+TEST_CASE("trace replays leave their pools unpopulated; other cases populate within budget",
+          "[bench]") {
+  ScenarioOptions options;
+  options.trace = "trace.jsonl";
+  options.poolBudgetMiB = 1024;
+  options.size = ScenarioSize::kQuick;
+  for (const std::string name : {"trace", "llama8b"}) {
+    auto cases = scenarioCases(name, options);
+    REQUIRE(cases.isOk());
+    for (const BenchCase& c : *cases) {
+      CHECK(c.populate == (name != "trace"));
+      CHECK(c.poolBudgetBytes == (1ull << 30));
+    }
+  }
 }
