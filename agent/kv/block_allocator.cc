@@ -52,21 +52,21 @@ Result<std::vector<BlockExtent>> BlockAllocator::allocate(std::uint64_t count) {
 }
 
 Status BlockAllocator::free(std::span<const BlockExtent> extents) {
-  KVX_RETURN_IF_ERROR(validateExtents(extents, "free"));
-  for (const BlockExtent& e : extents) {
+  KVX_ASSIGN_OR_RETURN(std::vector<BlockExtent> runs, mergedRuns(extents, "free"));
+  for (const BlockExtent& e : runs) {
     const std::uint64_t block = firstFreeIn(e);
     if (block != e.end()) {
       return invalidArgument("cannot free extent " + describe(e) + ": block " +
                              std::to_string(block) + " is already free (double free)");
     }
   }
-  for (const BlockExtent& e : extents) addFree(e.first, e.count);
+  for (const BlockExtent& e : runs) addFree(e.first, e.count);
   return Status::ok();
 }
 
 Status BlockAllocator::reserve(std::span<const BlockExtent> extents) {
-  KVX_RETURN_IF_ERROR(validateExtents(extents, "reserve"));
-  for (const BlockExtent& e : extents) {
+  KVX_ASSIGN_OR_RETURN(std::vector<BlockExtent> runs, mergedRuns(extents, "reserve"));
+  for (const BlockExtent& e : runs) {
     if (freeExtentHolding(e) != free_.end()) continue;
     // Free extents are maximal, so a fully free range lies inside one; find the culprit.
     std::uint64_t block = e.first;
@@ -74,8 +74,8 @@ Status BlockAllocator::reserve(std::span<const BlockExtent> extents) {
     return failedPrecondition("cannot reserve extent " + describe(e) + ": block " +
                               std::to_string(block) + " is not free");
   }
-  // The extents are disjoint, so carving one leaves the others inside the remaining pieces.
-  for (const BlockExtent& e : extents) carve(freeExtentHolding(e), e);
+  // The runs are disjoint, so carving one leaves the others inside the remaining pieces.
+  for (const BlockExtent& e : runs) carve(freeExtentHolding(e), e);
   return Status::ok();
 }
 
@@ -98,7 +98,8 @@ AllocatorStats BlockAllocator::stats() const {
   return s;
 }
 
-Status BlockAllocator::validateExtents(std::span<const BlockExtent> extents, const char* op) const {
+Result<std::vector<BlockExtent>> BlockAllocator::mergedRuns(std::span<const BlockExtent> extents,
+                                                            const char* op) const {
   for (const BlockExtent& e : extents) {
     if (e.count == 0) {
       return invalidArgument(std::string("cannot ") + op + " an empty extent at block " +
@@ -121,7 +122,18 @@ Status BlockAllocator::validateExtents(std::span<const BlockExtent> extents, con
                              std::to_string(sorted[i].first) + " appears in both");
     }
   }
-  return Status::ok();
+  // Blocks of a request often come back one by one in shuffled order: merged, a run of them
+  // costs one tree update instead of one per block.
+  std::vector<BlockExtent> runs;
+  runs.reserve(sorted.size());
+  for (const BlockExtent& e : sorted) {
+    if (!runs.empty() && runs.back().end() == e.first) {
+      runs.back().count += e.count;
+    } else {
+      runs.push_back(e);
+    }
+  }
+  return runs;
 }
 
 std::uint64_t BlockAllocator::firstFreeIn(const BlockExtent& e) const {

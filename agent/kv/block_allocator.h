@@ -73,8 +73,10 @@ class BlockAllocator {
  private:
   using FreeMap = std::map<std::uint64_t, std::uint64_t>;  // start -> count
 
-  // INVALID_ARGUMENT for an empty, out-of-range or mutually overlapping extent.
-  Status validateExtents(std::span<const BlockExtent> extents, const char* op) const;
+  // `extents` sorted by first block with adjacent ones merged; INVALID_ARGUMENT for an
+  // empty, out-of-range or mutually overlapping extent.
+  Result<std::vector<BlockExtent>> mergedRuns(std::span<const BlockExtent> extents,
+                                              const char* op) const;
   // The first free block in `e`, or end() when none is free.
   std::uint64_t firstFreeIn(const BlockExtent& e) const;
   // The free extent containing all of `e`, or free_.end().

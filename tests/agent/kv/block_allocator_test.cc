@@ -259,3 +259,30 @@ TEST_CASE("random churn near full load stays correct", "[kv]") {
     CHECK(r.stats.contiguousAllocations * 10 > r.stats.allocations * 6);
   }
 }
+
+TEST_CASE("blocks freed one by one in shuffled order merge back into one free extent", "[kv]") {
+  BlockAllocator alloc(4096);
+  const Extents taken = allocateOk(alloc, 4096);
+  REQUIRE(taken.size() == 1);
+  Extents singles;
+  for (std::uint64_t b = 0; b < 4096; ++b) singles.push_back({b, 1});
+  std::mt19937_64 random(7);
+  std::shuffle(singles.begin(), singles.end(), random);
+  // Half of them first: the free space is then exactly the runs they form.
+  const Extents firstHalf(singles.begin(), singles.begin() + 2048);
+  REQUIRE(alloc.free(firstHalf).isOk());
+  CHECK(alloc.freeBlocks() == 2048);
+  // One block of the first half again, among blocks still taken: refused, nothing freed.
+  Extents mixed(singles.begin() + 2048, singles.begin() + 2058);
+  mixed.push_back(firstHalf[5]);
+  const Status twice = alloc.free(mixed);
+  CHECK(twice.code() == StatusCode::kInvalidArgument);
+  CHECK(contains(twice.message(), "block " + std::to_string(firstHalf[5].first)));
+  CHECK(alloc.freeBlocks() == 2048);
+  const Extents secondHalf(singles.begin() + 2048, singles.end());
+  REQUIRE(alloc.free(secondHalf).isOk());
+  const AllocatorStats stats = alloc.stats();
+  CHECK(stats.freeBlocks == 4096);
+  CHECK(stats.freeExtents == 1);
+  CHECK(stats.largestFreeExtent == 4096);
+}
