@@ -1,6 +1,23 @@
 #include "engine/transfer/transfer.h"
 
+#include <algorithm>
+#include <array>
+
 namespace kvx::engine {
+namespace {
+
+// The transfer whose operations this thread is posting right now (in postOpsLocked), and
+// how many of them completed inline, before their post returned. Those need no attention
+// call (the posting loop sees the freed window and advance() checks the phase after it),
+// and they are taken off inFlight_ once per batch: a locked instruction per operation
+// waits for the copy's stores to drain, which cost about 100 ns per 4 KiB put here.
+thread_local const Transfer* tPosting = nullptr;
+thread_local std::uint32_t tCompletedInline = 0;
+
+// Operations handed to the endpoint per call (one transport lock each).
+constexpr std::size_t kPostBatch = 64;
+
+}  // namespace
 
 Transfer::Transfer(TransferId id, std::shared_ptr<RemotePeer> peer, TransferOp op,
                    TransferPlan plan, std::vector<std::uint8_t> notificationHeader,
@@ -43,6 +60,10 @@ void Transfer::recordError(Status status) {
 }
 
 void Transfer::onComplete(Sink::Kind kind, Status status) {
+  if (kind == Sink::Kind::kOp && tPosting == this && status.isOk()) {
+    ++tCompletedInline;
+    return;
+  }
   // Take a reference before the counter drops: once it reaches zero another thread may
   // finish the transfer and its owner may release it.
   std::shared_ptr<Transfer> self = shared_from_this();
@@ -111,16 +132,23 @@ void Transfer::requestCancel(Status reason) {
 void Transfer::postOpsLocked() {
   Endpoint& endpoint = link_->endpoint();
   const bool isWrite = op_ == TransferOp::kWrite;
-  while (nextOp_ < plan_.ops.size() && inFlight_.load() < maxOpsInFlight_ && !errored_.load()) {
-    const PlannedOp& p = plan_.ops[nextOp_++];
-    const RmaOp op{p.local, p.localMemory, p.remoteAddress, keys_[p.remoteSlot], p.length};
-    inFlight_.fetch_add(1);
-    if (isWrite) {
-      endpoint.put(op, &opSink_);
-    } else {
-      endpoint.get(op, &opSink_);
+  std::array<RmaOp, kPostBatch> batch;
+  tPosting = this;
+  while (nextOp_ < plan_.ops.size() && !errored_.load()) {
+    const std::uint32_t inFlight = inFlight_.load();
+    if (inFlight >= maxOpsInFlight_) break;
+    const std::size_t count =
+        std::min<std::size_t>({kPostBatch, maxOpsInFlight_ - inFlight, plan_.ops.size() - nextOp_});
+    for (std::size_t i = 0; i < count; ++i) {
+      const PlannedOp& p = plan_.ops[nextOp_++];
+      batch[i] = RmaOp{p.local, p.localMemory, p.remoteAddress, keys_[p.remoteSlot], p.length};
     }
+    inFlight_.fetch_add(static_cast<std::uint32_t>(count));
+    tCompletedInline = 0;
+    endpoint.postBatch({batch.data(), count}, isWrite, &opSink_);
+    if (tCompletedInline != 0) inFlight_.fetch_sub(tCompletedInline);
   }
+  tPosting = nullptr;
 }
 
 void Transfer::advance() {

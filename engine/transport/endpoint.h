@@ -42,6 +42,11 @@ class Endpoint {
   virtual void put(const RmaOp& op, Completion* completion) = 0;
   // One-sided read remote -> local.
   virtual void get(const RmaOp& op, Completion* completion) = 0;
+  // Posts every op of `ops` in order, as put() (`write`) or get() would, each completing
+  // through `completion`: one call, so that a transport takes its lock once per batch.
+  virtual void postBatch(std::span<const RmaOp> ops, bool write, Completion* completion) {
+    for (const RmaOp& op : ops) write ? put(op, completion) : get(op, completion);
+  }
   // Completes once every operation posted earlier on this endpoint is complete at the
   // remote side (data placed for puts, data arrived for gets).
   virtual void flush(Completion* completion) = 0;

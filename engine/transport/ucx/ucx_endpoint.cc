@@ -156,11 +156,28 @@ void UcxEndpoint::get(const RmaOp& op, Completion* completion) {
   postRma(op, completion, UcxOp::kGet);
 }
 
-void UcxEndpoint::postRma(const RmaOp& op, Completion* completion, UcxOp kind) {
-  const char* what = toString(kind);
+void UcxEndpoint::postBatch(std::span<const RmaOp> ops, bool write, Completion* completion) {
+  const UcxOp kind = write ? UcxOp::kPut : UcxOp::kGet;
   std::lock_guard<std::mutex> lock(worker_->mutex());
-  Status status = checkPostableLocked(what);
+  const Status status = checkPostableLocked(toString(kind));
+  for (const RmaOp& op : ops) {
+    if (!status.isOk()) {
+      completion->onComplete(status);
+    } else {
+      postRmaLocked(op, completion, kind);
+    }
+  }
+}
+
+void UcxEndpoint::postRma(const RmaOp& op, Completion* completion, UcxOp kind) {
+  std::lock_guard<std::mutex> lock(worker_->mutex());
+  Status status = checkPostableLocked(toString(kind));
   if (!status.isOk()) return completion->onComplete(std::move(status));
+  postRmaLocked(op, completion, kind);
+}
+
+void UcxEndpoint::postRmaLocked(const RmaOp& op, Completion* completion, UcxOp kind) {
+  const char* what = toString(kind);
   Result<ucp_rkey_h> rkey = checkRmaLocked(op, what);
   if (!rkey.isOk()) return completion->onComplete(rkey.status());
 

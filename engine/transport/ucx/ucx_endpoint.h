@@ -56,6 +56,7 @@ class UcxEndpoint final : public Endpoint, public std::enable_shared_from_this<U
   Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(std::span<const std::uint8_t> packed) override;
   void put(const RmaOp& op, Completion* completion) override;
   void get(const RmaOp& op, Completion* completion) override;
+  void postBatch(std::span<const RmaOp> ops, bool write, Completion* completion) override;
   void flush(Completion* completion) override;
   void sendMessage(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload,
                    Completion* completion) override;
@@ -78,6 +79,8 @@ class UcxEndpoint final : public Endpoint, public std::enable_shared_from_this<U
   // REQUIRES: the worker's mutex. Validates `op`; returns its UCX key.
   Result<ucp_rkey_h> checkRmaLocked(const RmaOp& op, const char* what) const;
   void postRma(const RmaOp& op, Completion* completion, UcxOp kind);
+  // REQUIRES: the worker's mutex, a postable endpoint.
+  void postRmaLocked(const RmaOp& op, Completion* completion, UcxOp kind);
   void closeLocked(std::unique_lock<std::mutex>& lock, bool force);
 
   std::shared_ptr<UcxWorker> worker_;
