@@ -1,0 +1,88 @@
+#include "engine/gpu/cuda/cuda_gpu_runtime.h"
+
+#include <cuda_runtime_api.h>
+
+#include "engine/gpu/cuda/cuda_copy_engine.h"
+#include "engine/gpu/cuda/cuda_status.h"
+#include "engine/gpu/cuda/device_guard.h"
+#include "engine/gpu/cuda/pinned_staging_allocator.h"
+
+namespace kvx::engine::gpu::cuda {
+
+namespace {
+
+std::string versionText(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+}  // namespace
+
+std::string CudaGpuRuntime::describe() const {
+  int runtime = 0;
+  int driver = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaDriverGetVersion(&driver);
+  return "CUDA runtime " + versionText(runtime) + ", " +
+         (driver > 0 ? "driver " + versionText(driver) : std::string("no CUDA driver"));
+}
+
+Result<int> CudaGpuRuntime::deviceCount() const {
+  int count = 0;
+  KVX_RETURN_IF_ERROR(cudaStatus(cudaGetDeviceCount(&count), "cudaGetDeviceCount"));
+  return count;
+}
+
+MemoryProbe CudaGpuRuntime::probe(const void* address) const {
+  Result<int> devices = deviceCount();
+  if (!devices.isOk() || *devices == 0) {
+    // No device in this process, so no device memory either.
+    return MemoryProbe{MemoryProbe::Kind::kHost, -1,
+                       "no CUDA device visible" +
+                           (devices.isOk() ? std::string() : ": " + devices.status().message())};
+  }
+  cudaPointerAttributes attributes{};
+  Status status =
+      cudaStatus(cudaPointerGetAttributes(&attributes, address), "cudaPointerGetAttributes");
+  if (!status.isOk()) return MemoryProbe{MemoryProbe::Kind::kUnknown, -1, status.message()};
+  switch (attributes.type) {
+    case cudaMemoryTypeUnregistered:
+      return MemoryProbe{MemoryProbe::Kind::kHost, -1, "cudaPointerGetAttributes: unregistered"};
+    case cudaMemoryTypeHost:
+      return MemoryProbe{MemoryProbe::Kind::kHost, -1,
+                         "cudaPointerGetAttributes: pinned host memory"};
+    case cudaMemoryTypeDevice:
+      return MemoryProbe{MemoryProbe::Kind::kCuda, attributes.device,
+                         "cudaPointerGetAttributes: device memory"};
+    case cudaMemoryTypeManaged:
+      return MemoryProbe{MemoryProbe::Kind::kManaged, attributes.device,
+                         "cudaPointerGetAttributes: managed memory"};
+  }
+  return MemoryProbe{
+      MemoryProbe::Kind::kUnknown, -1,
+      "cudaPointerGetAttributes: memory type " + std::to_string(static_cast<int>(attributes.type))};
+}
+
+Result<void*> CudaGpuRuntime::allocateDevice(std::size_t bytes, int device) {
+  DeviceGuard guard(device);
+  KVX_RETURN_IF_ERROR(guard.status());
+  void* address = nullptr;
+  KVX_RETURN_IF_ERROR(cudaStatus(
+      cudaMalloc(&address, bytes),
+      "cudaMalloc of " + std::to_string(bytes) + " bytes on device " + std::to_string(device)));
+  return address;
+}
+
+Status CudaGpuRuntime::freeDevice(void* address) {
+  return cudaStatus(cudaFree(address), "cudaFree");
+}
+
+Result<std::shared_ptr<StagingAllocator>> CudaGpuRuntime::pinnedAllocator() {
+  return std::shared_ptr<StagingAllocator>(std::make_shared<PinnedStagingAllocator>());
+}
+
+Result<std::unique_ptr<CopyEngine>> CudaGpuRuntime::createCopyEngine(
+    const CopyEngineOptions& options) {
+  return CudaCopyEngine::create(options);
+}
+
+}  // namespace kvx::engine::gpu::cuda

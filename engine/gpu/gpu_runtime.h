@@ -1,0 +1,48 @@
+#pragma once
+
+// GpuRuntime: what kvx needs from a GPU runtime: which devices are visible, where a pointer
+// lives, device memory, pinned staging memory and copy engines. cuda/ is the CUDA runtime
+// backend, HostOnlyGpuRuntime the one of a build without CUDA; gpuRuntime() (in
+// gpu_runtime_registry.cc, the only file that knows whether CUDA is compiled in) returns the
+// process's one instance.
+//
+// Thread safety: every member may be called from any thread. Lifetime: the instance lives
+// until the process exits.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "engine/gpu/copy_engine.h"
+#include "engine/gpu/memory_probe.h"
+#include "engine/gpu/staging_pool.h"
+#include "kvx/result.h"
+
+namespace kvx::engine::gpu {
+
+class GpuRuntime {
+ public:
+  virtual ~GpuRuntime() = default;
+
+  // False for the host-only runtime of a build without CUDA.
+  virtual bool compiledIn() const = 0;
+  // "CUDA runtime 13.0, driver 12.8", "built without CUDA".
+  virtual std::string describe() const = 0;
+  // Devices this process sees; the runtime's reason when it cannot use any (no driver, no
+  // device), e.g. "cudaGetDeviceCount: cudaErrorNoDevice: no CUDA-capable device is detected".
+  virtual Result<int> deviceCount() const = 0;
+  virtual MemoryProbe probe(const void* address) const = 0;
+
+  // Device memory of `device`, for tests and agent-allocated CUDA regions.
+  virtual Result<void*> allocateDevice(std::size_t bytes, int device) = 0;
+  virtual Status freeDevice(void* address) = 0;
+  // Pinned host memory for staging buffers.
+  virtual Result<std::shared_ptr<StagingAllocator>> pinnedAllocator() = 0;
+  // A copy engine on `options.device`. REQUIRES: deviceCount() > options.device.
+  virtual Result<std::unique_ptr<CopyEngine>> createCopyEngine(
+      const CopyEngineOptions& options) = 0;
+};
+
+GpuRuntime& gpuRuntime();
+
+}  // namespace kvx::engine::gpu

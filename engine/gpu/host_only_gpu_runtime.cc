@@ -1,0 +1,38 @@
+#include "engine/gpu/host_only_gpu_runtime.h"
+
+namespace kvx::engine::gpu {
+
+namespace {
+
+constexpr const char* kWithoutCuda =
+    "kvx was built without CUDA (configure with the CUDA toolkit installed and "
+    "-DKVX_WITH_CUDA=ON)";
+
+}  // namespace
+
+std::string HostOnlyGpuRuntime::describe() const { return "built without CUDA"; }
+
+Result<int> HostOnlyGpuRuntime::deviceCount() const { return unimplemented(kWithoutCuda); }
+
+MemoryProbe HostOnlyGpuRuntime::probe(const void*) const {
+  return MemoryProbe{MemoryProbe::Kind::kUnknown, -1, kWithoutCuda};
+}
+
+Result<void*> HostOnlyGpuRuntime::allocateDevice(std::size_t bytes, int device) {
+  return unimplemented("cannot allocate " + std::to_string(bytes) + " bytes on CUDA device " +
+                       std::to_string(device) + ": " + kWithoutCuda);
+}
+
+Status HostOnlyGpuRuntime::freeDevice(void*) {
+  return unimplemented(std::string("cannot free CUDA memory: ") + kWithoutCuda);
+}
+
+Result<std::shared_ptr<StagingAllocator>> HostOnlyGpuRuntime::pinnedAllocator() {
+  return unimplemented(std::string("no pinned staging memory: ") + kWithoutCuda);
+}
+
+Result<std::unique_ptr<CopyEngine>> HostOnlyGpuRuntime::createCopyEngine(const CopyEngineOptions&) {
+  return unimplemented(std::string("no CUDA copy engine: ") + kWithoutCuda);
+}
+
+}  // namespace kvx::engine::gpu
