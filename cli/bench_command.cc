@@ -6,10 +6,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "bench/kv/bench_output.h"
 #include "bench/kv/bench_plot.h"
 #include "bench/kv/bench_session.h"
+#include "bench/kv/control/control_output.h"
+#include "bench/kv/control/control_scenario.h"
+#include "bench/kv/control/control_step.h"
 #include "bench/kv/run_header.h"
 
 namespace kvx::cli {
@@ -38,6 +42,36 @@ bool writeFile(const std::string& path, const std::string& text) {
   return static_cast<bool>(file);
 }
 
+// Where the control scenario's CSV rows go: FILE itself when no transfer case ran (its
+// columns differ from theirs), FILE with "-control" before the extension otherwise.
+std::string controlCsvPath(const std::string& csv, bool transferCases) {
+  if (!transferCases) return csv;
+  const std::filesystem::path path(csv);
+  return (path.parent_path() / (path.stem().string() + "-control" + path.extension().string()))
+      .string();
+}
+
+// `--control-step STEP`: the figures of one step of `control`, as one JSON line on stdout.
+int runControlStep(const BenchOptions& o) {
+  bench::ControlOptions options;
+  options.quick = o.quick;
+  options.kvxBinary = selfPath();
+  options.logLevel = o.logLevel;
+  if (o.transport == "both") {
+    std::fprintf(stderr, "kvx bench: --control-step runs over one transport, not 'both'\n");
+    return 2;
+  }
+  auto figures = bench::runControlStep(o.controlStep, o.transport, options);
+  if (!figures.isOk()) {
+    std::fprintf(stderr, "kvx bench: %s\n", figures.status().toString().c_str());
+    return 2;
+  }
+  bench::ControlReport report;
+  report.figures = std::move(figures).value();
+  std::printf("%s\n", bench::controlToJson(report).dump().c_str());
+  return 0;
+}
+
 }  // namespace
 
 void addBenchOptions(CLI::App& app, BenchOptions& o) {
@@ -49,11 +83,13 @@ void addBenchOptions(CLI::App& app, BenchOptions& o) {
   std::string names;
   for (const std::string& n : bench::scenarioNames()) names += " " + n;
   app.footer("\nScenarios:" + names +
-             " sweep all\n\nExamples:\n  kvx bench --scenario llama8b\n"
+             " control sweep all\n\nExamples:\n  kvx bench --scenario llama8b\n"
              "  kvx bench --scenario incast --transport tcp --json out.json\n"
              "  kvx bench --scenario trace --trace conversation_trace.jsonl\n"
              "  kvx bench --scenario sweep --segment-bytes 4096,65536 --segments 256 "
-             "--window 1,8\n  kvx bench --scenario all --quick   (seconds per scenario)\n");
+             "--window 1,8\n  kvx bench --scenario control   (control plane: registration, "
+             "metadata,\n    handshake, descriptor CPU, abort, peer death)\n"
+             "  kvx bench --scenario all --quick   (seconds per scenario)\n");
   app.add_option("--scenario", o.scenarios, "scenario name(s), 'sweep' or 'all'")
       ->required()
       ->delimiter(',');
@@ -71,7 +107,9 @@ void addBenchOptions(CLI::App& app, BenchOptions& o) {
                  "memory per agent pool; caps requests in flight for big prompts")
       ->capture_default_str();
   app.add_option("--json", o.json, "write every figure as JSON to this file");
-  app.add_option("--csv", o.csv, "write one CSV row per case to this file");
+  app.add_option("--csv", o.csv,
+                 "write one CSV row per case to this file (control: one per figure, in "
+                 "FILE-control.csv when transfer cases ran too)");
   app.add_option("--plot", o.plot, "draw latency CDFs and GB/s vs op size (PNG, gnuplot)");
   app.add_option("--bare-binary", o.bareBinary, "the kvx-bare-ucp binary (default: beside kvx)");
   app.add_option("--log-level", o.logLevel, "the agents' log level")->capture_default_str();
@@ -85,9 +123,11 @@ void addBenchOptions(CLI::App& app, BenchOptions& o) {
   app.add_option("--sweep-mode", o.sweep.modes, "sweep: push and/or pull")->delimiter(',');
   app.add_option("--sweep-order", o.sweep.order, "sweep: random or contiguous source blocks")
       ->check(CLI::IsMember({"random", "contiguous"}));
+  app.add_option("--control-step", o.controlStep, "internal: one step of 'control'")->group("");
 }
 
 int runBenchCommand(const BenchOptions& o, const std::string& commandLine, StopSignal& stop) {
+  if (!o.controlStep.empty()) return runControlStep(o);
   bench::ScenarioOptions scenarioOptions;
   scenarioOptions.transports = o.transport == "both" ? std::vector<std::string>{"shm", "tcp"}
                                                      : std::vector<std::string>{o.transport};
@@ -99,7 +139,10 @@ int runBenchCommand(const BenchOptions& o, const std::string& commandLine, StopS
   scenarioOptions.poolBudgetMiB = o.poolBudgetMiB;
   scenarioOptions.verify = !o.noVerify;
   std::vector<std::string> names;
+  bool control = false;  // not a transfer scenario: it runs after the cases, on its own
   for (const std::string& name : o.scenarios) {
+    if (name == "control" || name == "all") control = true;
+    if (name == "control") continue;
     if (name != "all") {
       names.push_back(name);
       continue;
@@ -144,28 +187,59 @@ int runBenchCommand(const BenchOptions& o, const std::string& commandLine, StopS
   bench::SessionOptions session;
   session.runner = {selfPath(), workDir, o.logLevel, std::chrono::seconds(o.timeoutSeconds)};
   session.bareBinary = o.noBare ? "" : findBareBinary(o.bareBinary);
+  std::vector<std::string> allNames = names;
+  if (control) allNames.push_back("control");
   const bench::RunHeader header =
-      bench::describeRun(scenarioOptions.transports, names, commandLine);
+      bench::describeRun(scenarioOptions.transports, allNames, commandLine);
   for (const std::string& line : header.lines) std::fprintf(stderr, "%s\n", line.c_str());
   const auto outcomes =
-      bench::BenchSession(session).run(cases, [&stop] { return stop.requested(); });
+      cases.empty() ? std::vector<bench::CaseOutcome>{}
+                    : bench::BenchSession(session).run(cases, [&stop] { return stop.requested(); });
   if (o.workDir.empty()) {
     std::error_code ignored;
     std::filesystem::remove_all(workDir, ignored);
   }
+  std::optional<bench::ControlReport> controlReport;
+  if (control && !stop.requested()) {
+    bench::ControlOptions controlOptions;
+    controlOptions.transports = scenarioOptions.transports;
+    controlOptions.quick = o.quick;
+    controlOptions.kvxBinary = selfPath();
+    controlOptions.logLevel = o.logLevel;
+    controlReport = bench::runControlScenario(controlOptions, [&stop] { return stop.requested(); });
+  }
 
-  std::fputs(bench::renderTable(header, outcomes, !o.noVerify).c_str(), stdout);
+  if (cases.empty()) {
+    for (const std::string& line : header.lines) std::fprintf(stdout, "%s\n", line.c_str());
+  } else {
+    std::fputs(bench::renderTable(header, outcomes, !o.noVerify).c_str(), stdout);
+  }
+  if (controlReport) std::fputs(bench::renderControlTable(*controlReport).c_str(), stdout);
   std::fflush(stdout);
   int code = 0;
-  if (!o.json.empty() && !writeFile(o.json, bench::toJson(header, outcomes).dump(2) + "\n")) {
+  nlohmann::json document = bench::toJson(header, outcomes);
+  if (controlReport) document["control"] = bench::controlToJson(*controlReport);
+  if (!o.json.empty() && !writeFile(o.json, document.dump(2) + "\n")) {
     std::fprintf(stderr, "kvx bench: cannot write --json %s\n", o.json.c_str());
     code = 1;
   }
-  if (!o.csv.empty() && !writeFile(o.csv, bench::toCsv(outcomes))) {
+  if (!o.csv.empty() && !cases.empty() && !writeFile(o.csv, bench::toCsv(outcomes))) {
     std::fprintf(stderr, "kvx bench: cannot write --csv %s\n", o.csv.c_str());
     code = 1;
   }
-  if (!o.plot.empty()) {
+  if (!o.csv.empty() && controlReport) {
+    const std::string path = controlCsvPath(o.csv, !cases.empty());
+    if (!writeFile(path, bench::controlToCsv(*controlReport))) {
+      std::fprintf(stderr, "kvx bench: cannot write the control CSV %s\n", path.c_str());
+      code = 1;
+    } else if (path != o.csv) {
+      std::fprintf(stderr, "kvx bench: the control scenario's CSV rows are in %s\n", path.c_str());
+    }
+  }
+  if (controlReport && controlReport->failed()) code = 1;
+  if (!o.plot.empty() && cases.empty()) {
+    std::fprintf(stderr, "kvx bench: --plot draws transfer cases; this run had none\n");
+  } else if (!o.plot.empty()) {
     Status plotted = bench::writePlot(outcomes, o.plot);
     if (!plotted.isOk()) {
       std::fprintf(stderr, "kvx bench: --plot: %s\n", plotted.toString().c_str());
@@ -176,6 +250,7 @@ int runBenchCommand(const BenchOptions& o, const std::string& commandLine, StopS
     if (!outcome.clean()) code = 1;
   }
   if (outcomes.size() < cases.size()) code = 1;  // stopped
+  if (control && (!controlReport || stop.requested())) code = 1;
   return code;
 }
 

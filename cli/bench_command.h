@@ -2,7 +2,8 @@
 
 // `kvx bench`: the KV migration benchmark. Runs the scenarios of WORKLOADS.md (or a free
 // sweep) with real `kvx agent` processes, measures the bare UCP loop beside every case, and
-// prints a table (and --json, --csv, --plot files). See bench/kv/scenarios.h and
+// prints a table (and --json, --csv, --plot files); the `control` scenario (control-plane
+// costs) runs after them. See bench/kv/scenarios.h, bench/kv/control/control_scenario.h and
 // docs/benchmarks.md.
 
 #include <CLI/CLI.hpp>
@@ -33,6 +34,9 @@ struct BenchOptions {
   std::uint64_t timeoutSeconds = 600;
   std::string workDir;  // empty: a temporary directory, removed afterwards
   bench::SweepOptions sweep;
+  // Internal: run one step of the `control` scenario in this process and print its figures
+  // as one JSON line (how `control` runs each step in a process of its own).
+  std::string controlStep;
 };
 
 void addBenchOptions(CLI::App& app, BenchOptions& options);

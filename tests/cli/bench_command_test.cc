@@ -1,7 +1,8 @@
 // kvx-test-labels: multiprocess bench-smoke
 // `kvx bench --quick` runs every scenario (a tiny trace for `trace`) end to end with real
 // agent processes and the bare UCP loop, and its JSON says that every case ran, every
-// request was released and every block verified. Speed is not checked: only that the
+// request was released and every block verified; the `control` scenario's section is
+// printed and none of its figures failed. Speed is not checked: only that the
 // figures are produced and the data is right.
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -82,5 +83,23 @@ TEST_CASE("every scenario runs, verifies and reports in quick mode", "[bench]") 
   std::string header;
   std::getline(csvFile, header);
   CHECK_THAT(header, Catch::StartsWith("scenario,case,transport"));
+
+  CHECK_THAT(output, Catch::Contains("== control =="));
+  REQUIRE(report.contains("control"));
+  std::set<std::string> groups;
+  for (const auto& f : report["control"]["figures"]) {
+    INFO(f.dump());
+    groups.insert(f["group"].get<std::string>());
+    CHECK(f["failed"] == false);
+    // Abort and peer death depend on timing (a request may end before the cancel or the
+    // kill reaches it); then the figure says why instead of a value.
+    const bool timingBound = f["group"] == "abort" || f["group"] == "peer death";
+    CHECK((!f["value"].is_null() || (timingBound && !f["why"].get<std::string>().empty())));
+  }
+  CHECK(groups == std::set<std::string>{"registration", "metadata", "handshake", "descriptors",
+                                        "abort", "peer death"});
+  std::ifstream controlCsv((dir / "bench-control.csv").string());
+  std::getline(controlCsv, header);
+  CHECK_THAT(header, Catch::StartsWith("scenario,group,figure"));
   std::filesystem::remove_all(dir);
 }
