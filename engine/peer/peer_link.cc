@@ -10,17 +10,17 @@ PeerLink::~PeerLink() {
   endpoint_->close(false);
 }
 
-Result<const RemoteKey*> PeerLink::key(const RemoteRegion& region) {
+Result<const RemoteKey*> PeerLink::key(const std::shared_ptr<RemoteRegion>& region) {
   std::lock_guard lock(mutex_);
-  auto it = keys_.find(&region);
-  if (it != keys_.end()) return static_cast<const RemoteKey*>(it->second.get());
-  auto unpacked = endpoint_->unpackRemoteKey(region.packedKey);
+  auto it = keys_.find(region.get());
+  if (it != keys_.end()) return static_cast<const RemoteKey*>(it->second.key.get());
+  auto unpacked = endpoint_->unpackRemoteKey(region->packedKey);
   if (!unpacked.isOk()) {
-    return unpacked.status().withContext("unpacking the key of remote region '" + region.info.name +
-                                         "'");
+    return unpacked.status().withContext("unpacking the key of remote region '" +
+                                         region->info.name + "'");
   }
   const RemoteKey* raw = unpacked->get();
-  keys_.emplace(&region, std::move(unpacked).value());
+  keys_.emplace(region.get(), Entry{region, std::move(unpacked).value()});
   return raw;
 }
 

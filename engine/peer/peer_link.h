@@ -24,8 +24,12 @@ class PeerLink {
   Endpoint& endpoint() { return *endpoint_; }
   std::uint64_t epoch() const { return epoch_; }
 
-  // The key for `region` on this link, unpacked on first use. Thread-safe.
-  Result<const RemoteKey*> key(const RemoteRegion& region);
+  // The key for `region` on this link, unpacked on first use. Thread-safe. The link holds
+  // `region` while it holds its key, so a region withdrawn and replaced by its peer can never
+  // be mistaken for its successor (a new region at a reused address). Keys of withdrawn
+  // regions stay until the link closes: a transfer posted before the withdrawal may still
+  // be using one.
+  Result<const RemoteKey*> key(const std::shared_ptr<RemoteRegion>& region);
 
   // True when the key of `region` was unpacked on this link. Thread-safe.
   bool hasKey(const RemoteRegion& region);
@@ -37,7 +41,11 @@ class PeerLink {
   std::shared_ptr<Endpoint> endpoint_;
   std::uint64_t epoch_;
   std::mutex mutex_;
-  std::unordered_map<const RemoteRegion*, std::unique_ptr<RemoteKey>> keys_;
+  struct Entry {
+    std::shared_ptr<RemoteRegion> region;  // keeps the address unique while keyed
+    std::unique_ptr<RemoteKey> key;
+  };
+  std::unordered_map<const RemoteRegion*, Entry> keys_;
 };
 
 }  // namespace kvx::engine

@@ -105,7 +105,7 @@ Result<std::shared_ptr<PeerLink>> RemotePeer::link() const {
 Status RemotePeer::unpackKeys(const std::vector<std::shared_ptr<RemoteRegion>>& regions) {
   KVX_ASSIGN_OR_RETURN(std::shared_ptr<PeerLink> current, link());
   for (const auto& region : regions) {
-    KVX_RETURN_IF_ERROR(current->key(*region).status());
+    KVX_RETURN_IF_ERROR(current->key(region).status());
   }
   return Status::ok();
 }

@@ -84,7 +84,7 @@ Status Transfer::refreshKeys() {
   link_ = std::move(link).value();
   keys_.assign(plan_.remoteRegions.size(), nullptr);
   for (std::size_t slot = 0; slot < plan_.remoteRegions.size(); ++slot) {
-    auto key = link_->key(*plan_.remoteRegions[slot]);
+    auto key = link_->key(plan_.remoteRegions[slot]);
     if (!key.isOk()) return key.status();
     keys_[slot] = *key;
   }

@@ -185,6 +185,32 @@ TEST_CASE("a region the peer deregistered cannot be written", "[engine]") {
         StatusCode::kNotFound);
 }
 
+TEST_CASE("a region the peer replaced is reached through its own key, never the old one",
+          "[engine]") {
+  // The old region's record is freed when the peer withdraws it; a new one often lands at
+  // the same address. Keys are cached per region: the cache must not take one for the other.
+  Pair p(ProgressMode::kCaller);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::uint8_t> fresh(4096, 0);
+    const RegionId id =
+        p.b->registerMemory({"fresh-" + std::to_string(round), fresh.data(), fresh.size()})
+            .value();
+    REQUIRE(p.a->addOrUpdatePeer(p.b->localMetadata()).isOk());
+    TransferRequest r;
+    r.peer = "b";
+    r.op = TransferOp::kWrite;
+    r.segments.push_back({{p.regionA, 0, 4096}, {id, 0, 4096}});
+    const TransferId transfer = p.a->createTransfer(r).value();
+    REQUIRE(p.a->post(transfer).isOk());
+    const Status done = p.waitA(transfer);
+    REQUIRE(done.isOk());
+    CHECK(std::equal(fresh.begin(), fresh.end(), p.bufA.begin()));
+    REQUIRE(p.a->release(transfer).isOk());
+    REQUIRE(p.b->deregisterMemory(id).isOk());
+    REQUIRE(p.a->addOrUpdatePeer(p.b->localMetadata()).isOk());
+  }
+}
+
 TEST_CASE("a region with a pending transfer cannot be deregistered", "[engine]") {
   Pair p(ProgressMode::kCaller);
   auto id = p.a->createTransfer(request(p, TransferOp::kWrite, {{0, 0, 1 << 20}})).value();
