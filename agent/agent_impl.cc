@@ -8,6 +8,17 @@ namespace kvx {
 
 Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
   agent::configureLogging();
+  agent::channel::ChannelOptions channelOptions;
+  channelOptions.listenAddress = options.listenAddress;
+  channelOptions.connectTimeout = options.connectTimeout;
+  channelOptions.readTimeout = options.controlReadTimeout;
+  channelOptions.maxFrameBytes = options.maxFrameBytes;
+  channelOptions.peerTimeout = options.peerTimeout;
+  channelOptions.heartbeatInterval = options.heartbeatInterval;
+  // Before the engine starts: a bad option should not cost a UCX initialisation.
+  if (Status valid = agent::channel::validateChannelOptions(channelOptions); !valid.isOk()) {
+    return valid.withContext("agent '" + options.name + "'");
+  }
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
 
@@ -33,11 +44,6 @@ Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
   handlers.onPeerDisconnected = [self](const std::string& peer, const Status& why) {
     self->onPeerDisconnected(peer, why);
   };
-  agent::channel::ChannelOptions channelOptions;
-  channelOptions.listenAddress = impl->options.listenAddress;
-  channelOptions.connectTimeout = impl->options.connectTimeout;
-  channelOptions.readTimeout = impl->options.controlReadTimeout;
-  channelOptions.maxFrameBytes = impl->options.maxFrameBytes;
   auto channel = agent::channel::ControlChannel::start(channelOptions, std::move(handlers));
   if (!channel.isOk()) return channel.status().withContext("agent '" + impl->options.name + "'");
   impl->channel = std::move(channel).value();
@@ -88,6 +94,8 @@ void Agent::Impl::onPeerDisconnected(const std::string& peer, const Status& why)
   // so its transfers fail now rather than at their deadlines.
   Status failure = why.code() == StatusCode::kCancelled
                        ? peerFailed("peer '" + peer + "' disconnected: " + why.message())
+                   : why.code() == StatusCode::kPeerFailed
+                       ? peerFailed("control link to '" + peer + "' lost: " + why.message())
                        : peerFailed("control link to '" + peer + "' lost: " + why.toString());
   engine->removePeer(peer, failure).ignore();
 }

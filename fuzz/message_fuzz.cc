@@ -1,8 +1,8 @@
 // Fuzz target for the control channel's message codec (agent/channel/messages/message.h):
-// hello, hello_ack, metadata_update, error and goodbye, and the checked JSON reading and
-// metadata decoding under them.
+// hello, hello_ack, metadata_update, error, goodbye and heartbeat, and the checked JSON
+// reading and metadata decoding under them.
 //
-// Input: byte 0 picks the frame type (the five messages, the metadata blob type and unknown
+// Input: byte 0 picks the frame type (the six messages, the metadata blob type and unknown
 // types), the rest is the frame's payload. Properties:
 //   - a refusal is PROTOCOL_ERROR with a message; nothing throws out;
 //   - an accepted message has the frame's type and, if it carries metadata, metadata that
@@ -31,7 +31,8 @@ namespace {
 using kvx::StatusCode;
 using namespace kvx::agent::channel;
 
-constexpr std::uint16_t kTypes[] = {1, 2, 3, 4, 5, 0x100, 0, 6, 0xffff};
+// Appended to, never reordered: a seed's byte 0 keeps naming the same type.
+constexpr std::uint16_t kTypes[] = {1, 2, 3, 4, 5, 0x100, 0, 6, 0xffff, 7};
 
 void checkMetadata(const Message& message) {
   std::visit(

@@ -118,7 +118,10 @@ void messages() {
   message("error", 3, payloadOf(ErrorMessage::fromStatus(alreadyExists("name 'a' is taken"))));
   message("goodbye", 4, payloadOf(Goodbye{"shutting down"}));
   message("blob-type", 5, payloadOf(HelloAck{metadata(0)}));
-  message("unknown-type", 7, R"({"reason":"x"})");
+  message("heartbeat", 7, payloadOf(Heartbeat{}));
+  message("hello-peer-timeout", 0, payloadOf(Hello{metadata(1), "prefill", 2000}));
+  message("hello-ack-peer-timeout", 1, payloadOf(HelloAck{metadata(0), 20}));
+  message("unknown-type", 9, R"({"reason":"x"})");
   message("not-json", 4, R"({"reason":)");
   message("deep", 4, std::string(40, '[') + std::string(40, ']'));
   std::string zeroLength = payloadOf(Hello{metadata(1), std::nullopt});

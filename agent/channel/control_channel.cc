@@ -14,6 +14,7 @@ namespace kvx::agent::channel {
 namespace {
 
 constexpr std::uint32_t kMinFrameBytes = 4096;
+constexpr std::chrono::milliseconds kMinHeartbeatInterval{10};
 // How long stop() lets Goodbyes flush before it closes what is left.
 constexpr std::chrono::milliseconds kStopGrace{250};
 // Slack for a caller waiting on the channel thread beyond the operation's own deadline (the
@@ -179,8 +180,7 @@ ControlChannel::ControlChannel(std::unique_ptr<Impl> impl) : impl_(std::move(imp
 
 ControlChannel::~ControlChannel() { stop(); }
 
-Result<std::unique_ptr<ControlChannel>> ControlChannel::start(ChannelOptions options,
-                                                              ChannelHandlers handlers) {
+Status validateChannelOptions(const ChannelOptions& options) {
   if (options.connectTimeout.count() <= 0 || options.readTimeout.count() <= 0) {
     return invalidArgument("control channel timeouts must be positive (connectTimeout " +
                            std::to_string(options.connectTimeout.count()) + " ms, readTimeout " +
@@ -190,6 +190,23 @@ Result<std::unique_ptr<ControlChannel>> ControlChannel::start(ChannelOptions opt
     return invalidArgument("maxFrameBytes " + std::to_string(options.maxFrameBytes) +
                            " is below the minimum of " + std::to_string(kMinFrameBytes));
   }
+  const auto interval = options.heartbeatInterval.count();
+  const auto timeout = options.peerTimeout.count();
+  if (interval < kMinHeartbeatInterval.count() || interval >= timeout ||
+      static_cast<std::uint64_t>(timeout) > kMaxPeerTimeoutMs) {
+    return invalidArgument(
+        "heartbeatInterval " + std::to_string(interval) + " ms and peerTimeout " +
+        std::to_string(timeout) + " ms: need " + std::to_string(kMinHeartbeatInterval.count()) +
+        " ms <= heartbeatInterval < peerTimeout <= " + std::to_string(kMaxPeerTimeoutMs) +
+        " ms (a peer is declared failed after peerTimeout without a frame from it, so it must "
+        "hear from us more often than that; e.g. 500 ms and 2000 ms)");
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<ControlChannel>> ControlChannel::start(ChannelOptions options,
+                                                              ChannelHandlers handlers) {
+  KVX_RETURN_IF_ERROR(validateChannelOptions(options));
   auto impl = std::make_unique<Impl>(std::move(options), std::move(handlers));
   KVX_RETURN_IF_ERROR(impl->listen());
   if (impl->acceptor_.is_open()) impl->accept();
@@ -217,7 +234,9 @@ Result<engine::PeerMetadata> ControlChannel::connect(const std::string& hostPort
   if (endpoint.port() == 0) return invalidArgument("connect to '" + hostPort + "': port 0");
   KVX_ASSIGN_OR_RETURN(
       std::vector<std::uint8_t> hello,
-      encodeLocal(Hello{local, std::nullopt}, local, impl_->options_.maxFrameBytes));
+      encodeLocal(Hello{local, std::nullopt,
+                        static_cast<std::uint64_t>(impl_->options_.peerTimeout.count())},
+                  local, impl_->options_.maxFrameBytes));
   if (Clock::now() >= deadline) {
     return timedOut("connect to " + hostPort + ": the deadline had already passed");
   }

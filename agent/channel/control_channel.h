@@ -20,6 +20,14 @@
 // Robustness: a malformed frame or message, a silent client (no Hello within readTimeout),
 // a frame left incomplete for readTimeout, or a peer that stops reading for readTimeout
 // closes that connection only (after a best-effort ErrorMessage); others are unaffected.
+//
+// Liveness: both sides announce their peerTimeout in the handshake and then send each other
+// heartbeats (messages/heartbeat.h), every heartbeatInterval or twice per the peer's
+// timeout, whichever is more often. An established link on which nothing has arrived for
+// peerTimeout is closed at once (no goodbye: the peer is presumed unable to read) and
+// reported by onPeerDisconnected like a broken connection, with PEER_FAILED "no sign of
+// life from '<peer>' for 2.0 s (peer timeout)". A peer that announced no timeout (a version
+// without heartbeats) is neither sent heartbeats nor timed out.
 
 #include <chrono>
 #include <cstdint>
@@ -45,7 +53,15 @@ struct ChannelOptions {
   std::chrono::milliseconds readTimeout{5000};
   // Largest frame payload accepted or sent.
   std::uint32_t maxFrameBytes = 16u << 20;
+  // Liveness of established links (see above). REQUIRES: 10 ms <= heartbeatInterval <
+  // peerTimeout <= 24 h.
+  std::chrono::milliseconds peerTimeout{2000};
+  std::chrono::milliseconds heartbeatInterval{500};
 };
+
+// OK, or INVALID_ARGUMENT naming the option and the values at fault. start() checks this;
+// callers that build ChannelOptions from their own options may check earlier.
+Status validateChannelOptions(const ChannelOptions& options);
 
 struct ChannelHandlers {
   // A peer connected to us and said Hello. Return our metadata to accept (sent in HelloAck),

@@ -73,6 +73,9 @@ class ControlChannel::Impl {
   void onEstablishedMessage(std::uint64_t id, Link& link, Message message);
   // Sends an ErrorMessage (best effort) and closes the link's connection.
   void failLink(Link& link, const Status& why);
+  // The handshake is done: the link becomes established and, if the peer announced a
+  // timeout, heartbeats start both ways.
+  void establish(Link& link, std::string peer, std::optional<std::uint64_t> peerTimeoutMs);
   // Sends a Goodbye and closes the link's connection.
   void sayGoodbye(Link& link, const std::string& reason, Status why,
                   std::chrono::milliseconds linger);

@@ -62,7 +62,8 @@ void ControlChannel::Impl::onFrame(std::uint64_t id, Frame frame) {
     return;
   }
   if (auto* ack = std::get_if<HelloAck>(&message)) {
-    const std::string peer = ack->metadata.name;
+    std::string peer = ack->metadata.name;
+    const std::optional<std::uint64_t> peerTimeoutMs = ack->peerTimeoutMs;
     if (!link.slot->set(std::move(ack->metadata))) {
       // The connect() caller already gave up (deadline or stop): nobody owns this link.
       sayGoodbye(link, "connect abandoned", cancelled("connect abandoned"),
@@ -70,10 +71,7 @@ void ControlChannel::Impl::onFrame(std::uint64_t id, Frame frame) {
       return;
     }
     link.slot.reset();
-    link.state = Link::State::kEstablished;
-    link.notifyOnClose = true;
-    link.peer = peer;
-    link.connection->setReadDeadline(std::nullopt);
+    establish(link, std::move(peer), peerTimeoutMs);
     spdlog::info("{}: handshake done with {}", logName_, link.describe());
   } else if (auto* error = std::get_if<ErrorMessage>(&message)) {
     const Status why =
@@ -106,22 +104,46 @@ void ControlChannel::Impl::onHello(std::uint64_t /*id*/, Link& link, Hello hello
     failLink(link, internalError("onHello returned invalid metadata: " + valid.message()));
     return;
   }
-  std::vector<std::uint8_t> ack = encodeMessage(HelloAck{std::move(*local)});
+  std::vector<std::uint8_t> ack = encodeMessage(
+      HelloAck{std::move(*local), static_cast<std::uint64_t>(options_.peerTimeout.count())});
   if (ack.size() - kFrameHeaderBytes > options_.maxFrameBytes) {
     failLink(link, resourceExhausted("hello_ack of " + std::to_string(ack.size()) +
                                      " bytes exceeds the frame limit"));
     return;
   }
   link.connection->send(std::move(ack));
-  link.state = Link::State::kEstablished;
-  link.notifyOnClose = true;
-  link.peer = hello.metadata.name;
-  link.connection->setReadDeadline(std::nullopt);
+  establish(link, hello.metadata.name, hello.peerTimeoutMs);
   spdlog::info("{}: accepted {}{}", logName_, link.describe(),
                hello.role ? " (role " + *hello.role + ")" : std::string());
 }
 
+void ControlChannel::Impl::establish(Link& link, std::string peer,
+                                     std::optional<std::uint64_t> peerTimeoutMs) {
+  link.state = Link::State::kEstablished;
+  link.notifyOnClose = true;
+  link.peer = std::move(peer);
+  link.connection->setReadDeadline(std::nullopt);
+  if (!peerTimeoutMs) {
+    spdlog::info(
+        "{}: {} announced no peer timeout (a kvx without heartbeats): it is not sent "
+        "heartbeats, and its failure shows only when its connection closes",
+        logName_, link.describe());
+    return;
+  }
+  // Twice per the peer's timeout at least, so that one late heartbeat is not its verdict;
+  // never more often than every kMinPeerTimeoutMs / 2, whatever the peer asks.
+  const std::chrono::milliseconds theirs(*peerTimeoutMs / 2);
+  ControlConnection::Liveness liveness;
+  liveness.sendEvery = std::max(std::min(options_.heartbeatInterval, theirs),
+                                std::chrono::milliseconds(kMinPeerTimeoutMs / 2));
+  liveness.heartbeat = encodeMessage(Heartbeat{});
+  liveness.timeout = options_.peerTimeout;
+  liveness.peerName = link.peer;
+  link.connection->startLiveness(std::move(liveness));
+}
+
 void ControlChannel::Impl::onEstablishedMessage(std::uint64_t /*id*/, Link& link, Message message) {
+  if (std::holds_alternative<Heartbeat>(message)) return;  // the connection noted the bytes
   if (auto* update = std::get_if<MetadataUpdate>(&message)) {
     if (update->metadata.name != link.peer) {
       failLink(link, fieldError("metadata_update.metadata.name",

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
+#include <cstdio>
 #include <utility>
 
 #include "agent/channel/asio_status.h"
@@ -28,6 +29,7 @@ ControlConnection::ControlConnection(boost::asio::ip::tcp::socket socket,
     : socket_(std::move(socket)),
       readTimer_(socket_.get_executor()),
       writeTimer_(socket_.get_executor()),
+      livenessTimer_(socket_.get_executor()),
       frameTimeout_(frameTimeout),
       writeTimeout_(writeTimeout),
       remoteAddress_(describeRemote(socket_)),
@@ -59,6 +61,7 @@ void ControlConnection::closeAfterFlush(Status why, std::chrono::milliseconds li
   closeReason_ = std::move(why);
   linger_ = linger;
   readTimer_.cancel();
+  livenessTimer_.cancel();
   if (!writing_) afterFlush();
 }
 
@@ -100,6 +103,7 @@ void ControlConnection::onRead(const boost::system::error_code& error, std::size
     }
     return;
   }
+  if (bytes > 0) lastReceived_ = Clock::now();
   if (state_ == State::kOpen && !readFailed_) {
     const Status fed = decoder_.feed(std::span<const std::uint8_t>(readBuffer_.data(), bytes));
     while (std::optional<Frame> frame = decoder_.next()) {
@@ -159,6 +163,53 @@ void ControlConnection::onReadTimer() {
   }
 }
 
+void ControlConnection::startLiveness(Liveness liveness) {
+  if (state_ != State::kOpen || livenessOn_) return;
+  livenessOn_ = true;
+  liveness_ = std::move(liveness);
+  const Deadline now = Clock::now();
+  lastReceived_ = now;
+  nextHeartbeat_ = now + liveness_.sendEvery;
+  armLivenessTimer();
+}
+
+void ControlConnection::armLivenessTimer() {
+  const bool sending = liveness_.sendEvery.count() > 0;
+  const bool checking = liveness_.timeout.count() > 0;
+  if (!sending && !checking) return;
+  Deadline next = sending ? nextHeartbeat_ : lastReceived_ + liveness_.timeout;
+  if (checking) next = std::min(next, lastReceived_ + liveness_.timeout);
+  livenessTimer_.expires_at(next);
+  livenessTimer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
+    if (!error) self->onLivenessTimer();
+  });
+}
+
+void ControlConnection::onLivenessTimer() {
+  if (state_ != State::kOpen) return;
+  const Deadline now = Clock::now();
+  if (liveness_.timeout.count() > 0 && now >= lastReceived_ + liveness_.timeout) {
+    // Bytes already here mean the peer spoke and this side was slow to read (its thread or
+    // process was held up): that is not the peer's silence.
+    boost::system::error_code error;
+    if (socket_.available(error) > 0 && !error) {
+      lastReceived_ = now;
+    } else {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.1f",
+                    std::chrono::duration<double>(liveness_.timeout).count());
+      close(peerFailed("no sign of life from '" + liveness_.peerName + "' for " + seconds +
+                       " s (peer timeout)"));
+      return;
+    }
+  }
+  if (liveness_.sendEvery.count() > 0 && now >= nextHeartbeat_) {
+    if (!writing_ && writeQueue_.empty()) send(liveness_.heartbeat);
+    nextHeartbeat_ = now + liveness_.sendEvery;
+  }
+  armLivenessTimer();
+}
+
 void ControlConnection::writeNext() {
   if (writeQueue_.empty() || state_ == State::kClosed) return;
   writing_ = true;
@@ -210,6 +261,7 @@ void ControlConnection::finishClose() {
   writeQueue_.clear();
   readTimer_.cancel();
   writeTimer_.cancel();
+  livenessTimer_.cancel();
   boost::system::error_code ignored;
   socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);

@@ -18,6 +18,8 @@
 //    closeAfterFlush(), or the read/write error that closed it.
 //  - No operation waits without a bound: a started frame must complete within
 //    `frameTimeout`, a write within `writeTimeout`, the handshake by setReadDeadline().
+//  - With startLiveness(), an established link sends its heartbeat frame periodically and
+//    is closed (onClosed with PEER_FAILED) when nothing has been received for the timeout.
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -61,6 +63,23 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   // fires. The owner sets it for the handshake and clears it (nullopt) once done.
   void setReadDeadline(std::optional<Deadline> deadline);
 
+  // What startLiveness() is given. A zero period turns that half off.
+  struct Liveness {
+    std::chrono::milliseconds sendEvery{0};  // how often to queue `heartbeat`
+    std::vector<std::uint8_t> heartbeat;     // one encoded frame
+    std::chrono::milliseconds timeout{0};    // silence after which the link is dead
+    std::string peerName;                    // for the error message
+  };
+
+  // From now on: every `sendEvery`, queues `heartbeat` unless a write is still pending (a
+  // peer that is not reading needs no more bytes; the write deadline covers it); and when
+  // no byte at all has arrived for `timeout`, closes the connection with PEER_FAILED "no
+  // sign of life from '<peer>' for 2.0 s (peer timeout)". Silence is measured from this
+  // call or the last byte received, whichever is later. Bytes waiting unread in the socket
+  // count as received, so that this side's own stall (a stopped process, a busy thread) is
+  // not blamed on the peer. Call at most once, while open.
+  void startLiveness(Liveness liveness);
+
   // Writes what is queued, half-closes, then waits up to `linger` for the peer to close
   // (so that it can read the last frame) before closing. Frames read meanwhile are dropped.
   void closeAfterFlush(Status why, std::chrono::milliseconds linger);
@@ -82,10 +101,13 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   void afterFlush();
   void finishClose();
   void failRead(Status why);
+  void armLivenessTimer();
+  void onLivenessTimer();
 
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer readTimer_;  // read deadline, then the linger bound
   boost::asio::steady_timer writeTimer_;
+  boost::asio::steady_timer livenessTimer_;  // heartbeats due, silence deadline
   const std::chrono::milliseconds frameTimeout_;
   const std::chrono::milliseconds writeTimeout_;
   std::string remoteAddress_;
@@ -104,6 +126,11 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   bool writing_ = false;
   std::uint64_t writeSeq_ = 0;
   std::chrono::milliseconds linger_{0};
+
+  Liveness liveness_;
+  bool livenessOn_ = false;
+  Deadline lastReceived_{};  // the last read that brought bytes
+  Deadline nextHeartbeat_{};
 };
 
 }  // namespace kvx::agent::channel

@@ -167,6 +167,14 @@ Result<std::optional<std::string>> JsonReader::optionalString(std::string_view k
   return std::optional<std::string>(std::move(text));
 }
 
+Result<std::optional<std::uint64_t>> JsonReader::optionalUnsignedInteger(std::string_view key,
+                                                                         std::uint64_t min,
+                                                                         std::uint64_t max) const {
+  if (!value_->contains(key)) return std::optional<std::uint64_t>();
+  KVX_ASSIGN_OR_RETURN(std::uint64_t number, unsignedInteger(key, min, max));
+  return std::optional<std::uint64_t>(number);
+}
+
 Result<std::uint64_t> JsonReader::unsignedInteger(std::string_view key, std::uint64_t min,
                                                   std::uint64_t max) const {
   KVX_ASSIGN_OR_RETURN(const json* value, field(key, "unsigned integer"));

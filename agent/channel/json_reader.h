@@ -58,6 +58,10 @@ class JsonReader {
   Result<std::uint64_t> unsignedInteger(
       std::string_view key, std::uint64_t min = 0,
       std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) const;
+  // Absent: nullopt; present: checked as unsignedInteger.
+  Result<std::optional<std::uint64_t>> optionalUnsignedInteger(
+      std::string_view key, std::uint64_t min = 0,
+      std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) const;
   Result<std::int64_t> integer(std::string_view key, std::int64_t min, std::int64_t max) const;
   Result<bool> boolean(std::string_view key) const;
   // A lowercase hex string of even length, decoded; at most `maxBytes` decoded bytes.

@@ -15,6 +15,7 @@ enum class MessageType : std::uint16_t {
   kMetadataUpdate = 3,  // either way, after the handshake
   kErrorMessage = 4,    // either way; the sender closes the connection after it
   kGoodbye = 5,         // either way; orderly close
+  kHeartbeat = 6,       // either way, to a peer that announced a peer timeout
   // Not a channel message: the type of the frame that wraps an exported metadata blob.
   kMetadataBlob = 0x100,
 };
@@ -27,6 +28,7 @@ constexpr std::string_view toString(MessageType type) {
     case MessageType::kMetadataUpdate: return "metadata_update";
     case MessageType::kErrorMessage: return "error";
     case MessageType::kGoodbye: return "goodbye";
+    case MessageType::kHeartbeat: return "heartbeat";
     case MessageType::kMetadataBlob: return "metadata_blob";
   }
   return "unknown";
@@ -40,6 +42,7 @@ constexpr std::optional<MessageType> parseMessageType(std::uint16_t raw) {
     case MessageType::kMetadataUpdate:
     case MessageType::kErrorMessage:
     case MessageType::kGoodbye:
+    case MessageType::kHeartbeat:
     case MessageType::kMetadataBlob: return static_cast<MessageType>(raw);
   }
   return std::nullopt;

@@ -68,8 +68,12 @@ void Transfer::onComplete(Sink::Kind kind, Status status) {
   // finish the transfer and its owner may release it.
   std::shared_ptr<Transfer> self = shared_from_this();
   if (!status.isOk()) {
-    recordError(status.withContext("transfer " + std::to_string(id_.value) + " to '" +
-                                   peer_->name() + "'"));
+    // An operation refused because the link was closed under it by the peer's failure
+    // failed because of that failure: report the cause, not the closed endpoint.
+    const Status peerFailure = peer_->failure();
+    recordError(
+        (peerFailure.isOk() ? std::move(status) : peerFailure)
+            .withContext("transfer " + std::to_string(id_.value) + " to '" + peer_->name() + "'"));
   }
   if (kind == Sink::Kind::kFlush) flushDone_.store(true);
   if (kind == Sink::Kind::kMessage) messageDone_.store(true);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "agent/channel/json_reader.h"
+#include "agent/channel/messages/heartbeat.h"
 #include "agent/metadata/metadata_codec.h"
 
 namespace kvx::agent::channel {
@@ -12,6 +13,7 @@ namespace kvx::agent::channel {
 nlohmann::json Hello::toJson() const {
   nlohmann::json value = {{"metadata", agent::metadata::metadataToJson(metadata)}};
   if (role) value["role"] = *role;
+  if (peerTimeoutMs) value["peerTimeoutMs"] = *peerTimeoutMs;
   return value;
 }
 
@@ -22,6 +24,9 @@ Result<Hello> Hello::fromJson(const nlohmann::json& value) {
   KVX_ASSIGN_OR_RETURN(message.metadata,
                        agent::metadata::metadataFromJson(field.value(), field.path()));
   KVX_ASSIGN_OR_RETURN(message.role, reader.optionalString("role", kMaxRoleBytes));
+  KVX_ASSIGN_OR_RETURN(
+      message.peerTimeoutMs,
+      reader.optionalUnsignedInteger("peerTimeoutMs", kMinPeerTimeoutMs, kMaxPeerTimeoutMs));
   if (message.role) {
     for (char c : *message.role) {
       const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||

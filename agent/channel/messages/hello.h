@@ -1,9 +1,11 @@
 #pragma once
 
 // Hello: the first frame a client sends on a new connection, carrying its metadata and,
-// optionally, the role it plays ("prefill", "decode"; free text for logs and policy).
+// optionally, the role it plays ("prefill", "decode"; free text for logs and policy) and its
+// peer timeout, which announces that it sends and expects heartbeats (heartbeat.h).
 
 #include <cstddef>
+#include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -20,6 +22,8 @@ struct Hello {
 
   engine::PeerMetadata metadata;
   std::optional<std::string> role;  // at most kMaxRoleBytes of [A-Za-z0-9._-]
+  // [kMinPeerTimeoutMs, kMaxPeerTimeoutMs]; absent from a peer without heartbeats.
+  std::optional<std::uint64_t> peerTimeoutMs;
 
   nlohmann::json toJson() const;
   // PROTOCOL_ERROR naming the field ("hello.metadata.regions[3].length: ...") on any violation.

@@ -5,12 +5,15 @@
 #include <utility>
 
 #include "agent/channel/json_reader.h"
+#include "agent/channel/messages/heartbeat.h"
 #include "agent/metadata/metadata_codec.h"
 
 namespace kvx::agent::channel {
 
 nlohmann::json HelloAck::toJson() const {
-  return {{"metadata", agent::metadata::metadataToJson(metadata)}};
+  nlohmann::json value = {{"metadata", agent::metadata::metadataToJson(metadata)}};
+  if (peerTimeoutMs) value["peerTimeoutMs"] = *peerTimeoutMs;
+  return value;
 }
 
 Result<HelloAck> HelloAck::fromJson(const nlohmann::json& value) {
@@ -19,6 +22,9 @@ Result<HelloAck> HelloAck::fromJson(const nlohmann::json& value) {
   HelloAck message;
   KVX_ASSIGN_OR_RETURN(message.metadata,
                        agent::metadata::metadataFromJson(field.value(), field.path()));
+  KVX_ASSIGN_OR_RETURN(
+      message.peerTimeoutMs,
+      reader.optionalUnsignedInteger("peerTimeoutMs", kMinPeerTimeoutMs, kMaxPeerTimeoutMs));
   return message;
 }
 

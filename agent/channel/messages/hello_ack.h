@@ -1,9 +1,11 @@
 #pragma once
 
-// HelloAck: the server's reply to an accepted Hello, carrying the server's metadata. After it both
-// sides consider the link established.
+// HelloAck: the server's reply to an accepted Hello, carrying the server's metadata and, like
+// Hello, its peer timeout (heartbeat.h). After it both sides consider the link established.
 
+#include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 
 #include "agent/channel/message_type.h"
 #include "engine/peer/peer_metadata.h"
@@ -15,6 +17,8 @@ struct HelloAck {
   static constexpr MessageType kType = MessageType::kHelloAck;
 
   engine::PeerMetadata metadata;
+  // [kMinPeerTimeoutMs, kMaxPeerTimeoutMs]; absent from a peer without heartbeats.
+  std::optional<std::uint64_t> peerTimeoutMs;
 
   nlohmann::json toJson() const;
   // PROTOCOL_ERROR naming the field ("hello_ack.metadata.regions[3].length: ...") on any violation.

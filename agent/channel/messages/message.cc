@@ -42,6 +42,7 @@ Result<Message> decodeMessage(const Frame& frame) {
       case MessageType::kMetadataUpdate: return decodeAs<MetadataUpdate>(frame);
       case MessageType::kErrorMessage: return decodeAs<ErrorMessage>(frame);
       case MessageType::kGoodbye: return decodeAs<Goodbye>(frame);
+      case MessageType::kHeartbeat: return decodeAs<Heartbeat>(frame);
       case MessageType::kMetadataBlob: break;
     }
     return protocolError("frame type " + std::to_string(frame.type) + " (" +

@@ -11,6 +11,7 @@
 #include "agent/channel/frame.h"
 #include "agent/channel/messages/error_message.h"
 #include "agent/channel/messages/goodbye.h"
+#include "agent/channel/messages/heartbeat.h"
 #include "agent/channel/messages/hello.h"
 #include "agent/channel/messages/hello_ack.h"
 #include "agent/channel/messages/metadata_update.h"
@@ -18,7 +19,7 @@
 
 namespace kvx::agent::channel {
 
-using Message = std::variant<Hello, HelloAck, MetadataUpdate, ErrorMessage, Goodbye>;
+using Message = std::variant<Hello, HelloAck, MetadataUpdate, ErrorMessage, Goodbye, Heartbeat>;
 
 MessageType messageType(const Message& message);
 

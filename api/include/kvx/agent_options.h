@@ -44,6 +44,21 @@ struct AgentOptions {
   // How long cancel waits for in-flight operations before it resets the endpoint.
   std::chrono::milliseconds cancelGrace{200};
 
+  // Peer liveness on the control channel. Each side of an established control link sends a
+  // heartbeat every `heartbeatInterval` (more often if the peer's own peerTimeout is under
+  // twice that), and any frame received counts as a sign of life. When nothing has arrived
+  // from a peer for `peerTimeout`, the link is closed and the peer is handled exactly as if
+  // the connection had broken: its pending transfers fail with PEER_FAILED ("no sign of
+  // life from 'decode-0' for 2.0 s (peer timeout)") and it is forgotten. This is what
+  // detects a hung (stopped) peer or a cut link, which neither TCP nor UCX report in useful
+  // time; a killed peer is usually seen sooner, when its socket closes. Detection takes
+  // between peerTimeout and peerTimeout plus a few milliseconds after the last frame.
+  // Peers that do not announce heartbeats at the handshake (kvx versions without them) are
+  // neither sent heartbeats nor timed out: only a closed connection reveals their failure.
+  // REQUIRES: 10 ms <= heartbeatInterval < peerTimeout (Agent::create: INVALID_ARGUMENT).
+  std::chrono::milliseconds peerTimeout{2000};
+  std::chrono::milliseconds heartbeatInterval{500};
+
   // Control channel limits.
   std::uint32_t maxFrameBytes = 16u << 20;
 

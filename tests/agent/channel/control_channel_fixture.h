@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -56,14 +57,24 @@ struct TestChannel {
   Events events;
   std::unique_ptr<ControlChannel> channel;
   std::function<kvx::Result<PeerMetadata>(const PeerMetadata&)> onHello;
+  // Runs on the channel's thread inside onMetadataUpdate, after the update is recorded (a
+  // test may block there to stall the channel).
+  std::function<void()> afterUpdate;
 
-  explicit TestChannel(std::string agentName, std::chrono::milliseconds readTimeout = 5s,
-                       std::uint32_t maxFrameBytes = 1u << 20)
-      : name(std::move(agentName)) {
+  static ChannelOptions defaultOptions(std::chrono::milliseconds readTimeout = 5s,
+                                       std::uint32_t maxFrameBytes = 1u << 20) {
     ChannelOptions options;
     options.listenAddress = "127.0.0.1:0";
     options.readTimeout = readTimeout;
     options.maxFrameBytes = maxFrameBytes;
+    return options;
+  }
+
+  explicit TestChannel(std::string agentName, std::chrono::milliseconds readTimeout = 5s,
+                       std::uint32_t maxFrameBytes = 1u << 20)
+      : TestChannel(std::move(agentName), defaultOptions(readTimeout, maxFrameBytes)) {}
+
+  TestChannel(std::string agentName, const ChannelOptions& options) : name(std::move(agentName)) {
     ChannelHandlers handlers;
     handlers.onHello = [this](const PeerMetadata& remote) -> kvx::Result<PeerMetadata> {
       {
@@ -80,6 +91,7 @@ struct TestChannel {
         events.updates.push_back(remote);
       }
       events.changed.notify_all();
+      if (afterUpdate) afterUpdate();
     };
     handlers.onPeerDisconnected = [this](const std::string& peer, const Status& why) {
       {
@@ -136,6 +148,12 @@ class RawClient {
       if (received) received->push_back(std::move(*frame));
     }
     return true;
+  }
+
+  // True when nothing arrives (and the connection stays open) for `quiet`.
+  bool silentFor(std::chrono::milliseconds quiet) {
+    pollfd p{fd_, POLLIN, 0};
+    return ::poll(&p, 1, static_cast<int>(quiet.count())) == 0;
   }
 
   // Reads exactly one frame (5 s timeout).

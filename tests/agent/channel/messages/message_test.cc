@@ -22,7 +22,9 @@ TEST_CASE("every message type survives encode and decode") {
   const std::vector<Message> messages = {Hello{kvx::test::sampleMetadata(), "prefill"},
                                          HelloAck{kvx::test::sampleMetadata("b")},
                                          MetadataUpdate{kvx::test::sampleMetadata("c", 0)},
-                                         ErrorMessage{"INTERNAL", "boom"}, Goodbye{"bye"}};
+                                         ErrorMessage{"INTERNAL", "boom"},
+                                         Goodbye{"bye"},
+                                         Heartbeat{}};
   for (const Message& message : messages) {
     FrameDecoder decoder;
     REQUIRE(decoder.feed(encodeMessage(message)).isOk());

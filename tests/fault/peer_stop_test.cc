@@ -1,0 +1,134 @@
+// kvx-test-labels: fault multiprocess
+// A hung decode agent (SIGSTOP) during transfers: its socket stays open and UCX reports
+// nothing, so only the control channel's heartbeats can tell. The in-process prefill agent's
+// requests to it fail with PEER_FAILED within peerTimeout + 1 s, and only those: requests in
+// flight to a second decode agent complete and verify. After SIGCONT the stopped agent finds
+// the prefill agent gone and returns the blocks it had reserved for it.
+#include <cstdio>
+
+#include "tests/fault/fault_fixture.h"
+
+using namespace kvx;
+using namespace kvx::test::fault;
+
+namespace {
+
+// Submits a layer-wise request to `destination` with layer 0 handed over, and waits until it
+// is transferring.
+std::string startLayerwise(KvAgent& prefill, const std::string& id,
+                           const std::string& destination) {
+  REQUIRE(prefill.submit(makeRequest(prefill, id, 4 * kTokensPerBlock, destination, true)).isOk());
+  REQUIRE(prefill.layerReady(id, 0).isOk());
+  const KvRequestStatus s = waitState(prefill, id, KvRequestState::kTransferring, deadlineIn(10s));
+  INFO(id << " is " << toString(s.state) << ": " << s.status.toString());
+  REQUIRE(s.state == KvRequestState::kTransferring);
+  return id;
+}
+
+}  // namespace
+
+TEST_CASE("a stopped decode agent fails the requests to it within the bound, and only those",
+          "[fault]") {
+  const std::string transport = GENERATE("shm", "tcp");
+  INFO("transport " << transport);
+  const std::string dir = scratchDir();
+  DecodeProcess stopped = startDecode("decode-stopped", transport, 48, dir + "/stopped.log");
+  DecodeProcess live = startDecode("decode-live", transport, 48, dir + "/live.log");
+  // Whatever happens below, never leave a stopped process behind.
+  struct Resume {
+    pid_t pid;
+    ~Resume() { ::kill(pid, SIGCONT); }
+  } resume{stopped.pid()};
+  auto prefill = KvAgent::create(prefillOptions("prefill", transport, 64));
+  REQUIRE(prefill.isOk());
+  KvAgent& p = **prefill;
+  REQUIRE(p.connect(stopped.address, deadlineIn(10s)).isOk());
+  REQUIRE(p.connect(live.address, deadlineIn(10s)).isOk());
+
+  // A whole request each way first: both agents work.
+  for (const char* destination : {"decode-stopped", "decode-live"}) {
+    const std::string id = std::string("warm-") + destination;
+    REQUIRE(p.submit(makeRequest(p, id, 2 * kTokensPerBlock, destination, false)).isOk());
+    auto done = p.wait(id, deadlineIn(20s));
+    INFO(id << ": " << (done.isOk() ? "released" : done.status().toString()));
+    REQUIRE(done.isOk());
+  }
+  const std::vector<std::string> doomed = {startLayerwise(p, "stop-0", "decode-stopped"),
+                                           startLayerwise(p, "stop-1", "decode-stopped"),
+                                           startLayerwise(p, "stop-2", "decode-stopped")};
+  const std::vector<std::string> spared = {startLayerwise(p, "live-0", "decode-live"),
+                                           startLayerwise(p, "live-1", "decode-live")};
+
+  REQUIRE(::kill(stopped.pid(), SIGSTOP) == 0);
+  const auto stoppedAt = Clock::now();
+  // More layers go out to the stopped agent: its moves are stuck in flight (on shared
+  // memory and tcp alike, the target must progress) until the agent is declared failed.
+  for (const std::string& id : doomed) {
+    for (std::uint32_t layer = 1; layer + 1 < kLayers; ++layer) {
+      REQUIRE(p.layerReady(id, layer).isOk());
+    }
+  }
+  std::string failure;  // what the first request saw
+  for (const std::string& id : doomed) {
+    auto end = p.wait(id, stoppedAt + failureBound());
+    auto state = p.status(id);
+    REQUIRE(state.isOk());
+    INFO(id << " ended " << toString(state->state) << ": " << end.status().toString());
+    REQUIRE(state->state == KvRequestState::kFailed);
+    CHECK(end.status().code() == StatusCode::kPeerFailed);
+    if (failure.empty()) failure = end.status().toString();
+  }
+  const auto detection =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - stoppedAt);
+  std::printf(
+      "SIGSTOP fault (%s): the stopped agent's requests failed %lld ms after the stop "
+      "(peer timeout %lld ms, bound %lld ms): %s\n",
+      transport.c_str(), static_cast<long long>(detection.count()),
+      static_cast<long long>(AgentOptions{}.peerTimeout.count()),
+      static_cast<long long>(failureBound().count()), failure.c_str());
+  std::fflush(stdout);
+  // The heartbeat timeout, not anything sooner: the stopped agent's socket is still open.
+  CHECK(detection >= AgentOptions{}.peerTimeout - AgentOptions{}.heartbeatInterval);
+  CHECK(detection <= failureBound());
+  REQUIRE(waitPeerGone(p, "decode-stopped", deadlineIn(5s)));
+
+  // The other agent's requests were untouched: they finish and verify.
+  for (const std::string& id : spared) {
+    auto s = p.status(id);
+    REQUIRE(s.isOk());
+    CHECK(s->state == KvRequestState::kTransferring);
+    for (std::uint32_t layer = 1; layer < kLayers; ++layer) REQUIRE(p.layerReady(id, layer).isOk());
+  }
+  for (const std::string& id : spared) {
+    auto done = p.wait(id, deadlineIn(20s));
+    INFO(id << ": " << (done.isOk() ? "released" : done.status().toString()));
+    CHECK(done.isOk());
+  }
+  REQUIRE(p.submit(makeRequest(p, "live-after", 3 * kTokensPerBlock, "decode-live", false)).isOk());
+  CHECK(p.wait("live-after", deadlineIn(20s)).isOk());
+  // Every source block, those of the failed requests included, is back in the prefill pool.
+  CHECK(waitPoolFree(p, deadlineIn(5s)));
+
+  // Resumed, the stopped agent finds its link closed: it fails the requests of the lost
+  // prefill agent itself (not at shutdown, which would cancel them) and frees their blocks.
+  REQUIRE(::kill(stopped.pid(), SIGCONT) == 0);
+  for (const std::string& id : doomed) {
+    const std::string failing = "request '" + id + "' failing: ";
+    REQUIRE(waitForLog(stopped, failing, 10s));
+    const std::string log = stopped.logText();
+    const std::size_t at = log.find(failing) + failing.size();
+    CHECK(log.substr(at, log.find('\n', at) - at).rfind("PEER_FAILED", 0) == 0);
+  }
+  const nlohmann::json stoppedStats = stopped.stop();
+  const nlohmann::json liveStats = live.stop();
+  INFO("stopped agent: " << stoppedStats.dump() << "\nlive agent: " << liveStats.dump());
+  CHECK(stoppedStats["freeBlocks"] == stoppedStats["totalBlocks"]);
+  CHECK(stoppedStats["corruptBlocks"] == 0);
+  CHECK(stoppedStats["arrivals"] == 1);
+  CHECK(liveStats["freeBlocks"] == liveStats["totalBlocks"]);
+  CHECK(liveStats["corruptBlocks"] == 0);
+  CHECK(liveStats["arrivals"] == 4);
+  CHECK(liveStats["blocksVerified"] == liveStats["blocks"]);
+  CHECK(liveStats["blocks"] == 2 + 4 + 4 + 3);
+  std::filesystem::remove_all(dir);
+}
