@@ -54,7 +54,7 @@ Status AgentKvPort::attachPool(const std::string& peer, const kv::PoolDescriptio
   RemotePool remote{
       std::nullopt,
       kv::SegmentOrder(pool.layout, pool.blocks, pool.shape.layers, pool.shape.kvCount()),
-      std::move(layout), pool.tensorRegions, pool};
+      std::move(layout), pool};
   if (readyNow) KVX_RETURN_IF_ERROR(prepareRemote(peer, remote).status());
   remotes_.emplace(peer, std::move(remote));
   return Status::ok();
@@ -164,7 +164,8 @@ Result<TransferId> AgentKvPort::makeSlicedTransfer(const MoveSpec& spec, const R
   for (const kv::RangePair& pair : slicePairs_) {
     request.segments.push_back(
         {{localRegions_[pair.local.tensor], pair.local.offset, pair.local.length},
-         {remote.regions[pair.remote.tensor], pair.remote.offset, pair.remote.length}});
+         {remote.description.tensorRegions[pair.remote.tensor], pair.remote.offset,
+          pair.remote.length}});
   }
   return agent_.createTransfer(request);
 }

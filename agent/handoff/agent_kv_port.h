@@ -49,9 +49,8 @@ class AgentKvPort final : public KvPort {
     std::optional<ListId> list;  // prepared when first needed, or at once when asked
     kv::SegmentOrder order;
     kv::PoolLayout layout;
-    std::vector<RegionId> regions;  // the peer's, one per tensor
-    kv::PoolDescription description;
-    std::uint64_t readyCpuNs = 0;  // thread CPU that preparing `list` took
+    kv::PoolDescription description;  // as the peer sent it (its regions: one per tensor)
+    std::uint64_t readyCpuNs = 0;     // thread CPU that preparing `list` took
   };
 
   AgentKvPort(Agent& agent, const kv::KvPool& pool, ListId localList);

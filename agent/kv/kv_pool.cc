@@ -62,10 +62,9 @@ Result<std::unique_ptr<KvPool>> KvPool::create(Agent& agent, const KvPoolSpec& s
   for (std::uint32_t t = 0; t < pool->layout_.tensorCount(); ++t) {
     const std::string name = "kv.t" + std::to_string(t);
     if (spec.tensors.empty()) {
-      KVX_ASSIGN_OR_RETURN(
-          AllocatedRegion region,
-          agent.allocateMemory(
-              {name, pool->layout_.tensorBytes(), spec.kind, spec.device, true, spec.populate}));
+      KVX_ASSIGN_OR_RETURN(AllocatedRegion region,
+                           agent.allocateMemory({name, pool->layout_.tensorBytes(), spec.kind,
+                                                 spec.device, true, spec.populate}));
       pool->bases_.push_back(static_cast<std::byte*>(region.address));
       pool->regions_.push_back(region.id);
     } else {

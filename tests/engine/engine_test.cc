@@ -193,8 +193,7 @@ TEST_CASE("a region the peer replaced is reached through its own key, never the 
   for (int round = 0; round < 20; ++round) {
     std::vector<std::uint8_t> fresh(4096, 0);
     const RegionId id =
-        p.b->registerMemory({"fresh-" + std::to_string(round), fresh.data(), fresh.size()})
-            .value();
+        p.b->registerMemory({"fresh-" + std::to_string(round), fresh.data(), fresh.size()}).value();
     REQUIRE(p.a->addOrUpdatePeer(p.b->localMetadata()).isOk());
     TransferRequest r;
     r.peer = "b";
