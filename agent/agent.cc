@@ -68,7 +68,7 @@ Result<std::string> Agent::loadPeerMetadata(std::span<const std::uint8_t> blob) 
 
 Result<PeerInfo> Agent::peerInfo(const std::string& peer) const {
   KVX_ASSIGN_OR_RETURN(auto remote, impl_->engine->peer(peer));
-  return PeerInfo{remote->name(), remote->regions()};
+  return PeerInfo{remote->name(), remote->regions(), remote->incarnation()};
 }
 
 std::vector<std::string> Agent::peers() const { return impl_->engine->peerNames(); }
@@ -143,6 +143,10 @@ Result<Notification> Agent::waitNotification(Deadline deadline) {
 
 void Agent::setNotificationHandler(NotificationHandler handler) {
   impl_->engine->setNotificationHandler(std::move(handler));
+}
+
+void Agent::setPeerEventHandler(PeerEventHandler handler) {
+  impl_->engine->setPeerEventHandler(std::move(handler));
 }
 
 bool Agent::progress() { return impl_->engine->progress(); }

@@ -81,7 +81,7 @@ Result<engine::PeerMetadata> Agent::Impl::onHello(const engine::PeerMetadata& re
 }
 
 void Agent::Impl::onMetadataUpdate(const engine::PeerMetadata& remote) {
-  Status s = engine->addOrUpdatePeer(remote);
+  Status s = engine->updatePeer(remote);
   if (!s.isOk()) {
     spdlog::warn("agent '{}': metadata update from '{}' refused: {}", options.name, remote.name,
                  s.toString());

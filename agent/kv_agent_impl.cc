@@ -42,6 +42,9 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
   impl->agent->setNotificationHandler([weakGuard, self](Notification n) {
     if (auto g = weakGuard.lock()) g->post([self, n = std::move(n)] { self->onNotification(n); });
   });
+  impl->agent->setPeerEventHandler([weakGuard, self](const PeerEvent& event) {
+    if (auto g = weakGuard.lock()) g->post([self, event] { self->onPeerEvent(event); });
+  });
   spdlog::info("{}: {} agent on {}, pool {} ({} MiB, {} tensors)", options.agent.name,
                toString(options.role), impl->agent->listenAddress(),
                kvx::agent::kv::describe(impl->pool->description()),
@@ -52,7 +55,10 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
 
 KvAgent::Impl::~Impl() {
   if (loop) (void)shutdown(deadlineIn(std::chrono::seconds(2)), "the agent is being destroyed");
-  if (agent) agent->setNotificationHandler(nullptr);
+  if (agent) {
+    agent->setNotificationHandler(nullptr);
+    agent->setPeerEventHandler(nullptr);
+  }
   guard->close();
   loop.reset();
   port.reset();
@@ -157,7 +163,15 @@ void KvAgent::Impl::onNotification(const Notification& n) {
 }
 
 void KvAgent::Impl::onHello(const std::string& peer, const HelloMsg& hello) {
+  auto info = agent->peerInfo(peer);
+  const std::uint64_t incarnation = info.isOk() ? info->incarnation : 0;
+  if (auto known = kvPeers.find(peer); known != kvPeers.end() &&
+                                       known->second.incarnation != incarnation &&
+                                       incarnation != 0 && known->second.incarnation != 0) {
+    forgetPeer(peer, peerFailed("peer '" + peer + "' restarted (new incarnation)"));
+  }
   PeerEntry entry;
+  entry.incarnation = incarnation;
   entry.role = hello.role;
   entry.totalBlocks = hello.pool.blocks;
   entry.kvHeads = hello.pool.shape.kvHeads;
@@ -202,6 +216,30 @@ void KvAgent::Impl::onHello(const std::string& peer, const HelloMsg& hello) {
   peersChanged.notify_all();
 }
 
+void KvAgent::Impl::onPeerEvent(const PeerEvent& event) {
+  auto known = kvPeers.find(event.peer);
+  if (known == kvPeers.end()) return;
+  const std::uint64_t said = known->second.incarnation;
+  if (event.kind == PeerEvent::Kind::kLeft && (said == event.incarnation || said == 0)) {
+    forgetPeer(event.peer, event.why);
+  } else if (event.kind == PeerEvent::Kind::kJoined && said != event.incarnation) {
+    forgetPeer(event.peer, peerFailed("peer '" + event.peer + "' restarted (new incarnation)"));
+  }
+}
+
+void KvAgent::Impl::forgetPeer(const std::string& name, const Status& why) {
+  spdlog::warn("{}: peer '{}' left ({}): its requests fail", options.agent.name, name,
+               why.message());
+  kvPeers.erase(name);
+  port->detachPool(name);
+  if (prefill) prefill->onPeerGone(name, why);
+  if (decode) decode->onPeerGone(name, why);
+  {
+    std::lock_guard lock(peersMutex);
+    handshakes.erase(name);
+  }
+}
+
 void KvAgent::Impl::onTick() {
   if (prefill) prefill->onTick();
   if (decode) decode->onTick();
@@ -211,16 +249,7 @@ void KvAgent::Impl::onTick() {
     if (std::find(live.begin(), live.end(), name) == live.end()) gone.push_back(name);
   }
   for (const std::string& name : gone) {
-    const Status why = peerFailed("the connection to '" + name + "' was lost");
-    spdlog::warn("{}: peer '{}' left: its requests fail", options.agent.name, name);
-    kvPeers.erase(name);
-    port->detachPool(name);
-    if (prefill) prefill->onPeerGone(name, why);
-    if (decode) decode->onPeerGone(name, why);
-    {
-      std::lock_guard lock(peersMutex);
-      handshakes.erase(name);
-    }
+    forgetPeer(name, peerFailed("the connection to '" + name + "' was lost"));
   }
 }
 

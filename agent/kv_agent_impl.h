@@ -42,6 +42,7 @@ struct KvAgent::Impl {
     std::string reason;
     std::uint64_t totalBlocks = 0;
     std::uint32_t kvHeads = 0;
+    std::uint64_t incarnation = 0;  // of the agent that said hello; 0 when unknown
   };
 
   static Result<std::unique_ptr<Impl>> create(KvAgentOptions options);
@@ -53,6 +54,13 @@ struct KvAgent::Impl {
   // Service thread.
   void onNotification(const Notification& n);
   void onHello(const std::string& peer, const agent::handoff::HelloMsg& hello);
+  // A peer joined or left the agent (kvx::PeerEvent). A departure of the incarnation that
+  // said hello, or a join of another incarnation under its name, ends its KV requests.
+  void onPeerEvent(const PeerEvent& event);
+  // Fails the peer's requests with `why`, frees what was reserved for it and forgets its
+  // handshake.
+  void forgetPeer(const std::string& peer, const Status& why);
+  // Also notices peers the agent lost without an event reaching us (a safety net).
   void onTick();
   std::size_t liveRequests() const;
   std::uint64_t availableBlocks() const;

@@ -156,6 +156,7 @@ Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
   const std::vector<RegionMetadata> regions = metadata.regions;
   KVX_ASSIGN_OR_RETURN(auto peer, RemotePeer::connect(*transport_, std::move(metadata)));
   std::shared_ptr<RemotePeer> redundant;  // closed outside the lock
+  bool joined = true;
   {
     std::lock_guard lock(mutex_);
     auto [it, inserted] = peers_.try_emplace(peerName, peer);
@@ -165,15 +166,46 @@ Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
       if (it->second->incarnation() == incarnation) {
         it->second->updateRegions(regions);
         redundant = std::move(peer);
+        joined = false;
       } else {
         redundant = std::exchange(it->second, std::move(peer));
       }
     }
   }
   if (redundant && redundant->incarnation() != incarnation) {
-    failTransfersOf(*redundant, peerFailed("peer '" + peerName + "' restarted (new incarnation)"));
-    redundant->fail(peerFailed("peer '" + peerName + "' restarted (new incarnation)"));
+    const Status restarted = peerFailed("peer '" + peerName + "' restarted (new incarnation)");
+    failTransfersOf(*redundant, restarted);
+    redundant->fail(restarted);
+    emitPeerEvent(PeerEvent::Kind::kLeft, peerName, redundant->incarnation(), restarted);
   }
+  if (joined) emitPeerEvent(PeerEvent::Kind::kJoined, peerName, incarnation, Status::ok());
+  return Status::ok();
+}
+
+void Engine::setPeerEventHandler(PeerEventHandler handler) {
+  std::lock_guard lock(peerEventMutex_);
+  peerEventHandler_ =
+      handler ? std::make_shared<const PeerEventHandler>(std::move(handler)) : nullptr;
+}
+
+void Engine::emitPeerEvent(PeerEvent::Kind kind, const std::string& peer, std::uint64_t incarnation,
+                           Status why) {
+  std::shared_ptr<const PeerEventHandler> handler;
+  {
+    std::lock_guard lock(peerEventMutex_);
+    handler = peerEventHandler_;
+  }
+  if (handler) (*handler)(PeerEvent{kind, peer, incarnation, std::move(why)});
+}
+
+Status Engine::updatePeer(PeerMetadata metadata) {
+  KVX_ASSIGN_OR_RETURN(auto known, peer(metadata.name));
+  if (known->incarnation() != metadata.incarnation) {
+    return failedPrecondition("stale metadata for peer '" + metadata.name + "': incarnation " +
+                              std::to_string(metadata.incarnation) + ", but incarnation " +
+                              std::to_string(known->incarnation()) + " is connected");
+  }
+  known->updateRegions(metadata.regions);
   return Status::ok();
 }
 
@@ -196,6 +228,7 @@ Status Engine::removePeer(const std::string& peerName, Status why) {
   peer->fail(why);  // force-closes the link: in-flight operations complete with errors now
   if (driver_) driver_->kick();
   spdlog::info("{}: peer '{}' removed: {}", name(), peerName, why.toString());
+  emitPeerEvent(PeerEvent::Kind::kLeft, peerName, peer->incarnation(), std::move(why));
   return Status::ok();
 }
 

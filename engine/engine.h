@@ -27,6 +27,7 @@
 #include "engine/transfer/transfer_table.h"
 #include "engine/transport/transport.h"
 #include "kvx/agent_options.h"
+#include "kvx/peer_event.h"
 #include "kvx/transfer.h"
 
 namespace kvx::engine {
@@ -63,9 +64,19 @@ class Engine {
   // Adds a peer, or updates its regions if the same incarnation is known already. A known
   // name with another incarnation is a restart: the old peer's transfers fail first.
   Status addOrUpdatePeer(PeerMetadata metadata);
+  // Updates the regions of a known peer from metadata it sent later. NOT_FOUND for an
+  // unknown peer; FAILED_PRECONDITION for metadata of another incarnation than the one
+  // known (stale: a restart always comes with a new handshake, never as an update).
+  Status updatePeer(PeerMetadata metadata);
   Status removePeer(const std::string& name, Status why);
   Result<std::shared_ptr<RemotePeer>> peer(const std::string& name) const;
   std::vector<std::string> peerNames() const;
+  // From now on hands every peer join and departure (a restart is a departure of the old
+  // incarnation, then a join of the new one) to `handler`, on the thread that changed the
+  // peer set (normally the control channel's), outside every engine lock. Events about one
+  // peer arrive in order when one thread makes its changes; a user that may see them from
+  // several threads compares incarnations. Null stops them.
+  void setPeerEventHandler(PeerEventHandler handler);
 
   // ---- transfers ----
   Result<TransferId> createTransfer(const TransferRequest& request);
@@ -104,6 +115,8 @@ class Engine {
   // Hands queued notifications to the handler; true if there were any.
   bool deliverNotifications();
   void failTransfersOf(const RemotePeer& peer, const Status& why);
+  void emitPeerEvent(PeerEvent::Kind kind, const std::string& peer, std::uint64_t incarnation,
+                     Status why);
   Result<std::shared_ptr<PreparedList>> findList(ListId id) const;
   bool callerDriven() const { return options_.progressMode == ProgressMode::kCaller; }
 
@@ -114,6 +127,9 @@ class Engine {
   TransferTable transfers_;
   NotificationInbox inbox_;
   std::vector<std::uint8_t> notificationHeader_;
+
+  std::mutex peerEventMutex_;  // guards peerEventHandler_ (the pointer, not the calls)
+  std::shared_ptr<const PeerEventHandler> peerEventHandler_;
 
   mutable std::mutex mutex_;  // guards peers_ and lists_
   std::unordered_map<std::string, std::shared_ptr<RemotePeer>> peers_;

@@ -17,6 +17,7 @@
 #include "kvx/agent_options.h"
 #include "kvx/ids.h"
 #include "kvx/memory.h"
+#include "kvx/peer_event.h"
 #include "kvx/result.h"
 #include "kvx/status.h"
 #include "kvx/transfer.h"
@@ -27,6 +28,7 @@ namespace kvx {
 struct PeerInfo {
   std::string name;
   std::vector<RegionInfo> regions;  // exposed regions only
+  std::uint64_t incarnation = 0;    // drawn at the peer's start; a restart changes it
 };
 
 class Agent final {
@@ -116,6 +118,17 @@ class Agent final {
   // on the progress thread (in caller mode: the thread calling progress or wait), outside
   // every kvx lock, one notification at a time, in arrival order. Null restores queueing.
   void setNotificationHandler(NotificationHandler handler);
+
+  // From now on hands every peer join and departure to `handler`: kJoined when a peer's
+  // metadata is accepted (connect, an inbound hello, a loaded blob), kLeft when it
+  // disconnects, its control link breaks or times out (peerTimeout), or it restarts (the old
+  // incarnation leaves before the new one joins). Departures come with the Status its
+  // transfers failed with. It runs on the thread that saw the change (normally the control
+  // channel's; a caller's for connect, disconnect and loadPeerMetadata), outside every kvx
+  // lock, and must not block; it may call Agent members except connect and disconnect.
+  // Events about one peer arrive in order unless the caller races its own connect or
+  // disconnect calls with the channel: compare incarnations. Null stops them.
+  void setPeerEventHandler(PeerEventHandler handler);
 
   // ---- progress (caller mode) ----
   // Makes non-blocking progress; returns true when something happened.

@@ -1,0 +1,79 @@
+// kvx-test-labels: unit
+// A KV agent learns of a lost or restarted peer from the agent's peer events: requests to
+// the old incarnation end at once with PEER_FAILED, even when a new incarnation under the
+// same name connects before any poll could notice the gap.
+#include <catch2/catch.hpp>
+
+#include "kvx/kv_agent.h"
+#include "tests/support/test_agent.h"
+
+using namespace kvx;
+using namespace std::chrono_literals;
+
+namespace {
+
+const char* kTinyShape =
+    R"({"name":"tiny","layers":4,"kvHeads":2,"headDim":16,"dtypeBytes":2,"tokensPerBlock":4})";
+
+std::unique_ptr<KvAgent> makeAgent(const std::string& name, KvRole role,
+                                   const std::string& transport) {
+  KvAgentOptions options;
+  options.agent = kvx::test::agentOptions(name, transport);
+  options.role = role;
+  options.pool.model = kTinyShape;
+  options.pool.blocks = 64;
+  options.requestTimeout = 30s;
+  options.leaseTimeout = 30s;
+  options.prefixChunkTokens = 8;
+  auto agent = KvAgent::create(options);
+  REQUIRE(agent.isOk());
+  return std::move(agent).value();
+}
+
+// A layer-by-layer request: it stays in flight until its layers are declared ready.
+KvRequestSpec pendingRequest(KvAgent& prefill, const std::string& id) {
+  KvRequestSpec spec;
+  spec.id = id;
+  spec.tokens = 16;
+  spec.sourceBlocks = prefill.allocateBlocks(prefill.pool().blocksFor(16)).value();
+  spec.mode = KvMode::kPush;
+  spec.layerwise = true;
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("a peer restarted under its name ends the old incarnation's requests at once", "[kv]") {
+  const std::string transport = GENERATE("inproc", "tcp");
+  auto prefill = makeAgent("prefill", KvRole::kPrefill, transport);
+  auto decode = makeAgent("decode", KvRole::kDecode, transport);
+  REQUIRE(decode->connect(prefill->listenAddress(), deadlineIn(5s)).isOk());
+
+  REQUIRE(prefill->submit(pendingRequest(*prefill, "old")).isOk());
+  REQUIRE(prefill->layerReady("old", 0).isOk());
+  REQUIRE(decode->waitLayer("old", 0, deadlineIn(5s)).isOk());
+
+  // The replacement says hello while the old decode agent is still connected: the name never
+  // leaves the prefill agent's peer list.
+  auto restarted = makeAgent("decode", KvRole::kDecode, transport);
+  const auto start = Clock::now();
+  REQUIRE(restarted->connect(prefill->listenAddress(), deadlineIn(5s)).isOk());
+  auto old = prefill->wait("old", deadlineIn(5s));  // a failed request's wait is its Status
+  REQUIRE_FALSE(old.isOk());
+  CHECK(old.status().code() == StatusCode::kPeerFailed);
+  CHECK_THAT(old.status().message(), Catch::Contains("restarted"));
+  CHECK(Clock::now() - start < 5s);  // not the request's own 30 s deadline
+
+  // The new incarnation serves requests, and the old one's departure later changes nothing.
+  decode.reset();
+  KvRequestSpec fresh = pendingRequest(*prefill, "fresh");
+  fresh.layerwise = false;
+  REQUIRE(prefill->submit(fresh).isOk());
+  auto arrival = restarted->nextArrival(deadlineIn(5s));
+  REQUIRE(arrival.isOk());
+  CHECK(arrival->id == "fresh");
+  auto done = prefill->wait("fresh", deadlineIn(5s));
+  REQUIRE(done.isOk());
+  CHECK(done->state == KvRequestState::kReleased);
+  CHECK(prefill->usage().freeBlocks == 64);  // both requests' source blocks came back
+}
