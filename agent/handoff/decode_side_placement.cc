@@ -147,7 +147,9 @@ Result<DecodeSide::Group*> DecodeSide::createGroup(const std::string& peer, cons
   g.view.blocks = blocks;
   g.view.prefixBlocks = prefixBlocks;
   g.view.bytes = need * context_.blockBytes();
-  (void)leases_.grant(g.view.id, g.placedAt + std::chrono::milliseconds(m.leaseMs));
+  // The prefill agent asks for a lease; the owner of the memory caps it at its own.
+  const auto lease = std::min(std::chrono::milliseconds(m.leaseMs), context_.options.leaseTimeout);
+  (void)leases_.grant(g.view.id, g.placedAt + lease);
   auto [it, inserted] = groups_.emplace(g.view.id, std::move(g));
   return &it->second;
 }

@@ -85,7 +85,8 @@ struct KvAgentOptions {
   // Prefill: from submit until the destination confirmed (queueing included).
   std::chrono::milliseconds requestTimeout{30000};
   // Decode: blocks reserved for a request are reclaimed when it is not complete this long
-  // after placement, or not consumed this long after completion.
+  // after placement, or not consumed this long after completion. Prefill: the lease it asks
+  // for; a decode agent grants the shorter of that and its own.
   std::chrono::milliseconds leaseTimeout{30000};
   // Prefill: admission control per decode agent.
   std::uint64_t maxInFlightBytesPerPeer = 1ull << 30;
