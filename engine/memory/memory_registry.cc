@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "engine/gpu/memory_probe.h"
 #include "engine/memory/page_population.h"
 
 namespace kvx::engine {
@@ -80,6 +81,10 @@ Result<RegionId> MemoryRegistry::add(const MemoryRegionSpec& spec) {
     std::lock_guard lock(mutex_);
     KVX_RETURN_IF_ERROR(checkNewRegion(spec.name, address, spec.length, spec.kind, spec.device));
   }
+  // Memory that is not what the caller declared would be moved by the wrong path (a host
+  // copy of device memory, or the other way round): refuse it here, with what was found.
+  KVX_RETURN_IF_ERROR(gpu::checkDeclaredKind(spec.address, spec.length, spec.kind, spec.device)
+                          .withContext("registering region '" + spec.name + "'"));
   // Registration can be slow (pinning pages): do it outside the lock, then re-check.
   auto memory = transport_.registerMemory(spec.address, spec.length, spec.kind, spec.device);
   if (!memory.isOk()) return memory.status().withContext("registering region '" + spec.name + "'");

@@ -104,3 +104,19 @@ TEST_CASE("allocated regions are usable and listed when exposed", "[registry]") 
   CHECK(exposed[0]->info.name == "pool");
   CHECK(!exposed[0]->memory->packedRemoteKey().empty());
 }
+
+TEST_CASE("host memory declared as CUDA memory is refused at registration", "[registry]") {
+  Fixture f;
+  MemoryRegionSpec spec = f.spec("kv", 0, 4096);
+  spec.kind = MemoryKind::kCuda;
+  spec.device = 0;
+  auto id = f.registry.add(spec);
+  REQUIRE_FALSE(id.isOk());
+  INFO(id.status().toString());
+  // With CUDA compiled in the probe finds host memory; without it, CUDA memory cannot be
+  // registered at all. Either way the message names the region.
+  CHECK((id.status().code() == StatusCode::kFailedPrecondition ||
+         id.status().code() == StatusCode::kUnimplemented));
+  CHECK_THAT(id.status().message(), Catch::Contains("region 'kv'"));
+  CHECK(f.registry.add(f.spec("kv", 0, 4096)).isOk());  // declared right, it registers
+}
