@@ -228,7 +228,9 @@ void KvAgent::Impl::onPeerEvent(const PeerEvent& event) {
 }
 
 void KvAgent::Impl::forgetPeer(const std::string& name, const Status& why) {
-  spdlog::warn("{}: peer '{}' left ({}): its requests fail", options.agent.name, name,
+  // Info, not a warning: an orderly goodbye comes this way too; requests that fail because
+  // of it say so themselves.
+  spdlog::info("{}: peer '{}' left ({}); requests with it end", options.agent.name, name,
                why.message());
   kvPeers.erase(name);
   port->detachPool(name);

@@ -99,6 +99,9 @@ void PrefillDriver::produce(std::vector<Part>& parts, const workload::TraceRecor
     for (std::size_t p = 0; p < parts.size(); ++p) {
       if (!feeding[p]) continue;
       Status s = filled[p];
+      // The exposed tail starts when the last layer is handed over: the call may move it
+      // before it returns.
+      if (s.isOk() && layer + 1 == layers) parts[p].record->lastLayerNs = monotonicNowNs();
       if (s.isOk()) s = agent_.layerReady(parts[p].spec.id, layer);
       if (s.isOk()) continue;
       // The request has failed (its status will say why) or cannot go on: stop feeding it.

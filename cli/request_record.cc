@@ -25,6 +25,7 @@ nlohmann::json toJson(const RequestRecord& r) {
       {"waitedForBlocksMs", millis(r.waitedForBlocks)},
       {"submitNs", r.submitNs},
       {"doneNs", r.doneNs},
+      {"lastLayerNs", r.lastLayerNs},
       {"submitted", r.submitted},
       {"released", r.released},
       {"error", r.error},

@@ -29,6 +29,9 @@ struct RequestRecord {
   std::chrono::nanoseconds waitedForBlocks{0};  // allocation stalls on a full pool
   std::int64_t submitNs = 0;  // steady_clock ns (cli/report_clocks.h) at the submit() call
   std::int64_t doneNs = 0;    // steady_clock ns when wait() returned (released or failed)
+  // Layer-wise: steady_clock ns when the last layer was handed over (layerReady called);
+  // what follows is the exposed tail. 0 otherwise.
+  std::int64_t lastLayerNs = 0;
   bool submitted = false;
   bool released = false;   // the request succeeded
   std::string error;       // why it did not (empty when released)

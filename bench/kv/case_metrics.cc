@@ -41,7 +41,7 @@ std::string destinationIdOf(const std::string& prefillId) {
   return at == std::string::npos ? prefillId : prefillId.substr(0, at);
 }
 
-Result<CaseMetrics> computeMetrics(const BenchCase& c, std::uint32_t layers,
+Result<CaseMetrics> computeMetrics(const BenchCase& c,
                                    const std::vector<nlohmann::json>& prefillReports,
                                    const std::vector<nlohmann::json>& decodeReports) {
   CaseMetrics m;
@@ -58,6 +58,7 @@ Result<CaseMetrics> computeMetrics(const BenchCase& c, std::uint32_t layers,
     decodeCpu += cpuMicros(report);
   }
   std::map<std::string, std::int64_t> firstSubmit;  // per destination id
+  std::map<std::string, std::int64_t> lastLayer;    // per destination id, layer-wise only
   workload::LatencyRecorder done, notified, tail;
   std::vector<double> perRequestGbps;
   std::vector<std::pair<std::int64_t, std::int64_t>> busy;  // [submit, done] per request
@@ -93,18 +94,24 @@ Result<CaseMetrics> computeMetrics(const BenchCase& c, std::uint32_t layers,
       const std::string dest = destinationIdOf(r.value("id", std::string()));
       auto [it, inserted] = firstSubmit.emplace(dest, submit);
       if (!inserted) it->second = std::min(it->second, submit);
+      if (const std::int64_t handed = r.value("lastLayerNs", std::int64_t{0}); handed > 0) {
+        auto [at, fresh] = lastLayer.emplace(dest, handed);
+        if (!fresh) at->second = std::max(at->second, handed);
+      }
     }
     prefillCpu += cpuMicros(report);
     if (senderLast > senderFirst) {
       m.senderGbps.push_back(static_cast<double>(senderBytes) / (senderLast - senderFirst));
     }
   }
-  const std::int64_t computeNs = static_cast<std::int64_t>(c.layerMs * 1e6) * layers;
   for (const auto& [dest, submit] : firstSubmit) {
     auto it = arrivedNs.find(dest);
     if (it == arrivedNs.end()) continue;
     notified.add(nanoseconds(it->second - submit));
-    if (c.layerwise) tail.add(nanoseconds(it->second - submit - computeNs));
+    // The exposed tail: from the last layer handed over to the receiver's notification.
+    if (auto handed = lastLayer.find(dest); c.layerwise && handed != lastLayer.end()) {
+      tail.add(nanoseconds(std::max<std::int64_t>(0, it->second - handed->second)));
+    }
   }
   m.done = done.summary();
   m.notified = notified.summary();

@@ -50,13 +50,14 @@ struct CaseMetrics {
   // Incast: goodput of each prefill agent (its bytes / its own first submit .. last done).
   std::vector<double> senderGbps;
   double jainFairness = 0;
-  // Layer-wise: arrival minus the end of the simulated compute (submit + layers x layer-ms).
+  // Layer-wise: the receiver's notification minus the moment the last layer was handed
+  // over (the prefill report's lastLayerNs; sleeps that overshoot do not count).
   workload::LatencySummary exposedTail;
 };
 
-// The metrics of `c` from its reports. `layers` is the model's layer count (for the exposed
-// tail). PROTOCOL_ERROR names a report that lacks a field it needs.
-Result<CaseMetrics> computeMetrics(const BenchCase& c, std::uint32_t layers,
+// The metrics of `c` from its reports. PROTOCOL_ERROR names a report that lacks a field it
+// needs.
+Result<CaseMetrics> computeMetrics(const BenchCase& c,
                                    const std::vector<nlohmann::json>& prefillReports,
                                    const std::vector<nlohmann::json>& decodeReports);
 

@@ -153,7 +153,7 @@ Result<CaseRun> CaseRunner::run(const BenchCase& c) const {
     if (!report.isOk()) return report.status();
     decodeReports.push_back(std::move(report).value());
   }
-  KVX_ASSIGN_OR_RETURN(run.metrics, computeMetrics(c, shape.layers, prefillReports, decodeReports));
+  KVX_ASSIGN_OR_RETURN(run.metrics, computeMetrics(c, prefillReports, decodeReports));
   return run;
 }
 
