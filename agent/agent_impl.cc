@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "agent/channel/auth_token.h"
 #include "agent/logging.h"
 
 namespace kvx {
@@ -15,6 +16,12 @@ Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
   channelOptions.maxFrameBytes = options.maxFrameBytes;
   channelOptions.peerTimeout = options.peerTimeout;
   channelOptions.heartbeatInterval = options.heartbeatInterval;
+  channelOptions.maxConnectionsPerAddress = options.maxControlConnectionsPerAddress;
+  channelOptions.maxPendingHandshakes = options.maxPendingHandshakes;
+  channelOptions.allowUnauthenticated = options.allowUnauthenticated;
+  auto token = agent::channel::resolveAuthToken(options.authToken, options.authTokenFile);
+  if (!token.isOk()) return token.status().withContext("agent '" + options.name + "'");
+  channelOptions.authToken = std::move(token).value();
   // Before the engine starts: a bad option should not cost a UCX initialisation.
   if (Status valid = agent::channel::validateChannelOptions(channelOptions); !valid.isOk()) {
     return valid.withContext("agent '" + options.name + "'");

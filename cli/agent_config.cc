@@ -69,6 +69,13 @@ Status validateAgentConfig(const AgentConfig& c) {
         "block of 16 tokens is 2 MiB)");
   }
   if (c.model.empty()) return invalidArgument("--model must not be empty");
+  if (c.heartbeatIntervalMs < 10 || c.heartbeatIntervalMs >= c.peerTimeoutMs) {
+    return invalidArgument("--heartbeat-interval-ms " + std::to_string(c.heartbeatIntervalMs) +
+                           " must be at least 10 and below --peer-timeout-ms " +
+                           std::to_string(c.peerTimeoutMs) +
+                           " (a peer must hear from us more often than it waits; e.g. 500 "
+                           "and 2000)");
+  }
   const WorkloadConfig& w = c.workload;
   if (c.role == "decode") {
     if (!c.peers.empty()) {
@@ -138,6 +145,10 @@ Result<KvAgentOptions> toKvAgentOptions(const AgentConfig& c) {
   options.agent.name = c.name;
   options.agent.listenAddress = c.listen;
   options.agent.ucxTransports = c.transport;
+  options.agent.authTokenFile = c.authTokenFile;
+  options.agent.allowUnauthenticated = c.insecure;
+  options.agent.peerTimeout = std::chrono::milliseconds(c.peerTimeoutMs);
+  options.agent.heartbeatInterval = std::chrono::milliseconds(c.heartbeatIntervalMs);
   options.role = c.role == "prefill" ? KvRole::kPrefill : KvRole::kDecode;
   options.pool.layout = c.layout;
   options.pool.blocks = c.blocks;

@@ -57,6 +57,12 @@ struct AgentConfig {
   std::uint64_t prefixCacheBlocks = 0;
   std::uint64_t maxInflightBytes = 1ull << 30;
   std::string logLevel = "info";
+  // Control channel: the shared secret's file (else KVX_AUTH_TOKEN; kvx::AgentOptions),
+  // whether a non-loopback --listen may go unauthenticated, and peer liveness.
+  std::string authTokenFile;
+  bool insecure = false;
+  std::uint64_t peerTimeoutMs = 2000;
+  std::uint64_t heartbeatIntervalMs = 500;
   std::string configFile;
   bool printConfig = false;  // print the effective configuration and exit
   bool verify = false;       // decode: check every arrived block

@@ -90,6 +90,22 @@ void addAgentOptions(CLI::App& app, AgentConfig& c) {
       ->configurable(false)
       ->group(agent);
 
+  const std::string control = "Control channel";
+  addOption(app, "--auth-token-file", c.authTokenFile,
+            "file holding the shared secret peers must prove they hold (the same on every "
+            "agent; e.g. `openssl rand -hex 32 > FILE; chmod 600 FILE`); without it "
+            "KVX_AUTH_TOKEN is used, and without either the control channel is "
+            "unauthenticated and --listen must be a loopback address",
+            control);
+  addFlag(app, "--insecure", c.insecure,
+          "allow an unauthenticated control channel on a non-loopback --listen address (any "
+          "host that reaches it can join)",
+          control);
+  addOption(app, "--peer-timeout-ms", c.peerTimeoutMs,
+            "a peer silent this long (no heartbeat or other frame) is declared failed", control);
+  addOption(app, "--heartbeat-interval-ms", c.heartbeatIntervalMs,
+            "how often to send peers a heartbeat (at least 10, below --peer-timeout-ms)", control);
+
   const std::string pool = "KV pool";
   addOption(app, "--model", c.model,
             "model shape: llama3-8b, qwen2.5-32b, llama3-70b, deepseek-v3, or a JSON shape "

@@ -20,3 +20,7 @@ elseif(CUDAToolkit_FOUND)
 else()
   message(STATUS "kvx: no CUDA toolkit; host memory only")
 endif()
+
+# OpenSSL libcrypto: HMAC-SHA256 and the CSPRNG of the control channel's authentication
+# (agent/channel/auth_proof.cc); only kvx_agent links it.
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)

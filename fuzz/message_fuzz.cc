@@ -32,7 +32,7 @@ using kvx::StatusCode;
 using namespace kvx::agent::channel;
 
 // Appended to, never reordered: a seed's byte 0 keeps naming the same type.
-constexpr std::uint16_t kTypes[] = {1, 2, 3, 4, 5, 0x100, 0, 6, 0xffff, 7};
+constexpr std::uint16_t kTypes[] = {1, 2, 3, 4, 5, 0x100, 0, 6, 0xffff, 7, 8, 9};
 
 void checkMetadata(const Message& message) {
   std::visit(

@@ -121,7 +121,7 @@ void messages() {
   message("heartbeat", 7, payloadOf(Heartbeat{}));
   message("hello-peer-timeout", 0, payloadOf(Hello{metadata(1), "prefill", 2000}));
   message("hello-ack-peer-timeout", 1, payloadOf(HelloAck{metadata(0), 20}));
-  message("unknown-type", 9, R"({"reason":"x"})");
+  message("unknown-type", 8, R"({"reason":"x"})");
   message("not-json", 4, R"({"reason":)");
   message("deep", 4, std::string(40, '[') + std::string(40, ']'));
   std::string zeroLength = payloadOf(Hello{metadata(1), std::nullopt});

@@ -13,6 +13,8 @@ packages=(
   libibverbs-dev
   libcli11-dev
   libhwloc-dev
+  libssl-dev
+  iproute2 nftables libnetfilter-queue-dev
 )
 
 missing=()

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "agent/channel/asio_status.h"
+#include "agent/channel/auth_token.h"
 #include "agent/channel/control_channel_impl.h"
 #include "agent/channel/host_port.h"
 #include "agent/metadata/metadata_codec.h"
@@ -71,6 +72,28 @@ Status ControlChannel::Impl::listen() {
   return Status::ok();
 }
 
+void ControlChannel::Impl::logStart() const {
+  if (!options_.authToken.empty()) {
+    spdlog::info("{}: started; peers must authenticate with the shared token", logName_);
+    return;
+  }
+  // listenAddress_ is immutable after start, unlike the acceptor (channel thread only).
+  auto bound = parseHostPort(listenAddress_);
+  if (listenAddress_.empty() || !bound.isOk()) {
+    spdlog::info("{}: started; unauthenticated (no auth token)", logName_);
+  } else if (bound->address().is_loopback()) {
+    spdlog::info(
+        "{}: started; the control channel is unauthenticated and listens on loopback only "
+        "(set {} or a token file to authenticate peers and listen on other addresses)",
+        logName_, kAuthTokenVariable);
+  } else {
+    spdlog::warn(
+        "{}: started UNAUTHENTICATED on a non-loopback address (allowUnauthenticated): any "
+        "host that reaches it can join and read this agent's metadata; set {} or a token file",
+        logName_, kAuthTokenVariable);
+  }
+}
+
 void ControlChannel::Impl::run() {
   { std::lock_guard lock(mutex_); }  // start() publishes threadId_ under this lock
   for (;;) {
@@ -95,7 +118,16 @@ void ControlChannel::Impl::accept() {
       });
       return;
     }
-    addLink(std::move(socket), /*inbound=*/true, Clock::now() + options_.readTimeout, nullptr, {});
+    boost::system::error_code ignored;
+    const tcp::endpoint remote = socket.remote_endpoint(ignored);
+    const Status admitted = admit(ignored ? std::string() : remote.address().to_string());
+    if (!admitted.isOk()) {
+      refuse(std::move(socket), admitted);
+    } else {
+      noteAdmitted();
+      addLink(std::move(socket), /*inbound=*/true, Clock::now() + options_.readTimeout, nullptr,
+              {});
+    }
     accept();
   });
 }
@@ -190,6 +222,31 @@ Status validateChannelOptions(const ChannelOptions& options) {
     return invalidArgument("maxFrameBytes " + std::to_string(options.maxFrameBytes) +
                            " is below the minimum of " + std::to_string(kMinFrameBytes));
   }
+  if (options.maxConnectionsPerAddress == 0 || options.maxPendingHandshakes == 0) {
+    return invalidArgument("maxConnectionsPerAddress (" +
+                           std::to_string(options.maxConnectionsPerAddress) +
+                           ") and maxPendingHandshakes (" +
+                           std::to_string(options.maxPendingHandshakes) + ") must be at least 1");
+  }
+  if (!options.authToken.empty() && options.authToken.size() < kMinAuthTokenBytes) {
+    return invalidArgument("the auth token has " + std::to_string(options.authToken.size()) +
+                           " bytes; at least " + std::to_string(kMinAuthTokenBytes) +
+                           " are needed (e.g. `openssl rand -hex 32`)");
+  }
+  if (options.authToken.empty() && !options.allowUnauthenticated &&
+      !options.listenAddress.empty()) {
+    auto endpoint = parseHostPort(options.listenAddress);
+    if (endpoint.isOk() && !endpoint->address().is_loopback()) {
+      return invalidArgument(
+          "listen address " + options.listenAddress +
+          " is not a loopback address and no auth token is set: any host that reaches it "
+          "could join and read this agent's metadata. Set " +
+          std::string(kAuthTokenVariable) +
+          " or a token file (the same secret on every agent), listen on 127.0.0.1, or "
+          "allow an unauthenticated channel explicitly (allowUnauthenticated, kvx agent "
+          "--insecure)");
+    }
+  }
   const auto interval = options.heartbeatInterval.count();
   const auto timeout = options.peerTimeout.count();
   if (interval < kMinHeartbeatInterval.count() || interval >= timeout ||
@@ -216,7 +273,7 @@ Result<std::unique_ptr<ControlChannel>> ControlChannel::start(ChannelOptions opt
     impl->thread_ = std::thread([raw = impl.get()] { raw->run(); });
     impl->threadId_ = impl->thread_.get_id();
   }
-  spdlog::info("{}: started", impl->logName_);
+  impl->logStart();
   return std::unique_ptr<ControlChannel>(new ControlChannel(std::move(impl)));
 }
 

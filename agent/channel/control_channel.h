@@ -20,6 +20,19 @@
 // Robustness: a malformed frame or message, a silent client (no Hello within readTimeout),
 // a frame left incomplete for readTimeout, or a peer that stops reading for readTimeout
 // closes that connection only (after a best-effort ErrorMessage); others are unaffected.
+// Memory for a frame grows with the bytes that arrive, not with the length it announces.
+// Admission: an inbound connection beyond maxConnectionsPerAddress from one IP address, or
+// beyond maxPendingHandshakes handshakes in progress, is sent RESOURCE_EXHAUSTED and closed
+// at once; the first refusal of a spell is logged, the rest only counted.
+//
+// Authentication: with an authToken, the whole handshake (which must finish within
+// readTimeout, or the connect deadline) starts with a mutual HMAC-SHA256 challenge-response
+// (messages/auth_begin.h, auth_proof.h): the listener sends no metadata to a client, and a
+// client sends none to a listener, that has not proved it holds the same token. A missing or
+// wrong proof ends the connection with UNAUTHENTICATED on both sides ("peer at X requires
+// authentication", "peer at X did not authenticate", "... failed authentication"); the
+// listener's other connections are unaffected. Without a token the channel listens only on
+// loopback addresses unless allowUnauthenticated is set.
 //
 // Liveness: both sides announce their peerTimeout in the handshake and then send each other
 // heartbeats (messages/heartbeat.h), every heartbeatInterval or twice per the peer's
@@ -57,9 +70,19 @@ struct ChannelOptions {
   // peerTimeout <= 24 h.
   std::chrono::milliseconds peerTimeout{2000};
   std::chrono::milliseconds heartbeatInterval{500};
+  // The shared secret peers must prove they hold (see Authentication above); empty: none.
+  // At least kMinAuthTokenBytes (auth_token.h). Never logged.
+  std::string authToken;
+  // Without authToken, listenAddress must be a loopback address unless this is set.
+  bool allowUnauthenticated = false;
+  // Admission (see above): inbound connections open at once from one IP address, and inbound
+  // handshakes in progress at once. REQUIRES: >= 1.
+  std::uint32_t maxConnectionsPerAddress = 64;
+  std::uint32_t maxPendingHandshakes = 64;
 };
 
-// OK, or INVALID_ARGUMENT naming the option and the values at fault. start() checks this;
+// OK, or INVALID_ARGUMENT naming the option and the values at fault (a non-loopback
+// listenAddress without authToken or allowUnauthenticated among them). start() checks this;
 // callers that build ChannelOptions from their own options may check earlier.
 Status validateChannelOptions(const ChannelOptions& options);
 
@@ -96,11 +119,12 @@ class ControlChannel {
   // listening.
   std::string listenAddress() const;
 
-  // Connects to `hostPort`, sends Hello with `local` and waits for the reply, all by
-  // `deadline`. Returns the peer's metadata; the connection stays open as the link to that
-  // peer. Errors: INVALID_ARGUMENT (bad address or local metadata), TIMED_OUT, PEER_FAILED
-  // (refused, closed), PROTOCOL_ERROR, the peer's own code and message when it rejected
-  // the hello, FAILED_PRECONDITION after stop() or on the channel's thread.
+  // Connects to `hostPort`, authenticates (with a token), sends Hello with `local` and waits
+  // for the reply, all by `deadline`. Returns the peer's metadata; the connection stays open
+  // as the link to that peer. Errors: INVALID_ARGUMENT (bad address or local metadata),
+  // TIMED_OUT, PEER_FAILED (refused, closed), PROTOCOL_ERROR, UNAUTHENTICATED, the peer's
+  // own code and message when it rejected the hello (RESOURCE_EXHAUSTED over its limits),
+  // FAILED_PRECONDITION after stop() or on the channel's thread.
   Result<engine::PeerMetadata> connect(const std::string& hostPort,
                                        const engine::PeerMetadata& local, Deadline deadline);
   // As above, with the deadline options.connectTimeout from now.

@@ -24,6 +24,7 @@
 #include "agent/channel/control_channel.h"
 #include "agent/channel/control_connection.h"
 #include "agent/channel/frame.h"
+#include "agent/channel/messages/auth_bytes.h"
 #include "agent/channel/messages/message.h"
 #include "agent/channel/result_slot.h"
 
@@ -37,6 +38,8 @@ class ControlChannel::Impl {
   Impl(ChannelOptions options, ChannelHandlers handlers);
 
   Status listen();
+  // The start-up log line: whether peers must authenticate, and where it listens.
+  void logStart() const;
   void run();
   bool onChannelThread() const { return std::this_thread::get_id() == threadId_; }
   // Posts `work` to the channel thread unless stop() has begun; false if it has.
@@ -53,9 +56,18 @@ class ControlChannel::Impl {
   // ---- channel thread: links and messages (control_channel_links.cc) ----
   struct Link {
     enum class State { kHandshake, kEstablished, kClosing };
+    // Where the authentication part of the handshake stands (control_channel_auth.cc):
+    // kDone when there is none or it succeeded; else the message awaited.
+    enum class Auth { kDone, kAwaitBegin, kAwaitChallenge, kAwaitResponse };
     std::shared_ptr<ControlConnection> connection;
     bool inbound = true;
     State state = State::kHandshake;
+    Auth auth = Auth::kDone;
+    bool refused = false;  // closed at accept by an admission limit: counted, not logged
+    std::string remoteIp;  // inbound: the address the per-address limit counts
+    AuthBytes clientNonce{};
+    AuthBytes serverNonce{};
+    std::vector<std::uint8_t> hello;     // outbound with a token: sent once the server proved
     std::string peer;                    // set when established
     bool notifyOnClose = false;          // established and not closed quietly
     std::shared_ptr<MetadataSlot> slot;  // outbound, until the handshake ends
@@ -69,6 +81,21 @@ class ControlChannel::Impl {
   void addLink(boost::asio::ip::tcp::socket socket, bool inbound, Deadline handshakeDeadline,
                std::shared_ptr<MetadataSlot> slot, std::vector<std::uint8_t> hello);
   void onFrame(std::uint64_t id, Frame frame);
+  // ---- channel thread: authentication (control_channel_auth.cc) ----
+  // Starts the link's side of the exchange: a server awaits auth_begin, a client sends it.
+  void beginAuth(Link& link);
+  // A message on a link whose auth is not kDone.
+  void onAuthMessage(Link& link, Message message);
+  // The peer's ErrorMessage during the handshake: ends the link with the peer's status.
+  void onHandshakeError(Link& link, const ErrorMessage& error);
+  // ---- channel thread: admission (control_channel_admission.cc) ----
+  // OK, or RESOURCE_EXHAUSTED when an inbound connection from `remoteIp` would exceed a
+  // limit.
+  Status admit(const std::string& remoteIp) const;
+  // Sends `why` and closes `socket` at once, logging only the first refusal of a spell.
+  void refuse(boost::asio::ip::tcp::socket socket, const Status& why);
+  // An inbound connection was admitted: ends a spell of refusals (logs their count).
+  void noteAdmitted();
   void onHello(std::uint64_t id, Link& link, Hello hello);
   void onEstablishedMessage(std::uint64_t id, Link& link, Message message);
   // Sends an ErrorMessage (best effort) and closes the link's connection.
@@ -112,6 +139,7 @@ class ControlChannel::Impl {
     std::shared_ptr<MetadataSlot> slot;
   };
   std::map<std::uint64_t, Attempt> attempts_;
+  std::uint64_t refusedInSpell_ = 0;  // refusals since the last admitted connection
 };
 
 template <typename Work>

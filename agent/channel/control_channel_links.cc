@@ -19,11 +19,14 @@ void ControlChannel::Impl::addLink(tcp::socket socket, bool inbound, Deadline ha
                                    std::shared_ptr<MetadataSlot> slot,
                                    std::vector<std::uint8_t> hello) {
   const std::uint64_t id = nextId_++;
+  boost::system::error_code ignored;
+  const tcp::endpoint remote = socket.remote_endpoint(ignored);
   auto connection = std::make_shared<ControlConnection>(std::move(socket), options_.maxFrameBytes,
                                                         options_.readTimeout, options_.readTimeout);
   Link& link = links_[id];
   link.connection = connection;
   link.inbound = inbound;
+  if (inbound && !ignored) link.remoteIp = remote.address().to_string();
   link.slot = std::move(slot);
   spdlog::info("{}: {} {}", logName_, inbound ? "connection from" : "connected to",
                connection->remoteAddress());
@@ -35,7 +38,12 @@ void ControlChannel::Impl::addLink(tcp::socket socket, bool inbound, Deadline ha
                                    },
                                    [this, id](const Status& why) { onClosed(id, why); }});
   connection->setReadDeadline(handshakeDeadline);
-  if (!inbound) connection->send(std::move(hello));
+  if (!options_.authToken.empty()) {
+    link.hello = std::move(hello);
+    beginAuth(link);
+  } else if (!inbound) {
+    connection->send(std::move(hello));
+  }
 }
 
 void ControlChannel::Impl::onFrame(std::uint64_t id, Frame frame) {
@@ -52,10 +60,23 @@ void ControlChannel::Impl::onFrame(std::uint64_t id, Frame frame) {
     onEstablishedMessage(id, link, std::move(message));
     return;
   }
+  if (auto* error = std::get_if<ErrorMessage>(&message)) {
+    onHandshakeError(link, *error);
+    return;
+  }
+  if (link.auth != Link::Auth::kDone) {
+    onAuthMessage(link, std::move(message));
+    return;
+  }
   const std::string got(toString(messageType(message)));
   if (link.inbound) {
     if (auto* hello = std::get_if<Hello>(&message)) {
       onHello(id, link, std::move(*hello));
+    } else if (std::holds_alternative<AuthBegin>(message)) {
+      failLink(link, unauthenticated("peer at " + link.connection->remoteAddress() +
+                                     " wants to authenticate, but this agent has no auth token; "
+                                     "configure the same token (KVX_AUTH_TOKEN or a token file) "
+                                     "on both agents"));
     } else {
       failLink(link, protocolError("expected hello as the first message, got " + got));
     }
@@ -73,13 +94,6 @@ void ControlChannel::Impl::onFrame(std::uint64_t id, Frame frame) {
     link.slot.reset();
     establish(link, std::move(peer), peerTimeoutMs);
     spdlog::info("{}: handshake done with {}", logName_, link.describe());
-  } else if (auto* error = std::get_if<ErrorMessage>(&message)) {
-    const Status why =
-        error->toStatus("peer at " + link.connection->remoteAddress() + " rejected the hello");
-    spdlog::warn("{}: {}", logName_, why.toString());
-    link.slot->set(why);
-    link.state = Link::State::kClosing;
-    link.connection->close(why);
   } else {
     failLink(link, protocolError("expected hello_ack or error in reply to hello, got " + got));
   }
@@ -196,6 +210,10 @@ void ControlChannel::Impl::onClosed(std::uint64_t id, const Status& why) {
   if (it == links_.end()) return;
   Link link = std::move(it->second);
   links_.erase(it);
+  if (link.refused) {  // refuse() logged it
+    maybeFinishStop();
+    return;
+  }
   if (link.slot) {
     link.slot->set(why.withContext("connect to " + link.connection->remoteAddress() +
                                    ": the connection closed during the handshake"));

@@ -61,8 +61,9 @@ Status FrameDecoder::checkHeader() {
                          std::to_string(maxPayloadBytes_) + "-byte limit");
   }
   current_.type = getU16(header_ + 6);
+  // Nothing is reserved for the announced length: a peer announcing the limit and sending
+  // nothing would otherwise cost the limit in memory. The payload grows as bytes arrive.
   current_.payload.clear();
-  current_.payload.reserve(payloadLength_);
   return Status::ok();
 }
 
@@ -80,6 +81,12 @@ Status FrameDecoder::feed(std::span<const std::uint8_t> bytes) {
     }
     const std::size_t want = payloadLength_ - current_.payload.size();
     const std::size_t take = std::min(want, bytes.size());
+    std::string& payload = current_.payload;
+    if (payload.capacity() < payload.size() + take) {
+      // Doubling keeps appends amortised O(1); never beyond the announced length.
+      payload.reserve(std::min<std::size_t>(
+          payloadLength_, std::max(payload.size() + take, 2 * payload.capacity())));
+    }
     current_.payload.append(reinterpret_cast<const char*>(bytes.data()), take);
     bytes = bytes.subspan(take);
     if (current_.payload.size() == payloadLength_) {

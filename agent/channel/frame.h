@@ -10,7 +10,9 @@
 //
 // FrameDecoder turns a byte stream, cut into chunks of any size, back into frames. It checks
 // magic, version and length as soon as a header is complete, so an oversized frame is
-// rejected before any of its payload is buffered.
+// rejected before any of its payload is buffered. Memory for an accepted frame grows with
+// the bytes received (at most twice them, and never beyond the announced length), not with
+// the length the header announces.
 //
 // Not thread-safe: one decoder belongs to one connection and is used by one thread.
 
@@ -64,6 +66,9 @@ class FrameDecoder {
 
   // Bytes held for the frame in progress (header and payload so far).
   std::size_t bufferedBytes() const { return headerFill_ + current_.payload.size(); }
+
+  // Bytes of memory held for the frame in progress (its payload's capacity).
+  std::size_t reservedBytes() const { return current_.payload.capacity(); }
 
  private:
   Status checkHeader();

@@ -16,6 +16,9 @@ enum class MessageType : std::uint16_t {
   kErrorMessage = 4,    // either way; the sender closes the connection after it
   kGoodbye = 5,         // either way; orderly close
   kHeartbeat = 6,       // either way, to a peer that announced a peer timeout
+  kAuthBegin = 7,       // client -> server, first frame when the client holds a token
+  kAuthChallenge = 8,   // server -> client, answers auth_begin
+  kAuthResponse = 9,    // client -> server, answers auth_challenge; hello follows
   // Not a channel message: the type of the frame that wraps an exported metadata blob.
   kMetadataBlob = 0x100,
 };
@@ -29,6 +32,9 @@ constexpr std::string_view toString(MessageType type) {
     case MessageType::kErrorMessage: return "error";
     case MessageType::kGoodbye: return "goodbye";
     case MessageType::kHeartbeat: return "heartbeat";
+    case MessageType::kAuthBegin: return "auth_begin";
+    case MessageType::kAuthChallenge: return "auth_challenge";
+    case MessageType::kAuthResponse: return "auth_response";
     case MessageType::kMetadataBlob: return "metadata_blob";
   }
   return "unknown";
@@ -43,6 +49,9 @@ constexpr std::optional<MessageType> parseMessageType(std::uint16_t raw) {
     case MessageType::kErrorMessage:
     case MessageType::kGoodbye:
     case MessageType::kHeartbeat:
+    case MessageType::kAuthBegin:
+    case MessageType::kAuthChallenge:
+    case MessageType::kAuthResponse:
     case MessageType::kMetadataBlob: return static_cast<MessageType>(raw);
   }
   return std::nullopt;

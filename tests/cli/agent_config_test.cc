@@ -62,7 +62,11 @@ class CleanEnvironment {
                                            "KVX_DECODE_TP",
                                            "KVX_BLOCK_ORDER",
                                            "KVX_NO_FILL",
-                                           "KVX_REQUEST_PREFIX"};
+                                           "KVX_REQUEST_PREFIX",
+                                           "KVX_AUTH_TOKEN_FILE",
+                                           "KVX_INSECURE",
+                                           "KVX_PEER_TIMEOUT_MS",
+                                           "KVX_HEARTBEAT_INTERVAL_MS"};
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
@@ -447,4 +451,46 @@ TEST_CASE("tensor-parallel options are checked", "[agent_config]") {
       with(kDecode, {"--model", "deepseek-v3", "--tp-size", "2", "--tp-rank", "1"}));
   REQUIRE(mla.isOk());
   CHECK_THAT(toKvAgentOptions(*mla).status().message(), Catch::Contains("MLA"));
+}
+
+TEST_CASE("control channel options: token file, --insecure, liveness", "[agent_config]") {
+  CleanEnvironment env;
+  SECTION("defaults") {
+    auto config = parseAgentConfig(kDecode);
+    REQUIRE(config.isOk());
+    auto options = toKvAgentOptions(*config);
+    REQUIRE(options.isOk());
+    CHECK(options->agent.authTokenFile.empty());
+    CHECK_FALSE(options->agent.allowUnauthenticated);
+    CHECK(options->agent.peerTimeout == std::chrono::milliseconds(2000));
+    CHECK(options->agent.heartbeatInterval == std::chrono::milliseconds(500));
+  }
+  SECTION("from the command line") {
+    auto config = parseAgentConfig(
+        with(kDecode, {"--auth-token-file", "/run/kvx/token", "--insecure", "--peer-timeout-ms",
+                       "9000", "--heartbeat-interval-ms", "1000"}));
+    REQUIRE(config.isOk());
+    auto options = toKvAgentOptions(*config);
+    REQUIRE(options.isOk());
+    CHECK(options->agent.authTokenFile == "/run/kvx/token");
+    CHECK(options->agent.allowUnauthenticated);
+    CHECK(options->agent.peerTimeout == std::chrono::milliseconds(9000));
+    CHECK(options->agent.heartbeatInterval == std::chrono::milliseconds(1000));
+  }
+  SECTION("from the environment") {
+    env.set("KVX_AUTH_TOKEN_FILE", "/etc/kvx.token");
+    env.set("KVX_PEER_TIMEOUT_MS", "3000");
+    auto config = parseAgentConfig(kDecode);
+    REQUIRE(config.isOk());
+    CHECK(config->authTokenFile == "/etc/kvx.token");
+    CHECK(config->peerTimeoutMs == 3000);
+  }
+  SECTION("the heartbeat must be more frequent than the timeout") {
+    auto config = parseAgentConfig(
+        with(kDecode, {"--peer-timeout-ms", "500", "--heartbeat-interval-ms", "500"}));
+    REQUIRE_FALSE(config.isOk());
+    CHECK(config.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(config.status().message(), Catch::Contains("--heartbeat-interval-ms 500"));
+    CHECK_FALSE(parseAgentConfig(with(kDecode, {"--heartbeat-interval-ms", "5"})).isOk());
+  }
 }

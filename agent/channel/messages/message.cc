@@ -43,6 +43,9 @@ Result<Message> decodeMessage(const Frame& frame) {
       case MessageType::kErrorMessage: return decodeAs<ErrorMessage>(frame);
       case MessageType::kGoodbye: return decodeAs<Goodbye>(frame);
       case MessageType::kHeartbeat: return decodeAs<Heartbeat>(frame);
+      case MessageType::kAuthBegin: return decodeAs<AuthBegin>(frame);
+      case MessageType::kAuthChallenge: return decodeAs<AuthChallenge>(frame);
+      case MessageType::kAuthResponse: return decodeAs<AuthResponse>(frame);
       case MessageType::kMetadataBlob: break;
     }
     return protocolError("frame type " + std::to_string(frame.type) + " (" +

@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "agent/channel/frame.h"
+#include "agent/channel/messages/auth_begin.h"
+#include "agent/channel/messages/auth_challenge.h"
+#include "agent/channel/messages/auth_response.h"
 #include "agent/channel/messages/error_message.h"
 #include "agent/channel/messages/goodbye.h"
 #include "agent/channel/messages/heartbeat.h"
@@ -19,7 +22,8 @@
 
 namespace kvx::agent::channel {
 
-using Message = std::variant<Hello, HelloAck, MetadataUpdate, ErrorMessage, Goodbye, Heartbeat>;
+using Message = std::variant<Hello, HelloAck, MetadataUpdate, ErrorMessage, Goodbye, Heartbeat,
+                             AuthBegin, AuthChallenge, AuthResponse>;
 
 MessageType messageType(const Message& message);
 

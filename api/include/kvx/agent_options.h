@@ -61,6 +61,21 @@ struct AgentOptions {
 
   // Control channel limits.
   std::uint32_t maxFrameBytes = 16u << 20;
+  // Inbound control connections open at once from one IP address, and inbound handshakes
+  // in progress at once; an excess connection is refused (RESOURCE_EXHAUSTED) and closed.
+  std::uint32_t maxControlConnectionsPerAddress = 64;
+  std::uint32_t maxPendingHandshakes = 64;
+
+  // Control channel authentication. With a shared secret (the same on every agent), a peer
+  // must prove it holds it (HMAC-SHA256 challenge-response, both ways) before either side
+  // sends its metadata; a peer without it fails with UNAUTHENTICATED. The secret is
+  // `authToken` if set, else the contents of `authTokenFile` (trailing whitespace stripped),
+  // else the KVX_AUTH_TOKEN environment variable; at least 16 bytes. It is never logged.
+  // Without one the control channel is unauthenticated, and `listenAddress` must then be a
+  // loopback address (Agent::create: INVALID_ARGUMENT) unless `allowUnauthenticated`.
+  std::string authToken;
+  std::string authTokenFile;
+  bool allowUnauthenticated = false;
 
   // How many RMA operations one transfer keeps in flight at a time.
   std::uint32_t maxOpsInFlight = 256;

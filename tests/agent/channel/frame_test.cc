@@ -133,3 +133,27 @@ TEST_CASE("a zero-length payload is a complete frame") {
   CHECK(frame->payload.empty());
   CHECK_FALSE(decoder.midFrame());
 }
+
+TEST_CASE("memory for a frame follows the bytes received, not the announced length") {
+  FrameDecoder decoder(16u << 20);
+  // A header announcing the largest frame allowed, and nothing after it.
+  REQUIRE(decoder.feed(header(0x4B565843, 1, 1, 16u << 20)).isOk());
+  CHECK(decoder.midFrame());
+  CHECK(decoder.reservedBytes() < 4096);
+
+  const std::vector<std::uint8_t> chunk(64 * 1024, 'x');
+  std::size_t received = 0;
+  for (int i = 0; i < 16; ++i) {
+    REQUIRE(decoder.feed(chunk).isOk());
+    received += chunk.size();
+    CHECK(decoder.reservedBytes() <= 2 * received);
+  }
+  // The rest arrives: the frame completes and holds exactly its length at most.
+  std::vector<std::uint8_t> rest((16u << 20) - received, 'y');
+  REQUIRE(decoder.feed(rest).isOk());
+  auto frame = decoder.next();
+  REQUIRE(frame);
+  CHECK(frame->payload.size() == (16u << 20));
+  CHECK(frame->payload.capacity() <= (16u << 20) + 64);
+  CHECK(decoder.reservedBytes() < 4096);
+}

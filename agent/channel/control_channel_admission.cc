@@ -1,0 +1,89 @@
+// ControlChannel::Impl, part four: admission of inbound connections (the per-address and
+// handshake limits of ChannelOptions). Channel thread only.
+//
+// A refused connection is told why (RESOURCE_EXHAUSTED) and closed after a short linger, so
+// that a client which already sent its first frame reads the error instead of a reset. The
+// lingering refusals are bounded too: beyond maxPendingHandshakes of them a socket is closed
+// without a word, so a flood costs neither unbounded memory nor unbounded log lines.
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "agent/channel/control_channel_impl.h"
+
+namespace kvx::agent::channel {
+namespace {
+
+constexpr std::chrono::milliseconds kRefusalLinger{200};
+
+}  // namespace
+
+Status ControlChannel::Impl::admit(const std::string& remoteIp) const {
+  std::uint32_t fromAddress = 0;
+  std::uint32_t handshakes = 0;
+  for (const auto& [id, link] : links_) {
+    if (!link.inbound || link.state == Link::State::kClosing) continue;
+    if (link.state == Link::State::kHandshake) ++handshakes;
+    if (!remoteIp.empty() && link.remoteIp == remoteIp) ++fromAddress;
+  }
+  if (fromAddress >= options_.maxConnectionsPerAddress) {
+    return resourceExhausted(remoteIp + " already has " + std::to_string(fromAddress) +
+                             " control connections open to this agent, its limit "
+                             "(maxConnectionsPerAddress " +
+                             std::to_string(options_.maxConnectionsPerAddress) +
+                             "); close some first");
+  }
+  if (handshakes >= options_.maxPendingHandshakes) {
+    return resourceExhausted(std::to_string(handshakes) +
+                             " control handshakes are already in progress, the limit "
+                             "(maxPendingHandshakes " +
+                             std::to_string(options_.maxPendingHandshakes) +
+                             "); try again shortly");
+  }
+  return Status::ok();
+}
+
+void ControlChannel::Impl::refuse(boost::asio::ip::tcp::socket socket, const Status& why) {
+  if (refusedInSpell_++ == 0) {
+    boost::system::error_code ignored;
+    const auto remote = socket.remote_endpoint(ignored);
+    spdlog::warn(
+        "{}: refusing a connection from {}: {} (further refusals are counted, not logged, "
+        "until a connection is admitted)",
+        logName_, ignored ? std::string("(unknown)") : remote.address().to_string(),
+        why.toString());
+  }
+  const auto lingering = static_cast<std::uint64_t>(std::count_if(
+      links_.begin(), links_.end(), [](const auto& entry) { return entry.second.refused; }));
+  if (lingering >= options_.maxPendingHandshakes) {
+    boost::system::error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  const std::uint64_t id = nextId_++;
+  auto connection = std::make_shared<ControlConnection>(std::move(socket), options_.maxFrameBytes,
+                                                        options_.readTimeout, options_.readTimeout);
+  Link& link = links_[id];
+  link.connection = connection;
+  link.inbound = true;
+  link.refused = true;
+  link.state = Link::State::kClosing;
+  connection->start(
+      ControlConnection::Callbacks{[](Frame) {}, [](const Status&) {},
+                                   [this, id](const Status& closed) { onClosed(id, closed); }});
+  connection->send(encodeMessage(ErrorMessage::fromStatus(why)));
+  connection->closeAfterFlush(why, std::min(options_.readTimeout, kRefusalLinger));
+}
+
+void ControlChannel::Impl::noteAdmitted() {
+  if (refusedInSpell_ > 1) {
+    spdlog::warn("{}: refused {} more connections over the limits before admitting this one",
+                 logName_, refusedInSpell_ - 1);
+  }
+  refusedInSpell_ = 0;
+}
+
+}  // namespace kvx::agent::channel

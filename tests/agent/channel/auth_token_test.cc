@@ -1,0 +1,96 @@
+// kvx-test-labels: unit
+// Where the control channel's token comes from: explicit, file, environment.
+#include "agent/channel/auth_token.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <string>
+
+using kvx::StatusCode;
+using namespace kvx::agent::channel;
+
+namespace {
+
+// Sets or clears KVX_AUTH_TOKEN for one test, restoring it after.
+class TokenVariable {
+ public:
+  explicit TokenVariable(const char* value) {
+    if (const char* old = std::getenv(kAuthTokenVariable)) saved_ = old;
+    if (value) {
+      ::setenv(kAuthTokenVariable, value, 1);
+    } else {
+      ::unsetenv(kAuthTokenVariable);
+    }
+  }
+  ~TokenVariable() {
+    if (saved_) {
+      ::setenv(kAuthTokenVariable, saved_->c_str(), 1);
+    } else {
+      ::unsetenv(kAuthTokenVariable);
+    }
+  }
+
+ private:
+  std::optional<std::string> saved_;
+};
+
+class TokenFile {
+ public:
+  explicit TokenFile(const std::string& text) {
+    char name[] = "/tmp/kvx-token-test-XXXXXX";
+    const int fd = ::mkstemp(name);  // mode 0600
+    REQUIRE(fd >= 0);
+    ::close(fd);
+    path_ = name;
+    std::ofstream(path_) << text;
+  }
+  ~TokenFile() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+TEST_CASE("an explicit token wins, then the file, then KVX_AUTH_TOKEN") {
+  TokenVariable variable("from-the-environment-123");
+  TokenFile file("from-the-file-0123456789\n");
+  CHECK(*resolveAuthToken("explicit-token-0123", file.path()) == "explicit-token-0123");
+  CHECK(*resolveAuthToken("", file.path()) == "from-the-file-0123456789");
+  CHECK(*resolveAuthToken("", "") == "from-the-environment-123");
+}
+
+TEST_CASE("no token anywhere means none") {
+  TokenVariable variable(nullptr);
+  auto token = resolveAuthToken("", "");
+  REQUIRE(token.isOk());
+  CHECK(token->empty());
+}
+
+TEST_CASE("token file errors name the file, never the token") {
+  TokenVariable variable(nullptr);
+  auto missing = resolveAuthToken("", "/nonexistent/kvx.token");
+  CHECK(missing.status().code() == StatusCode::kNotFound);
+  CHECK_THAT(missing.status().message(), Catch::Contains("/nonexistent/kvx.token"));
+
+  TokenFile blank(" \n\n");
+  auto empty = resolveAuthToken("", blank.path());
+  CHECK(empty.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(empty.status().message(), Catch::Contains("is empty"));
+
+  TokenFile huge(std::string(kMaxAuthTokenBytes + 1, 'x'));
+  auto tooBig = resolveAuthToken("", huge.path());
+  CHECK(tooBig.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(tooBig.status().message(), Catch::Contains(huge.path()) && !Catch::Contains("xxxx"));
+}
+
+TEST_CASE("only trailing whitespace is stripped from a token file") {
+  TokenFile file("  inner space kept\t\r\n");
+  CHECK(*resolveAuthToken("", file.path()) == "  inner space kept");
+}
