@@ -1,0 +1,149 @@
+// kvx-test-labels: fault multiprocess
+// A cut link: the prefill agent (in-process, in one network namespace) and a `kvx agent
+// --role decode --verify` process (in another) move requests over UCX tcp on a veth pair,
+// then every packet is dropped both ways (nftables, on the decode side) while layer-wise
+// requests and a 4 MiB request are mid-transfer. Neither TCP nor UCX report anything in that
+// time; the control channel's heartbeats do: the pending requests fail with PEER_FAILED (or
+// TIMED_OUT) within peerTimeout + 1 s of the cut and their source blocks return to the pool.
+// Then the rules go, and the same prefill agent connects again and moves new requests, which
+// the decode agent verifies; at the end the decode agent has every block back and none
+// corrupt.
+#include "tests/fault/netns/netns_fixture.h"
+
+using namespace kvx;
+using namespace kvx::test;
+using namespace kvx::test::netns;
+
+namespace {
+
+constexpr std::uint64_t kBulkBlocks = 64;  // 4 MiB: tens of ms on this tcp path
+
+std::string startLayerwise(KvAgent& prefill, const std::string& id) {
+  REQUIRE(
+      prefill.submit(fault::makeRequest(prefill, id, 4 * fault::kTokensPerBlock, "decode", true))
+          .isOk());
+  REQUIRE(prefill.layerReady(id, 0).isOk());
+  const KvRequestStatus s =
+      fault::waitState(prefill, id, KvRequestState::kTransferring, deadlineIn(10s));
+  INFO(id << " is " << toString(s.state) << ": " << s.status.toString());
+  REQUIRE(s.state == KvRequestState::kTransferring);
+  return id;
+}
+
+void moveAndVerify(KvAgent& prefill, DecodeProcess& decode, const std::string& id,
+                   std::uint64_t blocks) {
+  REQUIRE(
+      prefill
+          .submit(fault::makeRequest(prefill, id, blocks * fault::kTokensPerBlock, "decode", false))
+          .isOk());
+  auto done = prefill.wait(id, deadlineIn(20s));
+  INFO(id << ": " << (done.isOk() ? "released" : done.status().toString()));
+  REQUIRE(done.isOk());
+  CHECK(fault::waitForLog(decode, "arrival " + id + " ", 10s));
+}
+
+// Connects again until the decode agent takes the link (it may still hold the old one until
+// its own heartbeat timeout), by `deadline`; returns the attempts it took (0: never).
+int reconnect(KvAgent& prefill, const std::string& address, Deadline deadline,
+              std::string& lastError) {
+  for (int attempt = 1; Clock::now() < deadline; ++attempt) {
+    auto peer = prefill.connect(address, std::min(deadline, deadlineIn(3s)));
+    if (peer.isOk()) return attempt;
+    lastError = peer.status().toString();
+    std::this_thread::sleep_for(100ms);
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("a cut between two namespaces fails pending requests in bound, then heals", "[fault]") {
+  runPrefillSide("netns cut: prefill side");
+}
+
+TEST_CASE("netns cut: prefill side", "[.]") {
+  const NetnsNames n = pairNames();
+  const std::string dir = fault::scratchDir();
+  DecodeProcess decode = startDecode(n, 160, dir + "/decode.log");
+  INFO("decode agent log " << decode.log);
+  auto created = KvAgent::create(prefillOptions(n, 160));
+  REQUIRE(created.isOk());
+  KvAgent& p = **created;
+  REQUIRE(p.connect(decode.address, deadlineIn(10s)).isOk());
+  moveAndVerify(p, decode, "warm", 3);
+
+  const std::vector<std::string> doomed = {startLayerwise(p, "cut-0"), startLayerwise(p, "cut-1"),
+                                           startLayerwise(p, "cut-2")};
+  REQUIRE(p.submit(fault::makeRequest(p, "cut-bulk", kBulkBlocks * fault::kTokensPerBlock, "decode",
+                                      false))
+              .isOk());
+  dropPackets(n, 100, dir);
+  const auto cutAt = Clock::now();
+  // More layers go out over the cut link; the last one never does, so none can complete.
+  for (const std::string& id : doomed) {
+    for (std::uint32_t layer = 1; layer + 1 < fault::kLayers; ++layer) {
+      REQUIRE(p.layerReady(id, layer).isOk());
+    }
+  }
+  std::string failure;
+  for (const std::string& id : doomed) {
+    auto end = p.wait(id, cutAt + fault::failureBound());
+    auto state = p.status(id);
+    REQUIRE(state.isOk());
+    INFO(id << " ended " << toString(state->state) << ": " << end.status().toString());
+    REQUIRE(state->state == KvRequestState::kFailed);
+    const StatusCode code = end.status().code();
+    CHECK((code == StatusCode::kPeerFailed || code == StatusCode::kTimedOut));
+    if (failure.empty()) failure = end.status().toString();
+  }
+  const auto detection =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - cutAt);
+  auto bulk = p.wait("cut-bulk", cutAt + fault::failureBound());
+  auto bulkState = p.status("cut-bulk");
+  REQUIRE(bulkState.isOk());
+  {
+    INFO("cut-bulk ended " << toString(bulkState->state) << ": " << bulk.status().toString());
+    REQUIRE(isTerminal(bulkState->state));
+    if (bulkState->state == KvRequestState::kFailed) {
+      const StatusCode code = bulk.status().code();
+      CHECK((code == StatusCode::kPeerFailed || code == StatusCode::kTimedOut));
+    }
+  }
+  CHECK(detection >= AgentOptions{}.peerTimeout - AgentOptions{}.heartbeatInterval);
+  CHECK(detection <= fault::failureBound());
+  REQUIRE(fault::waitPeerGone(p, "decode", deadlineIn(5s)));
+  REQUIRE(fault::waitPoolFree(p, deadlineIn(5s)));
+
+  // The link returns: the same agent connects again and moves new requests.
+  restoreLink(n);
+  const auto healedAt = Clock::now();
+  std::string lastError;
+  const int attempts = reconnect(p, decode.address, deadlineIn(15s), lastError);
+  INFO("reconnecting after the cut: " << lastError);
+  REQUIRE(attempts > 0);
+  const auto reconnected =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - healedAt);
+  const std::vector<std::string> after = {"after-0", "after-1", "after-2"};
+  const auto movedAt = Clock::now();
+  for (const std::string& id : after) moveAndVerify(p, decode, id, 4);
+  const auto moved = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - movedAt);
+
+  const nlohmann::json stats = stopAndCheckDecode(decode);
+  const bool bulkArrived = arrived(decode, "cut-bulk");
+  CHECK(stats["arrivals"] == 1 + after.size() + (bulkArrived ? 1 : 0));
+  for (const std::string& id : doomed) CHECK_FALSE(arrived(decode, id));
+  std::printf(
+      "netns cut: pending requests failed %lld ms after the cut (peer timeout %lld ms, bound "
+      "%lld ms): %s; the 4 MiB request %s; after the link returned the same prefill agent "
+      "reconnected in %lld ms (%d attempt(s)) and moved %zu requests (verified) in %lld ms\n",
+      static_cast<long long>(detection.count()),
+      static_cast<long long>(AgentOptions{}.peerTimeout.count()),
+      static_cast<long long>(fault::failureBound().count()), failure.c_str(),
+      bulkState->state == KvRequestState::kReleased
+          ? "had completed before the cut"
+          : ("failed: " + bulk.status().toString()).c_str(),
+      static_cast<long long>(reconnected.count()), attempts, after.size(),
+      static_cast<long long>(moved.count()));
+  std::fflush(stdout);
+  std::filesystem::remove_all(dir);
+}

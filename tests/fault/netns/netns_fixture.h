@@ -1,0 +1,157 @@
+#pragma once
+
+// Network faults between two agents in their own network namespaces (see netns_pair.h).
+//
+// Each test is two Catch2 test cases in one binary:
+//  - the visible one (what CTest runs) builds the NetnsPair, or prints "kvx-test-skipped:"
+//    when it cannot (not root, no namespaces), then runs this same binary inside the prefill
+//    namespace (`ip netns exec`, which also mounts that namespace's /sys, where UCX looks for
+//    network devices) with the name of the hidden case, and passes iff it passes. The pair
+//    is torn down whatever happens.
+//  - the hidden one ("[.]", run only by name) is the prefill side: an in-process KvAgent
+//    whose requests' Status the checks read directly. It starts a `kvx agent --role decode
+//    --verify` process in the decode namespace, moves requests to it over UCX tcp on the veth
+//    pair, and injects the faults with nftables rules on the decode namespace's interface
+//    (both directions), or with kvx_nfqueue_delay. Both authenticate their control links with
+//    a secret the visible case sets (KVX_AUTH_TOKEN), as agents on a network must.
+// Everything the hidden case runs has a deadline; the visible case kills it after
+// kPrefillSideTimeout.
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/fault/fault_fixture.h"
+#include "tests/fault/netns/netns_pair.h"
+
+namespace kvx::test::netns {
+
+using fault::DecodeProcess;
+using pair_transfer::ChildProcess;
+
+inline constexpr auto kPrefillSideTimeout = 100s;
+
+// The visible test case's body: runs hidden case `prefillCase` in the prefill namespace of a
+// fresh pair. `environment` is added to that process's ("NAME=value").
+inline void runPrefillSide(const std::string& prefillCase,
+                           const std::vector<std::string>& environment = {}) {
+  std::string why;
+  const std::unique_ptr<NetnsPair> pair = NetnsPair::create(why);
+  if (!pair) {
+    std::printf("kvx-test-skipped: %s\n", why.c_str());
+    std::fflush(stdout);
+    return;
+  }
+  const NetnsNames& n = pair->names();
+  std::vector<std::string> env = n.environment();
+  env.push_back("UCX_NET_DEVICES=" + n.prefillIf);
+  // Agents listening on a non-loopback address authenticate their control links: both sides
+  // (the decode process inherits it) share this secret.
+  env.push_back("KVX_AUTH_TOKEN=kvx-netns-fault-test-" + std::to_string(::getpid()));
+  env.insert(env.end(), environment.begin(), environment.end());
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const CommandResult r = runInheritingOutput(
+      "/usr/bin/env", {"env", "ip", "netns", "exec", n.prefillNs, self, prefillCase}, env,
+      std::chrono::duration_cast<std::chrono::milliseconds>(kPrefillSideTimeout));
+  INFO("prefill side '" << prefillCase << "' in namespace " << n.prefillNs);
+  CHECK_FALSE(r.timedOut);
+  CHECK(r.exitCode == 0);
+}
+
+// The hidden case's view of the pair (from its environment).
+inline NetnsNames pairNames() {
+  const std::optional<NetnsNames> names = NetnsNames::fromEnvironment();
+  if (!names) FAIL("the prefill side runs only inside its namespace, started by the visible test");
+  return *names;
+}
+
+// A `kvx agent --role decode --verify` in the decode namespace, listening on its veth
+// address, data over UCX tcp on that interface only. Its stderr (debug log) goes to `log`.
+inline DecodeProcess startDecode(const NetnsNames& n, std::uint64_t blocks,
+                                 const std::string& log) {
+  const std::string script =
+      "exec ip netns exec \"$0\" env UCX_NET_DEVICES=\"$1\" \"$2\" agent "
+      "--role decode --name decode --listen \"$3\" --blocks \"$4\" "
+      "--model \"$5\" --transport tcp --verify --log-level debug 2>" +
+      log;
+  auto child = ChildProcess::spawn(
+      "/bin/sh", {"-c", script, n.decodeNs, n.decodeIf, kvxBinary(), n.decodeAddress + ":0",
+                  std::to_string(blocks), fault::kModel});
+  REQUIRE(child.isOk());
+  DecodeProcess decode{std::make_unique<ChildProcess>(std::move(child).value()), "decode", "", log};
+  auto line = decode.process->readLine(30s);
+  INFO("decode agent: " << (line.isOk() ? *line : line.status().toString()) << "; log " << log
+                        << ":\n"
+                        << decode.logText());
+  REQUIRE(line.isOk());
+  REQUIRE(line->rfind("LISTENING ", 0) == 0);
+  decode.address = line->substr(10);
+  return decode;
+}
+
+// The in-process prefill agent's options: listening on the prefill veth address, UCX tcp on
+// that interface.
+inline KvAgentOptions prefillOptions(const NetnsNames& n, std::uint64_t blocks) {
+  KvAgentOptions options = fault::prefillOptions("prefill", "tcp", blocks);
+  options.agent.listenAddress = n.prefillAddress + ":0";
+  options.agent.ucxNetDevices = n.prefillIf;
+  return options;
+}
+
+// Replaces the nftables table "kvx_fault" of the decode namespace by one dropping, on the
+// decode interface, `percent` of the packets each way (numgen random); 100 is a cut.
+inline void dropPackets(const NetnsNames& n, int percent, const std::string& dir) {
+  const std::string match =
+      percent >= 100 ? std::string() : "numgen random mod 100 < " + std::to_string(percent) + " ";
+  const std::string path = dir + "/kvx_fault.nft";
+  {
+    std::ofstream file(path);
+    file << "table inet kvx_fault\n"
+         << "delete table inet kvx_fault\n"
+         << "table inet kvx_fault {\n"
+         << "  chain input {\n"
+         << "    type filter hook input priority 0; policy accept;\n"
+         << "    iifname \"" << n.decodeIf << "\" " << match << "drop\n"
+         << "  }\n"
+         << "  chain output {\n"
+         << "    type filter hook output priority 0; policy accept;\n"
+         << "    oifname \"" << n.decodeIf << "\" " << match << "drop\n"
+         << "  }\n"
+         << "}\n";
+  }
+  const CommandResult r = inNamespace(n.decodeNs, {"nft", "-f", path});
+  INFO("nft -f " << path << ": " << r.output);
+  REQUIRE(r.ok());
+}
+
+// Removes what dropPackets installed: the link is whole again.
+inline void restoreLink(const NetnsNames& n) {
+  const CommandResult r = inNamespace(n.decodeNs, {"nft", "delete", "table", "inet", "kvx_fault"});
+  INFO("nft delete table inet kvx_fault: " << r.output);
+  REQUIRE(r.ok());
+}
+
+// Checks the decode agent's account once it stopped: nothing corrupt, every block it received
+// verified, every block back in its pool; returns its STATS.
+inline nlohmann::json stopAndCheckDecode(DecodeProcess& decode) {
+  const nlohmann::json stats = decode.stop();
+  INFO("decode agent STATS " << stats.dump() << "; log " << decode.log);
+  CHECK(stats["corruptBlocks"] == 0);
+  CHECK(stats["blocksVerified"] == stats["blocks"]);
+  CHECK(stats["freeBlocks"] == stats["totalBlocks"]);
+  const std::string log = decode.logText();
+  CHECK(log.find("CORRUPT") == std::string::npos);
+  CHECK(log.find("cannot verify") == std::string::npos);
+  return stats;
+}
+
+// True when the decode agent verified request `id` (its arrival is in the log).
+inline bool arrived(const DecodeProcess& decode, const std::string& id) {
+  return decode.logText().find("arrival " + id + " ") != std::string::npos;
+}
+
+inline double millis(std::chrono::nanoseconds d) { return static_cast<double>(d.count()) / 1e6; }
+
+}  // namespace kvx::test::netns
