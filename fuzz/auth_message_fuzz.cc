@@ -24,6 +24,7 @@
 #include "agent/channel/frame.h"
 #include "agent/channel/messages/message.h"
 #include "fuzz/fuzz_check.h"
+#include "fuzz/single_frame.h"
 
 namespace {
 
@@ -33,16 +34,6 @@ using namespace kvx::agent::channel;
 // Appended to, never reordered: a seed's byte 0 keeps naming the same type.
 constexpr MessageType kTypes[] = {MessageType::kAuthBegin, MessageType::kAuthChallenge,
                                   MessageType::kAuthResponse};
-
-Message decodeFrameBytes(const std::vector<std::uint8_t>& bytes) {
-  FrameDecoder decoder;
-  KVX_FUZZ_CHECK(decoder.feed(bytes).isOk());
-  std::optional<Frame> frame = decoder.next();
-  KVX_FUZZ_CHECK(frame.has_value() && !decoder.next() && !decoder.midFrame());
-  kvx::Result<Message> message = decodeMessage(*frame);
-  if (!message.isOk()) kvx::fuzz::fail(__FILE__, __LINE__, message.status().toString());
-  return std::move(message).value();
-}
 
 void checkDecoderMemory(const std::uint8_t* data, std::size_t size) {
   FrameDecoder decoder(1u << 20);
@@ -80,6 +71,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     KVX_FUZZ_CHECK(proofMatches(challenge->proof, challenge->proof));
   }
   const std::vector<std::uint8_t> bytes = encodeMessage(*decoded);
-  KVX_FUZZ_CHECK(encodeMessage(decodeFrameBytes(bytes)) == bytes);
+  KVX_FUZZ_CHECK(encodeMessage(kvx::fuzz::decodeSingleFrame(bytes)) == bytes);
   return 0;
 }

@@ -25,6 +25,7 @@
 #include "agent/channel/messages/message.h"
 #include "agent/metadata/metadata_codec.h"
 #include "fuzz/fuzz_check.h"
+#include "fuzz/single_frame.h"
 
 namespace {
 
@@ -46,22 +47,13 @@ void checkMetadata(const Message& message) {
       message);
 }
 
-// Decodes the one frame in `bytes`; aborts unless it is accepted.
-Message decodeFrameBytes(const std::vector<std::uint8_t>& bytes) {
-  FrameDecoder decoder;
-  KVX_FUZZ_CHECK(decoder.feed(bytes).isOk());
-  std::optional<Frame> frame = decoder.next();
-  KVX_FUZZ_CHECK(frame.has_value() && !decoder.next() && !decoder.midFrame());
-  kvx::Result<Message> message = decodeMessage(*frame);
-  if (!message.isOk()) kvx::fuzz::fail(__FILE__, __LINE__, message.status().toString());
-  return std::move(message).value();
-}
-
 void checkLocalText(const std::string& text) {
   const Message error = ErrorMessage::fromStatus(kvx::Status(StatusCode::kInternal, text));
-  KVX_FUZZ_CHECK(std::holds_alternative<ErrorMessage>(decodeFrameBytes(encodeMessage(error))));
+  KVX_FUZZ_CHECK(
+      std::holds_alternative<ErrorMessage>(kvx::fuzz::decodeSingleFrame(encodeMessage(error))));
   const Message goodbye = Goodbye{text};
-  KVX_FUZZ_CHECK(std::holds_alternative<Goodbye>(decodeFrameBytes(encodeMessage(goodbye))));
+  KVX_FUZZ_CHECK(
+      std::holds_alternative<Goodbye>(kvx::fuzz::decodeSingleFrame(encodeMessage(goodbye))));
 }
 
 }  // namespace
@@ -83,6 +75,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   checkMetadata(*decoded);
 
   const std::vector<std::uint8_t> bytes = encodeMessage(*decoded);
-  KVX_FUZZ_CHECK(encodeMessage(decodeFrameBytes(bytes)) == bytes);
+  KVX_FUZZ_CHECK(encodeMessage(kvx::fuzz::decodeSingleFrame(bytes)) == bytes);
   return 0;
 }

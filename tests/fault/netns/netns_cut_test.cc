@@ -30,18 +30,6 @@ std::string startLayerwise(KvAgent& prefill, const std::string& id) {
   return id;
 }
 
-void moveAndVerify(KvAgent& prefill, DecodeProcess& decode, const std::string& id,
-                   std::uint64_t blocks) {
-  REQUIRE(
-      prefill
-          .submit(fault::makeRequest(prefill, id, blocks * fault::kTokensPerBlock, "decode", false))
-          .isOk());
-  auto done = prefill.wait(id, deadlineIn(20s));
-  INFO(id << ": " << (done.isOk() ? "released" : done.status().toString()));
-  REQUIRE(done.isOk());
-  CHECK(fault::waitForLog(decode, "arrival " + id + " ", 10s));
-}
-
 // Connects again until the decode agent takes the link (it may still hold the old one until
 // its own heartbeat timeout), by `deadline`; returns the attempts it took (0: never).
 int reconnect(KvAgent& prefill, const std::string& address, Deadline deadline,
@@ -70,7 +58,7 @@ TEST_CASE("netns cut: prefill side", "[.]") {
   REQUIRE(created.isOk());
   KvAgent& p = **created;
   REQUIRE(p.connect(decode.address, deadlineIn(10s)).isOk());
-  moveAndVerify(p, decode, "warm", 3);
+  (void)moveVerified(p, decode, "warm", 3);
 
   const std::vector<std::string> doomed = {startLayerwise(p, "cut-0"), startLayerwise(p, "cut-1"),
                                            startLayerwise(p, "cut-2")};
@@ -125,7 +113,7 @@ TEST_CASE("netns cut: prefill side", "[.]") {
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - healedAt);
   const std::vector<std::string> after = {"after-0", "after-1", "after-2"};
   const auto movedAt = Clock::now();
-  for (const std::string& id : after) moveAndVerify(p, decode, id, 4);
+  for (const std::string& id : after) (void)moveVerified(p, decode, id, 4);
   const auto moved = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - movedAt);
 
   const nlohmann::json stats = stopAndCheckDecode(decode);

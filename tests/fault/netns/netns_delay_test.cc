@@ -28,25 +28,10 @@ std::string delayProgram() {
       .string();
 }
 
-// Moves one request of `blocks` blocks and returns its latency in ms, once the decode agent
-// verified it.
-double moveOne(KvAgent& prefill, DecodeProcess& decode, const std::string& id,
-               std::uint64_t blocks) {
-  REQUIRE(
-      prefill
-          .submit(fault::makeRequest(prefill, id, blocks * fault::kTokensPerBlock, "decode", false))
-          .isOk());
-  auto done = prefill.wait(id, deadlineIn(20s));
-  INFO(id << ": " << (done.isOk() ? "released" : done.status().toString()));
-  REQUIRE(done.isOk());
-  REQUIRE(fault::waitForLog(decode, "arrival " + id + " ", 10s));
-  return millis(done->latency);
-}
-
 double medianLatency(KvAgent& prefill, DecodeProcess& decode, const std::string& prefix) {
   std::vector<double> latencies;
   for (int i = 0; i < kProbes; ++i) {
-    latencies.push_back(moveOne(prefill, decode, prefix + std::to_string(i), 1));
+    latencies.push_back(moveVerified(prefill, decode, prefix + std::to_string(i), 1));
   }
   std::sort(latencies.begin(), latencies.end());
   return latencies[latencies.size() / 2];
@@ -72,7 +57,7 @@ TEST_CASE("netns delay: prefill side", "[.]") {
   REQUIRE(created.isOk());
   KvAgent& p = **created;
   REQUIRE(p.connect(decode.address, deadlineIn(10s)).isOk());
-  (void)moveOne(p, decode, "warm", 2);
+  (void)moveVerified(p, decode, "warm", 2);
   const double bare = medianLatency(p, decode, "bare-");
 
   const std::string delayLog = dir + "/nfqueue_delay.log";
@@ -92,7 +77,7 @@ TEST_CASE("netns delay: prefill side", "[.]") {
     REQUIRE(*ready == "READY");
   }
   const double delayed = medianLatency(p, decode, "delayed-");
-  const double bulk = moveOne(p, decode, "delayed-bulk", 64);  // 4 MiB
+  const double bulk = moveVerified(p, decode, "delayed-bulk", 64);  // 4 MiB
   ::kill(delay.pid(), SIGTERM);
   auto held = delay.readLine(10s);
   INFO("kvx_nfqueue_delay: " << (held.isOk() ? *held : held.status().toString()) << "; "

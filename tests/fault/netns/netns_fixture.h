@@ -154,4 +154,19 @@ inline bool arrived(const DecodeProcess& decode, const std::string& id) {
 
 inline double millis(std::chrono::nanoseconds d) { return static_cast<double>(d.count()) / 1e6; }
 
+// Moves one whole request of `blocks` blocks to the decode agent, requires it released and
+// verified there, and returns its latency in ms.
+inline double moveVerified(KvAgent& prefill, const DecodeProcess& decode, const std::string& id,
+                           std::uint64_t blocks) {
+  REQUIRE(
+      prefill
+          .submit(fault::makeRequest(prefill, id, blocks * fault::kTokensPerBlock, "decode", false))
+          .isOk());
+  auto done = prefill.wait(id, deadlineIn(20s));
+  INFO(id << ": " << (done.isOk() ? "released" : done.status().toString()));
+  REQUIRE(done.isOk());
+  REQUIRE(fault::waitForLog(decode, "arrival " + id + " ", 10s));
+  return millis(done->latency);
+}
+
 }  // namespace kvx::test::netns
