@@ -30,8 +30,16 @@ bool PeerLink::hasKey(const RemoteRegion& region) {
 }
 
 void PeerLink::close(bool force) {
-  std::lock_guard lock(mutex_);
-  keys_.clear();
+  std::unordered_map<const RemoteRegion*, Entry> keys;
+  {
+    std::lock_guard lock(mutex_);
+    keys.swap(keys_);
+  }
+  keys.clear();
+  // Not under mutex_: a forced close fails in-flight operations right here, and their
+  // completions take the peer's lock (Transfer -> RemotePeer::failure), while resetLink holds
+  // the peer's lock to ask hasKey(): closing under mutex_ is a lock-order inversion. A key()
+  // racing with this close is released by the endpoint's own close before the endpoint goes.
   endpoint_->close(force);
 }
 

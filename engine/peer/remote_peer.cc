@@ -112,13 +112,18 @@ Status RemotePeer::unpackKeys(const std::vector<std::shared_ptr<RemoteRegion>>& 
 
 Status RemotePeer::resetLink(const std::string& reason) {
   std::shared_ptr<PeerLink> old;
-  std::vector<std::shared_ptr<RemoteRegion>> keyed;
+  std::vector<std::shared_ptr<RemoteRegion>> regions;
   {
     std::lock_guard lock(mutex_);
     old = std::move(link_);
-    for (const auto& [id, region] : regions_) {
-      if (old && old->hasKey(*region)) keyed.push_back(region);
-    }
+    for (const auto& [id, region] : regions_) regions.push_back(region);
+  }
+  // The link's lock is never taken under mutex_: PeerLink::key() holds it while unpacking
+  // on the endpoint (the worker's lock), and completions that run under the worker's lock
+  // take mutex_ (failure()).
+  std::vector<std::shared_ptr<RemoteRegion>> keyed;
+  for (const auto& region : regions) {
+    if (old && old->hasKey(*region)) keyed.push_back(region);
   }
   spdlog::info("peer '{}': resetting data path ({})", name_, reason);
   if (old) old->close(true);

@@ -20,11 +20,11 @@ namespace {
 template <typename T>
 class Mailbox {
  public:
+  // Notifies under the lock: a waiter that sees the value may destroy the mailbox at once,
+  // so put() must not touch cv_ after releasing mutex_.
   void put(T value) {
-    {
-      std::lock_guard lock(mutex_);
-      values_.push_back(std::move(value));
-    }
+    std::lock_guard lock(mutex_);
+    values_.push_back(std::move(value));
     cv_.notify_all();
   }
   bool waitFor(std::size_t count) {
@@ -98,15 +98,19 @@ TEST_CASE("a post callback reports failure and may call back into the agent", "[
   auto id = pair.a->createTransfer(pair.write(0, 4096));
   REQUIRE(id.isOk());
   Agent& agent = *pair.a;
+  // Written by the callback before put(), read after waitFor(): the mailbox's lock orders it.
+  // Catch2 assertions are not thread-safe, so the callback only records what it saw.
+  bool pollAgreed = false;
   REQUIRE(pair.a
               ->post(*id,
                      [&](TransferId t, const TransferStatus& s) {
                        // Re-entering the agent from the callback must not deadlock.
-                       CHECK(agent.poll(t).state == s.state);
+                       pollAgreed = agent.poll(t).state == s.state;
                        finished.put(s);
                      })
               .isOk());
   REQUIRE(finished.waitFor(1));
+  CHECK(pollAgreed);
   // A failing post: the peer is gone by the time it is posted.
   auto failing = pair.a->createTransfer(pair.write(0, 4096));
   REQUIRE(failing.isOk());

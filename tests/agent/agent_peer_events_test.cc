@@ -47,10 +47,12 @@ class EventLog {
 
 TEST_CASE("peers joining and leaving are reported with their incarnation", "[agent]") {
   const std::string transport = GENERATE("inproc", "tcp");
-  auto listener = test::makeAgent("listener", transport);
-  auto client = test::makeAgent("client", transport);
+  // The logs outlive the agents: an agent hands out events (the other one leaving) until it
+  // is destroyed.
   EventLog listenerEvents;
   EventLog clientEvents;
+  auto listener = test::makeAgent("listener", transport);
+  auto client = test::makeAgent("client", transport);
   listenerEvents.attach(*listener);
   clientEvents.attach(*client);
 

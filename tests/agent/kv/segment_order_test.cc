@@ -20,7 +20,6 @@ struct Segment {
   std::uint64_t block;
   std::uint32_t layer;
   std::uint32_t kv;
-  friend bool operator==(const Segment&, const Segment&) = default;
 };
 
 // index -> (block, layer, kv), requiring index() to be a bijection onto [0, size()).
