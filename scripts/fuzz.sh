@@ -13,22 +13,9 @@ seconds=${1:-30}
 build_dir=${KVX_FUZZ_BUILD_DIR:-$root/build-fuzz}
 runs_dir=$build_dir/runs
 
-"$root/scripts/install-deps.sh"
 # clang and libFuzzer (in Debian 12's compiler-rt package); llvm for llvm-symbolizer, which
 # turns sanitizer stacks into file:line.
-packages=(clang libclang-rt-14-dev llvm)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  SUDO=
-  [ "$(id -u)" -ne 0 ] && SUDO=sudo
-  echo "kvx: installing ${missing[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+"$root/scripts/install-deps.sh" clang libclang-rt-14-dev llvm
 
 cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVX_FUZZ=ON >/dev/null

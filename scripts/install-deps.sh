@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages kvx builds, tests and runs with.
+# Installs the Debian 12 packages kvx builds, tests and runs with, plus any packages named as
+# arguments (scripts/fuzz.sh and scripts/sanitize.sh add clang and its runtimes).
 # Idempotent: packages already present are skipped, so a warm machine pays nothing.
 set -euo pipefail
 
@@ -15,6 +16,7 @@ packages=(
   libhwloc-dev
   libssl-dev
   iproute2 nftables libnetfilter-queue-dev
+  "$@"
 )
 
 missing=()

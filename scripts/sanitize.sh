@@ -25,22 +25,9 @@ case "$kind" in
     ;;
 esac
 
-"$root/scripts/install-deps.sh"
 # clang with its sanitizer runtimes (and libFuzzer, which the shared fuzz build needs);
 # llvm for llvm-symbolizer, which turns sanitizer stacks into file:line.
-packages=(clang libclang-rt-14-dev llvm)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  SUDO=
-  [ "$(id -u)" -ne 0 ] && SUDO=sudo
-  echo "kvx: installing ${missing[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+"$root/scripts/install-deps.sh" clang libclang-rt-14-dev llvm
 
 if [ "$kind" = asan ]; then
   build_dir=${KVX_SANITIZE_BUILD_DIR:-${KVX_FUZZ_BUILD_DIR:-$root/build-fuzz}}

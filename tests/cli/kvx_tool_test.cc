@@ -87,12 +87,12 @@ TEST_CASE("500 requests: PUSH and PULL, layer-wise on and off, every block verif
   const std::string report = "/tmp/kvx_demo_500_" + std::to_string(::getpid()) + ".json";
   // Mixed mode alternates PUSH and PULL by request; mixed layer-wise alternates in pairs, so
   // all four combinations occur. The 70B TP8 shape keeps 500 prompts small (40 KiB a token).
-  ChildProcess demo = start({"demo",       "--requests",       "500",   "--model",
-                             "llama3-70b", "--min-tokens",     "16",    "--max-tokens",
+  ChildProcess demo = start({"demo",       "--requests",       "500",     "--model",
+                             "llama3-70b", "--min-tokens",     "16",      "--max-tokens",
                              "2048",       "--rate",           kDemoRate, "--mode",
-                             "mixed",      "--layerwise",      "mixed", "--decode-blocks",
-                             "1024",       "--prefill-blocks", "1024",  "--prefix-cache-blocks",
-                             "256",        "--log-level",      "error", "--timeout-s",
+                             "mixed",      "--layerwise",      "mixed",   "--decode-blocks",
+                             "1024",       "--prefill-blocks", "1024",    "--prefix-cache-blocks",
+                             "256",        "--log-level",      "error",   "--timeout-s",
                              "240",        "--json",           report});
   std::string output;
   while (true) {
