@@ -25,6 +25,21 @@ constexpr int kWarmupIterations = 3;  // UCX and allocator caches settle first
 constexpr std::size_t kFdGrowthLimit = 8;
 constexpr std::uint64_t kRssGrowthLimitKib = 16 * 1024;
 
+// AddressSanitizer's quarantine keeps freed memory out of reuse (256 MiB by default), so RSS
+// grows under it whatever the code does (seen: 85 -> 430 MiB). There, LeakSanitizer checks
+// for leaks at exit instead, and the test says that the RSS bound was not applied.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kRssBoundApplies = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kRssBoundApplies = false;
+#else
+constexpr bool kRssBoundApplies = true;
+#endif
+#else
+constexpr bool kRssBoundApplies = true;
+#endif
+
 int iterationCount() {
   const char* text = std::getenv("KVX_FAULT_ITERATIONS");
   if (text == nullptr || *text == '\0') return kDefaultIterations;
@@ -200,6 +215,10 @@ TEST_CASE("kill -9 of the decode agent during transfers, repeated", "[fault]") {
   std::fflush(stdout);
   CHECK(endpointRaces == 0);
   CHECK(fds <= fdsAfterWarmup + kFdGrowthLimit);
-  CHECK(rssKib <= rssAfterWarmupKib + kRssGrowthLimitKib);
+  if (kRssBoundApplies) {
+    CHECK(rssKib <= rssAfterWarmupKib + kRssGrowthLimitKib);
+  } else {
+    std::printf("kill -9 fault: RSS bound not applied under AddressSanitizer (quarantine)\n");
+  }
   std::filesystem::remove_all(dir);
 }

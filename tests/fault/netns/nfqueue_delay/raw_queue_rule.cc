@@ -96,7 +96,10 @@ std::string replaceRawTable(const std::optional<std::pair<std::string, std::uint
   blob.appendEnd();
 
   std::vector<unsigned char> request(sizeof(ipt_replace) + blob.size(), 0);
-  ipt_replace replace{};
+  // Zeroed by memset, not `{}`: value-initialising a struct that ends in a zero-length array
+  // is a GNU extension clang's -Wpedantic rejects.
+  ipt_replace replace;
+  std::memset(&replace, 0, sizeof replace);
   std::strncpy(replace.name, kTable, sizeof replace.name - 1);
   replace.valid_hooks = info.valid_hooks;
   replace.num_entries = rule ? 4 : 3;
