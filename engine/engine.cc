@@ -40,9 +40,19 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   if (options.name.size() > 256) return invalidArgument("agent name longer than 256 bytes");
   std::unique_ptr<Engine> engine(new Engine(std::move(options)));
   engine->options_.transportOptions.agentName = engine->options_.name;
+  engine->gpu_ = engine->options_.gpuRuntime;
+  if (engine->gpu_ == nullptr) {
+    // The process's runtime lives until exit: share it without owning it.
+    engine->gpu_ = std::shared_ptr<gpu::GpuRuntime>(&gpu::gpuRuntime(), [](gpu::GpuRuntime*) {});
+  }
   KVX_ASSIGN_OR_RETURN(engine->transport_, createTransport(engine->options_.transport,
                                                            engine->options_.transportOptions));
-  engine->registry_ = std::make_unique<MemoryRegistry>(*engine->transport_);
+  engine->gpuReach_.cudaDirect = engine->transport_->supportsMemoryKind(MemoryKind::kCuda);
+  engine->gpuReach_.whyNotCuda = engine->transport_->whyNotMemoryKind(MemoryKind::kCuda);
+  spdlog::info("{}: {}", engine->options_.name, describeGpuDirect(engine->gpuReach_));
+  engine->registry_ = std::make_unique<MemoryRegistry>(*engine->transport_, *engine->gpu_);
+  engine->staging_ = std::make_unique<StagingService>(*engine->transport_, *engine->gpu_,
+                                                      engine->options_.staging);
   engine->notificationHeader_ = encodeNotificationHeader(engine->options_.name);
   Engine* self = engine.get();
   engine->transport_->setMessageHandler(
@@ -53,6 +63,8 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
     engine->driver_ = std::make_unique<ProgressDriver>(
         *engine->transport_, [self] { return self->progress(); }, engine->options_.progressSpin);
     engine->driver_->start();
+    ProgressDriver* driver = engine->driver_.get();
+    engine->transfers_.setWake([driver] { driver->kick(); });
   }
   return engine;
 }
@@ -78,7 +90,10 @@ Engine::~Engine() {
       while (transfer->pending() && Clock::now() < deadline) progress();
     }
   }
+  // Copy engines wait for their running copies: no staged callback runs after this.
+  if (staging_) staging_->close();
   if (driver_) driver_->stop();
+  transfers_.setWake(nullptr);  // only this thread can still complete operations now
   driver_.reset();
   {
     std::lock_guard lock(mutex_);
@@ -88,6 +103,7 @@ Engine::~Engine() {
   peers.clear();
   transfers_.pump();
   for (auto& transfer : transfers_.all()) transfers_.erase(transfer->id()).ignore();
+  staging_.reset();  // deregisters the staging buffers: before the transport goes
   registry_.reset();
   transport_.reset();
 }
@@ -154,7 +170,11 @@ Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
   const std::string peerName = metadata.name;
   const std::uint64_t incarnation = metadata.incarnation;
   const std::vector<RegionMetadata> regions = metadata.regions;
-  KVX_ASSIGN_OR_RETURN(auto peer, RemotePeer::connect(*transport_, std::move(metadata)));
+  KVX_ASSIGN_OR_RETURN(auto peer,
+                       RemotePeer::connect(*transport_, std::move(metadata),
+                                           [this, peerName, incarnation](const Status& why) {
+                                             onDataPathFailed(peerName, incarnation, why);
+                                           }));
   std::shared_ptr<RemotePeer> redundant;  // closed outside the lock
   bool joined = true;
   {
@@ -188,6 +208,29 @@ void Engine::setPeerEventHandler(PeerEventHandler handler) {
       handler ? std::make_shared<const PeerEventHandler>(std::move(handler)) : nullptr;
 }
 
+void Engine::setDataPathFailureHandler(DataPathFailureHandler handler) {
+  std::lock_guard lock(peerEventMutex_);
+  dataPathFailureHandler_ =
+      handler ? std::make_shared<const DataPathFailureHandler>(std::move(handler)) : nullptr;
+}
+
+void Engine::onDataPathFailed(const std::string& peerName, std::uint64_t incarnation,
+                              const Status& why) {
+  // The endpoint is gone for good: its operations in flight may never complete (UCX does not
+  // always complete them after a keepalive timeout over tcp), and neither transfers nor
+  // notifications can reach the peer through it. Failing the peer closes the link, which
+  // fails those operations now.
+  const Status failure =
+      peerFailed("data path to peer '" + peerName + "' failed: " + why.message());
+  if (!removePeerIf(peerName, incarnation, failure).isOk()) return;  // gone or replaced already
+  std::shared_ptr<const DataPathFailureHandler> handler;
+  {
+    std::lock_guard lock(peerEventMutex_);
+    handler = dataPathFailureHandler_;
+  }
+  if (handler) (*handler)(peerName, failure);
+}
+
 void Engine::emitPeerEvent(PeerEvent::Kind kind, const std::string& peer, std::uint64_t incarnation,
                            Status why) {
   std::shared_ptr<const PeerEventHandler> handler;
@@ -216,11 +259,19 @@ void Engine::failTransfersOf(const RemotePeer& peer, const Status& why) {
 }
 
 Status Engine::removePeer(const std::string& peerName, Status why) {
+  return removePeerIf(peerName, std::nullopt, std::move(why));
+}
+
+Status Engine::removePeerIf(const std::string& peerName, std::optional<std::uint64_t> incarnation,
+                            Status why) {
   std::shared_ptr<RemotePeer> peer;
   {
     std::lock_guard lock(mutex_);
     auto it = peers_.find(peerName);
     if (it == peers_.end()) return notFound("unknown peer '" + peerName + "'");
+    if (incarnation && it->second->incarnation() != *incarnation) {
+      return failedPrecondition("peer '" + peerName + "' is another incarnation now");
+    }
     peer = std::move(it->second);
     peers_.erase(it);
   }

@@ -18,11 +18,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/gpu/gpu_runtime.h"
 #include "engine/memory/memory_registry.h"
 #include "engine/notify/notification_inbox.h"
 #include "engine/peer/peer_metadata.h"
 #include "engine/peer/remote_peer.h"
 #include "engine/progress/progress_driver.h"
+#include "engine/staged/staging_service.h"
+#include "engine/transfer/data_path.h"
 #include "engine/transfer/prepared_list.h"
 #include "engine/transfer/transfer_table.h"
 #include "engine/transport/transport.h"
@@ -41,6 +44,11 @@ struct EngineOptions {
   std::chrono::milliseconds cancelGrace{200};
   std::uint32_t maxOpsInFlight = 256;
   std::uint64_t maxOpBytes = 8u << 20;
+  // Where GPU memory is probed, copied and staged; null: this process's runtime
+  // (gpu::gpuRuntime()). Tests pass a gpu::FakeGpuRuntime, whose device memory is host memory.
+  std::shared_ptr<gpu::GpuRuntime> gpuRuntime;
+  // Staging buffers for GPU memory the transport cannot move.
+  StagingOptions staging;
 };
 
 class Engine {
@@ -52,6 +60,9 @@ class Engine {
   const std::string& name() const { return options_.name; }
   std::uint64_t incarnation() const { return incarnation_; }
   Transport& transport() { return *transport_; }
+  // Whether the transport moves CUDA memory itself, and why not; describeGpuDirect() of it
+  // is logged at start-up.
+  const GpuReach& gpuReach() const { return gpuReach_; }
 
   // ---- memory ----
   Result<RegionId> registerMemory(const MemoryRegionSpec& spec);
@@ -77,6 +88,13 @@ class Engine {
   // peer arrive in order when one thread makes its changes; a user that may see them from
   // several threads compares incarnations. Null stops them.
   void setPeerEventHandler(PeerEventHandler handler);
+  // When a peer's data path fails under a live peer (the transport reports its endpoint
+  // failed: for UCX, its keepalive timed out or its connection broke), the engine removes the
+  // peer (its transfers fail with PEER_FAILED, a departure event follows) and then hands the
+  // peer's name and that Status to `handler`, outside every engine lock, so that the owner can
+  // drop the peer's control link too and a reconnect starts from a fresh handshake.
+  using DataPathFailureHandler = std::function<void(const std::string& peer, const Status& why)>;
+  void setDataPathFailureHandler(DataPathFailureHandler handler);
 
   // ---- transfers ----
   Result<TransferId> createTransfer(const TransferRequest& request);
@@ -111,10 +129,16 @@ class Engine {
   explicit Engine(EngineOptions options);
   Result<TransferId> addTransfer(std::shared_ptr<RemotePeer> peer, TransferOp op, TransferPlan plan,
                                  std::optional<std::string> notification);
+  // A plan with staged operations needs its device's copy engine and staging buffers ready.
+  Status prepareStaging(const TransferPlan& plan);
   void onMessage(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload);
   // Hands queued notifications to the handler; true if there were any.
   bool deliverNotifications();
   void failTransfersOf(const RemotePeer& peer, const Status& why);
+  // Removes the peer if it is still the given incarnation (any, when unset).
+  Status removePeerIf(const std::string& name, std::optional<std::uint64_t> incarnation,
+                      Status why);
+  void onDataPathFailed(const std::string& peer, std::uint64_t incarnation, const Status& why);
   void emitPeerEvent(PeerEvent::Kind kind, const std::string& peer, std::uint64_t incarnation,
                      Status why);
   Result<std::shared_ptr<PreparedList>> findList(ListId id) const;
@@ -122,14 +146,18 @@ class Engine {
 
   EngineOptions options_;
   std::uint64_t incarnation_;
+  std::shared_ptr<gpu::GpuRuntime> gpu_;
   std::unique_ptr<Transport> transport_;
+  GpuReach gpuReach_;
   std::unique_ptr<MemoryRegistry> registry_;
+  std::unique_ptr<StagingService> staging_;
   TransferTable transfers_;
   NotificationInbox inbox_;
   std::vector<std::uint8_t> notificationHeader_;
 
   std::mutex peerEventMutex_;  // guards peerEventHandler_ (the pointer, not the calls)
   std::shared_ptr<const PeerEventHandler> peerEventHandler_;
+  std::shared_ptr<const DataPathFailureHandler> dataPathFailureHandler_;  // same mutex
 
   mutable std::mutex mutex_;  // guards peers_ and lists_
   std::unordered_map<std::string, std::shared_ptr<RemotePeer>> peers_;

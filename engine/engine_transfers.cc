@@ -15,22 +15,74 @@ std::string mismatch(std::size_t index, std::uint64_t local, std::uint64_t remot
          " differs from remote length " + std::to_string(remote);
 }
 
+// The data path of each descriptor's region pair, decided when the pair changes from the
+// previous descriptor's (consecutive descriptors usually share their regions), so a plan of
+// host memory pays two pointer comparisons per descriptor.
+class PairPaths {
+ public:
+  PairPaths(const GpuReach& reach, const std::string& peer) : reach_(reach), peer_(peer) {}
+
+  // The path of descriptor `index`, or why it cannot be planned: remote memory that needs
+  // staging on the target, or staged memory on a second device.
+  Result<DataPath> of(std::size_t index, const LocalRegion& local, const RemoteRegion& remote) {
+    if (&local == local_ && &remote == remote_) return path_;
+    local_ = &local;
+    remote_ = &remote;
+    path_ = chooseDataPath(local.info.kind, remote.info.kind, !remote.packedKey.empty(),
+                           reach_.cudaDirect);
+    if (path_ == DataPath::kNeedsTargetStaging) {
+      local_ = nullptr;
+      return targetStagingRefused(index, remote.info, peer_, reach_);
+    }
+    if (path_ == DataPath::kStagedLocal) {
+      if (stagedDevice_ >= 0 && stagedDevice_ != local.info.device) {
+        local_ = nullptr;
+        return invalidArgument(
+            "descriptor " + std::to_string(index) + ": local region '" + local.info.name +
+            "' is on CUDA device " + std::to_string(local.info.device) +
+            " but earlier staged descriptors are on device " + std::to_string(stagedDevice_) +
+            "; a transfer stages through one device: split it per device");
+      }
+      stagedDevice_ = local.info.device;
+    }
+    return path_;
+  }
+
+ private:
+  const GpuReach& reach_;
+  const std::string& peer_;
+  const LocalRegion* local_ = nullptr;
+  const RemoteRegion* remote_ = nullptr;
+  DataPath path_ = DataPath::kDirect;
+  int stagedDevice_ = -1;
+};
+
 }  // namespace
 
 Result<TransferId> Engine::addTransfer(std::shared_ptr<RemotePeer> peer, TransferOp op,
                                        TransferPlan plan, std::optional<std::string> notification) {
+  KVX_RETURN_IF_ERROR(prepareStaging(plan));
   const TransferId id = transfers_.nextId();
-  auto transfer =
-      std::make_shared<Transfer>(id, std::move(peer), op, std::move(plan), notificationHeader_,
-                                 std::move(notification), options_.maxOpsInFlight, transfers_);
+  auto transfer = std::make_shared<Transfer>(id, std::move(peer), op, std::move(plan),
+                                             notificationHeader_, std::move(notification),
+                                             options_.maxOpsInFlight, transfers_, staging_.get());
   transfers_.insert(std::move(transfer));
   return id;
+}
+
+Status Engine::prepareStaging(const TransferPlan& plan) {
+  if (plan.stagedOps.empty()) return Status::ok();
+  return staging_->prepare(plan.stagedDevice)
+      .withContext("planning a transfer that stages " + std::to_string(plan.stagedBytes) +
+                   " bytes of CUDA device " + std::to_string(plan.stagedDevice) +
+                   " through host memory (" + describeGpuDirect(gpuReach_) + ")");
 }
 
 Result<TransferId> Engine::createTransfer(const TransferRequest& request) {
   if (request.segments.empty()) return invalidArgument("a transfer needs at least one descriptor");
   KVX_ASSIGN_OR_RETURN(auto remote, peer(request.peer));
   PlanBuilder builder(options_.maxOpBytes, request.segments.size());
+  PairPaths paths(gpuReach_, remote->name());
   std::shared_ptr<LocalRegion> local;
   std::shared_ptr<RemoteRegion> region;
   for (std::size_t i = 0; i < request.segments.size(); ++i) {
@@ -50,7 +102,8 @@ Result<TransferId> Engine::createTransfer(const TransferRequest& request) {
       return rangeError(i, "remote", region->info, s.remote.offset, s.remote.length,
                         " of peer '" + remote->name() + "'");
     }
-    builder.add(local, s.local.offset, region, s.remote.offset, s.local.length);
+    KVX_ASSIGN_OR_RETURN(const DataPath path, paths.of(i, *local, *region));
+    builder.add(local, s.local.offset, region, s.remote.offset, s.local.length, path);
   }
   return addTransfer(std::move(remote), request.op, std::move(builder).finish(),
                      request.notification);
@@ -76,6 +129,12 @@ Result<ListId> Engine::prepareRemoteList(const std::string& peerName,
   list->remote.reserve(ranges.size());
   for (std::size_t i = 0; i < ranges.size(); ++i) {
     KVX_ASSIGN_OR_RETURN(auto region, list->peer->resolve(ranges[i], i, "remote"));
+    // Remote GPU memory this side cannot reach is refused now rather than by every transfer
+    // made from the list (its key could not be unpacked either).
+    if (chooseDataPath(MemoryKind::kHost, region->info.kind, !region->packedKey.empty(),
+                       gpuReach_.cudaDirect) == DataPath::kNeedsTargetStaging) {
+      return targetStagingRefused(i, region->info, peerName, gpuReach_);
+    }
     list->remote.push_back(RemoteListEntry{std::move(region), ranges[i].offset, ranges[i].length});
   }
   // Transfers from the list then start at full speed: no key to unpack, no page to map.
@@ -118,6 +177,7 @@ Result<TransferId> Engine::makeTransfer(TransferOp op, ListId localList,
                            " remote indices; they must be equal and non-zero");
   }
   PlanBuilder builder(options_.maxOpBytes, localIndices.size());
+  PairPaths paths(gpuReach_, remote->peer->name());
   for (std::size_t i = 0; i < localIndices.size(); ++i) {
     const std::uint32_t li = localIndices[i];
     const std::uint32_t ri = remoteIndices[i];
@@ -130,7 +190,8 @@ Result<TransferId> Engine::makeTransfer(TransferOp op, ListId localList,
     const LocalListEntry& l = local->local[li];
     const RemoteListEntry& r = remote->remote[ri];
     if (l.length != r.length) return invalidArgument(mismatch(i, l.length, r.length));
-    builder.add(l.region, l.offset, r.region, r.offset, l.length);
+    KVX_ASSIGN_OR_RETURN(const DataPath path, paths.of(i, *l.region, *r.region));
+    builder.add(l.region, l.offset, r.region, r.offset, l.length, path);
   }
   return addTransfer(remote->peer, op, std::move(builder).finish(), std::move(notification));
 }

@@ -5,6 +5,7 @@
 
 #include "engine/gpu/memory_probe.h"
 #include "engine/memory/page_population.h"
+#include "engine/memory/staged_only_memory.h"
 
 namespace kvx::engine {
 
@@ -83,10 +84,12 @@ Result<RegionId> MemoryRegistry::add(const MemoryRegionSpec& spec) {
   }
   // Memory that is not what the caller declared would be moved by the wrong path (a host
   // copy of device memory, or the other way round): refuse it here, with what was found.
-  KVX_RETURN_IF_ERROR(gpu::checkDeclaredKind(spec.address, spec.length, spec.kind, spec.device)
-                          .withContext("registering region '" + spec.name + "'"));
+  const gpu::MemoryProber probe = [this](const void* p) { return gpu_.probe(p); };
+  KVX_RETURN_IF_ERROR(
+      gpu::checkDeclaredKind(spec.address, spec.length, spec.kind, spec.device, probe)
+          .withContext("registering region '" + spec.name + "'"));
   // Registration can be slow (pinning pages): do it outside the lock, then re-check.
-  auto memory = transport_.registerMemory(spec.address, spec.length, spec.kind, spec.device);
+  auto memory = registerRange(spec.address, spec.length, spec.kind, spec.device);
   if (!memory.isOk()) return memory.status().withContext("registering region '" + spec.name + "'");
   std::lock_guard lock(mutex_);
   KVX_RETURN_IF_ERROR(checkNewRegion(spec.name, address, spec.length, spec.kind, spec.device));
@@ -95,9 +98,32 @@ Result<RegionId> MemoryRegistry::add(const MemoryRegionSpec& spec) {
       std::move(memory).value());
 }
 
+Result<std::unique_ptr<TransportMemory>> MemoryRegistry::registerRange(void* address,
+                                                                       std::uint64_t length,
+                                                                       MemoryKind kind,
+                                                                       int device) {
+  if (kind != MemoryKind::kHost && !transport_.supportsMemoryKind(kind)) {
+    return std::unique_ptr<TransportMemory>(
+        std::make_unique<StagedOnlyMemory>(address, length, kind));
+  }
+  return transport_.registerMemory(address, length, kind, device);
+}
+
+Result<std::unique_ptr<TransportMemory>> MemoryRegistry::allocateRange(std::uint64_t length,
+                                                                       MemoryKind kind,
+                                                                       int device) {
+  if (kind == MemoryKind::kHost || transport_.supportsMemoryKind(kind)) {
+    return transport_.allocateMemory(length, kind, device);
+  }
+  // The transport cannot allocate what it cannot move: the GPU runtime does.
+  KVX_ASSIGN_OR_RETURN(void* address, gpu_.allocateDevice(length, device));
+  return std::unique_ptr<TransportMemory>(
+      std::make_unique<StagedOnlyMemory>(address, length, kind, &gpu_));
+}
+
 Result<AllocatedRegion> MemoryRegistry::allocate(const AllocationSpec& spec) {
   if (spec.length == 0) return invalidArgument("region '" + spec.name + "' has length 0");
-  auto memory = transport_.allocateMemory(spec.length, spec.kind, spec.device);
+  auto memory = allocateRange(spec.length, spec.kind, spec.device);
   if (!memory.isOk()) return memory.status().withContext("allocating region '" + spec.name + "'");
   void* address = (*memory)->address();
   if (spec.populate && spec.kind == MemoryKind::kHost) {

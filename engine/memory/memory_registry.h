@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/gpu/gpu_runtime.h"
 #include "engine/memory/local_region.h"
 #include "engine/transport/transport.h"
 #include "kvx/memory.h"
@@ -21,9 +22,14 @@
 
 namespace kvx::engine {
 
+// GPU memory the transport cannot move (memory kinds it does not support) is not registered
+// with it: the region gets a StagedOnlyMemory instead, and transfers stage it through host
+// buffers. Declared kinds are checked against what `gpu` says the memory is.
 class MemoryRegistry {
  public:
-  explicit MemoryRegistry(Transport& transport) : transport_(transport) {}
+  // REQUIRES: `transport` and `gpu` outlive the registry and its regions.
+  MemoryRegistry(Transport& transport, gpu::GpuRuntime& gpu) : transport_(transport), gpu_(gpu) {}
+  explicit MemoryRegistry(Transport& transport) : MemoryRegistry(transport, gpu::gpuRuntime()) {}
 
   Result<RegionId> add(const MemoryRegionSpec& spec);
   Result<AllocatedRegion> allocate(const AllocationSpec& spec);
@@ -48,8 +54,14 @@ class MemoryRegistry {
   Status checkNewRegion(const std::string& name, std::uint64_t address, std::uint64_t length,
                         MemoryKind kind, int device) const;
   RegionId insert(RegionInfo info, std::unique_ptr<TransportMemory> memory);
+  // The transport's registration, or a StagedOnlyMemory for a kind it cannot move.
+  Result<std::unique_ptr<TransportMemory>> registerRange(void* address, std::uint64_t length,
+                                                         MemoryKind kind, int device);
+  Result<std::unique_ptr<TransportMemory>> allocateRange(std::uint64_t length, MemoryKind kind,
+                                                         int device);
 
   Transport& transport_;
+  gpu::GpuRuntime& gpu_;
   mutable std::mutex mutex_;
   std::uint64_t nextId_ = 1;
   std::unordered_map<RegionId, std::shared_ptr<LocalRegion>> regions_;

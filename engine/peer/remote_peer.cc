@@ -3,23 +3,28 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "engine/memory/memory_registry.h"
 
 namespace kvx::engine {
 
-RemotePeer::RemotePeer(Transport& transport, PeerMetadata metadata)
+RemotePeer::RemotePeer(Transport& transport, PeerMetadata metadata,
+                       LinkFailureHandler onLinkFailure)
     : transport_(transport),
       name_(std::move(metadata.name)),
       incarnation_(metadata.incarnation),
-      dataAddress_(std::move(metadata.dataAddress)) {}
+      dataAddress_(std::move(metadata.dataAddress)),
+      onLinkFailure_(std::move(onLinkFailure)) {}
 
 RemotePeer::~RemotePeer() = default;
 
-Result<std::shared_ptr<RemotePeer>> RemotePeer::connect(Transport& transport,
-                                                        PeerMetadata metadata) {
+Result<std::shared_ptr<RemotePeer>> RemotePeer::connect(Transport& transport, PeerMetadata metadata,
+                                                        LinkFailureHandler onLinkFailure) {
   std::vector<RegionMetadata> regions = metadata.regions;
-  std::shared_ptr<RemotePeer> peer(new RemotePeer(transport, std::move(metadata)));
+  std::shared_ptr<RemotePeer> peer(
+      new RemotePeer(transport, std::move(metadata), std::move(onLinkFailure)));
+  peer->self_ = peer;
   peer->updateRegions(regions);
   auto link = peer->openLink();
   if (!link.isOk()) return link.status().withContext("connecting to peer '" + peer->name_ + "'");
@@ -30,17 +35,26 @@ Result<std::shared_ptr<RemotePeer>> RemotePeer::connect(Transport& transport,
 }
 
 Result<std::shared_ptr<PeerLink>> RemotePeer::openLink() {
-  const std::string peerName = name_;
-  auto endpoint = transport_.connect(dataAddress_, [peerName](const Status& why) {
-    spdlog::warn("peer '{}': data path failed: {}", peerName, why.toString());
-  });
-  if (!endpoint.isOk()) return endpoint.status();
   std::uint64_t epoch;
   {
     std::lock_guard lock(mutex_);
     epoch = nextEpoch_++;
   }
+  auto endpoint = transport_.connect(dataAddress_, [self = self_, epoch](const Status& why) {
+    if (auto peer = self.lock()) peer->onLinkFailed(epoch, why);
+  });
+  if (!endpoint.isOk()) return endpoint.status();
   return std::make_shared<PeerLink>(std::move(endpoint).value(), epoch);
+}
+
+void RemotePeer::onLinkFailed(std::uint64_t epoch, const Status& why) {
+  {
+    std::lock_guard lock(mutex_);
+    // A link replaced by resetLink() or closed by fail() may still report its failure.
+    if (!failure_.isOk() || !link_ || link_->epoch() != epoch) return;
+  }
+  spdlog::warn("peer '{}': data path failed: {}", name_, why.toString());
+  if (onLinkFailure_) onLinkFailure_(why);
 }
 
 Result<std::shared_ptr<RemoteRegion>> RemotePeer::resolve(const MemoryRange& range,
@@ -111,11 +125,21 @@ Status RemotePeer::unpackKeys(const std::vector<std::shared_ptr<RemoteRegion>>& 
 }
 
 Status RemotePeer::resetLink(const std::string& reason) {
+  spdlog::info("peer '{}': resetting data path ({})", name_, reason);
+  // The fresh link goes in before the old one closes: transfers and notifications started
+  // meanwhile use it instead of finding no link at all.
+  auto fresh = openLink();
+  const bool opened = fresh.isOk();
   std::shared_ptr<PeerLink> old;
   std::vector<std::shared_ptr<RemoteRegion>> regions;
   {
     std::lock_guard lock(mutex_);
-    old = std::move(link_);
+    if (!opened) {
+      failure_ = fresh.status().withContext("peer '" + name_ + "': reconnect after " + reason);
+      old = std::move(link_);
+    } else {
+      old = std::exchange(link_, std::move(fresh).value());
+    }
     for (const auto& [id, region] : regions_) regions.push_back(region);
   }
   // The link's lock is never taken under mutex_: PeerLink::key() holds it while unpacking
@@ -125,17 +149,8 @@ Status RemotePeer::resetLink(const std::string& reason) {
   for (const auto& region : regions) {
     if (old && old->hasKey(*region)) keyed.push_back(region);
   }
-  spdlog::info("peer '{}': resetting data path ({})", name_, reason);
   if (old) old->close(true);
-  auto fresh = openLink();
-  {
-    std::lock_guard lock(mutex_);
-    if (!fresh.isOk()) {
-      failure_ = fresh.status().withContext("peer '" + name_ + "': reconnect after " + reason);
-      return failure_;
-    }
-    link_ = std::move(fresh).value();
-  }
+  if (!opened) return failure();
   // Best effort: a key that fails here fails its next transfer with the reason.
   if (Status s = unpackKeys(keyed); !s.isOk()) {
     spdlog::warn("peer '{}': after the reset: {}", name_, s.toString());

@@ -6,6 +6,7 @@
 // Thread safety: all members may be called from any thread.
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,8 +22,15 @@ namespace kvx::engine {
 
 class RemotePeer {
  public:
+  // Called when the transport reports the current link's endpoint failed (for UCX: the
+  // peer's keepalive timed out, or its connection broke), on the thread that found out,
+  // outside every RemotePeer lock. Not called for a link that was already replaced or
+  // closed, nor after fail().
+  using LinkFailureHandler = std::function<void(const Status& why)>;
+
   // Connects a data-path endpoint to the peer described by `metadata`.
-  static Result<std::shared_ptr<RemotePeer>> connect(Transport& transport, PeerMetadata metadata);
+  static Result<std::shared_ptr<RemotePeer>> connect(Transport& transport, PeerMetadata metadata,
+                                                     LinkFailureHandler onLinkFailure = nullptr);
   ~RemotePeer();
 
   const std::string& name() const { return name_; }
@@ -52,13 +60,16 @@ class RemotePeer {
   std::string dataPathDescription() const;
 
  private:
-  RemotePeer(Transport& transport, PeerMetadata metadata);
+  RemotePeer(Transport& transport, PeerMetadata metadata, LinkFailureHandler onLinkFailure);
   Result<std::shared_ptr<PeerLink>> openLink();
+  void onLinkFailed(std::uint64_t epoch, const Status& why);
 
   Transport& transport_;
   const std::string name_;
   const std::uint64_t incarnation_;
   const std::vector<std::uint8_t> dataAddress_;
+  const LinkFailureHandler onLinkFailure_;
+  std::weak_ptr<RemotePeer> self_;  // for the endpoints' error handlers
 
   mutable std::mutex mutex_;
   std::unordered_map<RegionId, std::shared_ptr<RemoteRegion>> regions_;

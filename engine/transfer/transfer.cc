@@ -22,7 +22,7 @@ constexpr std::size_t kPostBatch = 64;
 Transfer::Transfer(TransferId id, std::shared_ptr<RemotePeer> peer, TransferOp op,
                    TransferPlan plan, std::vector<std::uint8_t> notificationHeader,
                    std::optional<std::string> notification, std::uint32_t maxOpsInFlight,
-                   TransferListener& listener)
+                   TransferListener& listener, StagingService* staging)
     : id_(id),
       peer_(std::move(peer)),
       op_(op),
@@ -30,7 +30,8 @@ Transfer::Transfer(TransferId id, std::shared_ptr<RemotePeer> peer, TransferOp o
       notificationHeader_(std::move(notificationHeader)),
       notification_(std::move(notification)),
       maxOpsInFlight_(maxOpsInFlight == 0 ? 1 : maxOpsInFlight),
-      listener_(listener) {
+      listener_(listener),
+      staging_(staging) {
   opSink_.transfer = flushSink_.transfer = messageSink_.transfer = this;
   opSink_.kind = Sink::Kind::kOp;
   flushSink_.kind = Sink::Kind::kFlush;
@@ -50,7 +51,8 @@ TransferStatus Transfer::status() const {
 }
 
 TransferStats Transfer::stats() const {
-  return TransferStats{plan_.descriptors, plan_.ops.size(), plan_.bytes};
+  return TransferStats{plan_.descriptors, plan_.ops.size() + plan_.stagedOps.size(), plan_.bytes,
+                       plan_.stagedOps.size(), plan_.stagedBytes};
 }
 
 void Transfer::recordError(Status status) {
@@ -67,18 +69,19 @@ void Transfer::onComplete(Sink::Kind kind, Status status) {
   // Take a reference before the counter drops: once it reaches zero another thread may
   // finish the transfer and its owner may release it.
   std::shared_ptr<Transfer> self = shared_from_this();
-  if (!status.isOk()) {
-    // An operation refused because the link was closed under it by the peer's failure
-    // failed because of that failure: report the cause, not the closed endpoint.
-    const Status peerFailure = peer_->failure();
-    recordError(
-        (peerFailure.isOk() ? std::move(status) : peerFailure)
-            .withContext("transfer " + std::to_string(id_.value) + " to '" + peer_->name() + "'"));
-  }
+  if (!status.isOk()) recordError(explain(std::move(status)));
   if (kind == Sink::Kind::kFlush) flushDone_.store(true);
   if (kind == Sink::Kind::kMessage) messageDone_.store(true);
   inFlight_.fetch_sub(1);
   listener_.needsAttention(std::move(self));
+}
+
+Status Transfer::explain(Status status) const {
+  // An operation refused because the link was closed under it by the peer's failure failed
+  // because of that failure: report the cause, not the closed endpoint.
+  const Status peerFailure = peer_->failure();
+  return (peerFailure.isOk() ? std::move(status) : peerFailure)
+      .withContext("transfer " + std::to_string(id_.value) + " to '" + peer_->name() + "'");
 }
 
 Status Transfer::refreshKeys() {
@@ -109,6 +112,13 @@ Status Transfer::start(MemoryRegistry& registry, FinishedCallback onFinished) {
   }
   KVX_RETURN_IF_ERROR(refreshKeys());
   KVX_RETURN_IF_ERROR(registry.pin(plan_.localRegions));
+  if (staged()) {
+    const Status created = createStagedRunLocked();
+    if (!created.isOk()) {
+      registry.unpin(plan_.localRegions);
+      return created;
+    }
+  }
   registry_ = &registry;
   {
     std::lock_guard errorLock(errorMutex_);
@@ -117,6 +127,9 @@ Status Transfer::start(MemoryRegistry& registry, FinishedCallback onFinished) {
   errored_.store(false);
   flushDone_.store(false);
   messageDone_.store(false);
+  stagedDone_.store(!staged());
+  stagedBegun_ = false;
+  stagedCancelled_ = false;
   nextOp_ = 0;
   phase_ = Phase::kOps;
   self_ = shared_from_this();
@@ -156,13 +169,16 @@ void Transfer::postOpsLocked() {
 }
 
 void Transfer::advance() {
+  if (staged()) deliverStagedCompletions();
   std::shared_ptr<Transfer> keepAlive;  // outlives the lock if finishing drops the last reference
   std::unique_lock lock(mutex_);
   if (state_.load() != TransferState::kPending) return;
   if (!errored_.load()) {
     if (phase_ == Phase::kOps) {
+      if (staged()) beginStagedLocked();
       postOpsLocked();
-      if (nextOp_ == plan_.ops.size() && !errored_.load()) {
+      // The flush covers the staged puts too: they went out on the same endpoint.
+      if (nextOp_ == plan_.ops.size() && stagedDone_.load() && !errored_.load()) {
         phase_ = Phase::kFlush;
         inFlight_.fetch_add(1);
         link_->endpoint().flush(&flushSink_);
@@ -181,6 +197,10 @@ void Transfer::advance() {
     }
     if (phase_ == Phase::kMessage && messageDone_.load()) phase_ = Phase::kEnd;
   }
+  if (errored_.load() && stagedBegun_ && !stagedCancelled_ && !stagedDone_.load()) {
+    stagedCancelled_ = true;  // the staged move drains, then reports through onStagedDone
+    stagedRun_->cancel();
+  }
   const bool drained = inFlight_.load() == 0;
   if (!drained || !(errored_.load() || phase_ == Phase::kEnd)) return;
   keepAlive = finishLocked();
@@ -193,12 +213,64 @@ void Transfer::advance() {
 }
 
 std::shared_ptr<Transfer> Transfer::finishLocked() {
+  stagedRun_.reset();  // its move reported: the staging buffers go back to the service
   registry_->unpin(plan_.localRegions);
   link_.reset();
   keysEpoch_ = 0;
   state_.store(errored_.load() ? TransferState::kFailed : TransferState::kDone);
   listener_.finished(*this);
   return std::move(self_);
+}
+
+}  // namespace kvx::engine
+
+namespace kvx::engine {
+
+Status Transfer::createStagedRunLocked() {
+  if (staging_ == nullptr) {
+    return internalError("transfer " + std::to_string(id_.value) +
+                         " has staged operations but no staging service");
+  }
+  // The wire's completions may outlive the move and even the transfer: they hold it weakly.
+  std::weak_ptr<Transfer> weak = weak_from_this();
+  TransferListener* listener = &listener_;
+  auto notify = [weak, listener] {
+    if (auto self = weak.lock()) listener->needsAttentionWoken(std::move(self));
+  };
+  KVX_ASSIGN_OR_RETURN(stagedRun_, StagedRun::create(*staging_, plan_, op_, link_, keys_, notify));
+  return Status::ok();
+}
+
+void Transfer::beginStagedLocked() {
+  if (stagedBegun_) return;
+  stagedBegun_ = true;
+  inFlight_.fetch_add(1);
+  const Status begun =
+      stagedRun_->begin([this](Status status) { onStagedDone(std::move(status)); });
+  if (!begun.isOk()) {
+    recordError(explain(begun));
+    stagedDone_.store(true);
+    inFlight_.fetch_sub(1);
+  }
+}
+
+void Transfer::onStagedDone(Status status) {
+  // As in onComplete: hold a reference before the count drops and the transfer may finish.
+  std::shared_ptr<Transfer> self = shared_from_this();
+  if (!status.isOk()) recordError(explain(std::move(status)));
+  stagedDone_.store(true);
+  inFlight_.fetch_sub(1);
+  listener_.needsAttentionWoken(std::move(self));
+}
+
+void Transfer::deliverStagedCompletions() {
+  // Outside mutex_: handing a chunk to the pipeline may post the next one, or finish it.
+  std::shared_ptr<StagedRun> run;
+  {
+    std::lock_guard lock(mutex_);
+    run = stagedRun_;
+  }
+  if (run) run->deliverCompleted();
 }
 
 }  // namespace kvx::engine

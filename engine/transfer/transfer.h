@@ -3,7 +3,9 @@
 // Transfer: one planned transfer to one peer, and its state machine:
 //   idle -> posting ops (windowed) -> flushing -> notifying -> done
 //                  \-> (error or cancel) -> draining in-flight ops -> failed
-// A finished transfer may be started again (repost).
+// A finished transfer may be started again (repost). Staged operations (local GPU memory
+// the transport cannot move) run as one StagedRun beside the direct ones, counted as one
+// operation in flight; the flush, and so the notification, waits for both.
 //
 // Threads: start(), advance() and requestCancel() may be called from any thread; they
 // serialise on the transfer's mutex. Completions arrive on the progress thread with the
@@ -22,6 +24,8 @@
 
 #include "engine/memory/memory_registry.h"
 #include "engine/peer/remote_peer.h"
+#include "engine/staged/staged_run.h"
+#include "engine/staged/staging_service.h"
 #include "engine/transfer/transfer_plan.h"
 #include "engine/transport/completion.h"
 #include "kvx/transfer.h"
@@ -35,6 +39,9 @@ class TransferListener {
   // A completion arrived: call transfer->advance() soon, on a thread that holds no
   // transport lock. Called from completion context.
   virtual void needsAttention(std::shared_ptr<Transfer> transfer) = 0;
+  // The same from outside the transport's progress (a copy engine's thread, or a thread
+  // that posted and saw an inline completion): also wakes the progress driver if it sleeps.
+  virtual void needsAttentionWoken(std::shared_ptr<Transfer> transfer) = 0;
   // The transfer reached done or failed (called once per start, from advance()).
   virtual void finished(Transfer& transfer) = 0;
 
@@ -44,9 +51,12 @@ class TransferListener {
 
 class Transfer : public std::enable_shared_from_this<Transfer> {
  public:
+  // `staging` is where staged operations get their copy engine and buffers; REQUIRES: not
+  // null when `plan` has staged operations, and it outlives the transfer.
   Transfer(TransferId id, std::shared_ptr<RemotePeer> peer, TransferOp op, TransferPlan plan,
            std::vector<std::uint8_t> notificationHeader, std::optional<std::string> notification,
-           std::uint32_t maxOpsInFlight, TransferListener& listener);
+           std::uint32_t maxOpsInFlight, TransferListener& listener,
+           StagingService* staging = nullptr);
 
   TransferId id() const { return id_; }
   TransferOp op() const { return op_; }
@@ -79,6 +89,13 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
 
   void onComplete(Sink::Kind kind, Status status);
   void recordError(Status status);
+  // An operation's error as the transfer reports it (the peer's failure when it has one).
+  Status explain(Status status) const;
+  bool staged() const { return !plan_.stagedOps.empty(); }
+  Status createStagedRunLocked();
+  void beginStagedLocked();
+  void onStagedDone(Status status);
+  void deliverStagedCompletions();
   Status refreshKeys();
   void postOpsLocked();
   // Returns the self-reference the caller must drop after unlocking.
@@ -92,6 +109,7 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   const std::optional<std::string> notification_;
   const std::uint32_t maxOpsInFlight_;
   TransferListener& listener_;
+  StagingService* const staging_;
 
   Sink opSink_, flushSink_, messageSink_;
 
@@ -104,11 +122,15 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   std::shared_ptr<Transfer> self_;      // keeps the transfer alive while pending
   FinishedCallback onFinished_;         // of the current start
   MemoryRegistry* registry_ = nullptr;
+  std::shared_ptr<StagedRun> stagedRun_;  // of the current start, if it has staged operations
+  bool stagedBegun_ = false;
+  bool stagedCancelled_ = false;
 
   std::atomic<TransferState> state_{TransferState::kIdle};
   std::atomic<std::uint32_t> inFlight_{0};
   std::atomic<bool> flushDone_{false};
   std::atomic<bool> messageDone_{false};
+  std::atomic<bool> stagedDone_{false};
   std::atomic<bool> errored_{false};
   mutable std::mutex errorMutex_;  // leaf lock: guards error_
   Status error_;

@@ -30,16 +30,21 @@ std::uint32_t PlanBuilder::remoteSlot(const std::shared_ptr<RemoteRegion>& remot
 
 void PlanBuilder::add(const std::shared_ptr<LocalRegion>& local, std::uint64_t localOffset,
                       const std::shared_ptr<RemoteRegion>& remote, std::uint64_t remoteOffset,
-                      std::uint64_t length) {
+                      std::uint64_t length, DataPath path) {
   noteLocal(local);
   const std::uint32_t slot = remoteSlot(remote);
   std::uint8_t* localAddress = local->base() + localOffset;
   std::uint64_t remoteAddress = remote->info.address + remoteOffset;
   ++plan_.descriptors;
   plan_.bytes += length;
+  std::vector<PlannedOp>& ops = path == DataPath::kStagedLocal ? plan_.stagedOps : plan_.ops;
+  if (path == DataPath::kStagedLocal) {
+    plan_.stagedBytes += length;
+    plan_.stagedDevice = local->info.device;
+  }
 
   while (length > 0) {
-    PlannedOp* last = plan_.ops.empty() ? nullptr : &plan_.ops.back();
+    PlannedOp* last = ops.empty() ? nullptr : &ops.back();
     const bool continues = last != nullptr && last->localMemory == local->memory.get() &&
                            last->local + last->length == localAddress && last->remoteSlot == slot &&
                            last->remoteAddress + last->length == remoteAddress &&
@@ -50,7 +55,7 @@ void PlanBuilder::add(const std::shared_ptr<LocalRegion>& local, std::uint64_t l
       last->length += take;
     } else {
       take = std::min(length, maxOpBytes_);
-      plan_.ops.push_back(PlannedOp{localAddress, local->memory.get(), remoteAddress, slot, take});
+      ops.push_back(PlannedOp{localAddress, local->memory.get(), remoteAddress, slot, take});
     }
     localAddress += take;
     remoteAddress += take;

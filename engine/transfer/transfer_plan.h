@@ -2,7 +2,9 @@
 
 // TransferPlan: what goes on the wire for one transfer. PlanBuilder turns resolved segments
 // into operations, coalescing a segment into the previous operation when both sides continue
-// where it ended, and splitting anything larger than the maximum operation size.
+// where it ended, and splitting anything larger than the maximum operation size. Segments
+// whose data path is staged (local GPU memory the transport cannot move) become staged
+// operations, kept apart: the transport never sees their local address.
 
 #include <cstdint>
 #include <memory>
@@ -10,6 +12,7 @@
 
 #include "engine/memory/local_region.h"
 #include "engine/peer/remote_region.h"
+#include "engine/transfer/data_path.h"
 
 namespace kvx::engine {
 
@@ -22,7 +25,12 @@ struct PlannedOp {
 };
 
 struct TransferPlan {
-  std::vector<PlannedOp> ops;
+  std::vector<PlannedOp> ops;  // direct: posted on the endpoint as they are
+  // Staged through host buffers (localMemory is not a transport registration), all on
+  // CUDA device `stagedDevice`.
+  std::vector<PlannedOp> stagedOps;
+  std::uint64_t stagedBytes = 0;
+  int stagedDevice = -1;
   // Every region the plan touches, once each; they keep the registrations alive.
   std::vector<std::shared_ptr<LocalRegion>> localRegions;
   std::vector<std::shared_ptr<RemoteRegion>> remoteRegions;
@@ -35,9 +43,10 @@ class PlanBuilder {
  public:
   explicit PlanBuilder(std::uint64_t maxOpBytes, std::size_t expectedSegments = 0);
 
+  // REQUIRES: `path` is kDirect or kStagedLocal, and every staged segment is on one device.
   void add(const std::shared_ptr<LocalRegion>& local, std::uint64_t localOffset,
            const std::shared_ptr<RemoteRegion>& remote, std::uint64_t remoteOffset,
-           std::uint64_t length);
+           std::uint64_t length, DataPath path = DataPath::kDirect);
 
   TransferPlan finish() &&;
 

@@ -70,6 +70,11 @@ void TransferTable::needsAttention(std::shared_ptr<Transfer> transfer) {
   attention_.push_back(std::move(transfer));
 }
 
+void TransferTable::needsAttentionWoken(std::shared_ptr<Transfer> transfer) {
+  needsAttention(std::move(transfer));
+  if (wake_) wake_();
+}
+
 void TransferTable::finished(Transfer& /*transfer*/) {
   // Taking the mutex orders the state change before a waiter's predicate check.
   { std::lock_guard lock(finishedMutex_); }

@@ -9,6 +9,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -33,7 +34,12 @@ class TransferTable final : public TransferListener {
   // Waits until `transfer` is no longer pending or the deadline passes.
   bool waitFinished(const Transfer& transfer, Deadline deadline);
 
+  // Who wakes the progress driver for needsAttentionWoken (null: the caller drives progress).
+  // Set once, before transfers are made; it must stay callable while any transfer runs.
+  void setWake(std::function<void()> wake) { wake_ = std::move(wake); }
+
   void needsAttention(std::shared_ptr<Transfer> transfer) override;
+  void needsAttentionWoken(std::shared_ptr<Transfer> transfer) override;
   void finished(Transfer& transfer) override;
 
  private:
@@ -43,6 +49,8 @@ class TransferTable final : public TransferListener {
 
   std::mutex attentionMutex_;  // leaf lock, taken in completion context
   std::deque<std::shared_ptr<Transfer>> attention_;
+
+  std::function<void()> wake_;
 
   std::mutex finishedMutex_;
   std::condition_variable finishedCv_;

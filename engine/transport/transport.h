@@ -47,6 +47,13 @@ class Transport {
   virtual std::vector<std::uint8_t> localAddress() const = 0;
 
   virtual bool supportsMemoryKind(MemoryKind kind) const = 0;
+  // Why this transport cannot move memory of `kind` ("UCX 1.13.1 was built without CUDA
+  // support"); empty when it can.
+  virtual std::string whyNotMemoryKind(MemoryKind kind) const {
+    if (supportsMemoryKind(kind)) return {};
+    return "the " + std::string(name()) + " transport cannot move " + std::string(toString(kind)) +
+           " memory";
+  }
 
   // Registers caller-owned memory.
   virtual Result<std::unique_ptr<TransportMemory>> registerMemory(void* address,

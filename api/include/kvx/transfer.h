@@ -52,11 +52,15 @@ struct TransferStatus {
 };
 
 // What a transfer turned into after planning: how many descriptors the caller gave and how
-// many operations go on the wire after coalescing.
+// many operations go on the wire after coalescing. Operations on GPU memory that the
+// transport cannot move are staged through host buffers on this side: they are counted in
+// `operations` and `bytes` too, and again in the staged fields (the rest went direct).
 struct TransferStats {
   std::uint64_t descriptors = 0;
   std::uint64_t operations = 0;
   std::uint64_t bytes = 0;
+  std::uint64_t stagedOperations = 0;
+  std::uint64_t stagedBytes = 0;
 };
 
 // A notification received from a peer.

@@ -113,8 +113,7 @@ void InprocEndpoint::close(bool force) {
 bool InprocEndpoint::detectPeerLoss() {
   if (closed_.load() || failed_.load()) return false;
   const bool alive = InprocFabric::instance().withTransport(target_, [](InprocTransport&) {});
-  if (alive) return false;
-  failed_.store(true);
+  if (alive || failed_.exchange(true)) return false;  // reported once, by one thread
   if (onError_) onError_(peerFailed("inproc peer " + std::to_string(target_) + " is gone"));
   return true;
 }

@@ -130,6 +130,14 @@ bool InprocTransport::checkPeers() {
 }
 
 bool InprocTransport::progress() {
+  // Peer losses are found after the progress lock is released: their error handlers may
+  // close endpoints, which drains completions under that lock.
+  const bool active = deliver();
+  const bool lost = checkPeers();
+  return lost || active;
+}
+
+bool InprocTransport::deliver() {
   std::lock_guard progressLock(progressMutex_);
   std::uint64_t drained = 0;
   [[maybe_unused]] ssize_t n = ::read(eventFd_, &drained, sizeof(drained));
@@ -147,8 +155,7 @@ bool InprocTransport::progress() {
   for (Message& m : messages) {
     if (handler) handler(m.header, m.payload);
   }
-  const bool lost = checkPeers();
-  return lost || !completions.empty() || !messages.empty();
+  return !completions.empty() || !messages.empty();
 }
 
 bool InprocTransport::arm() {

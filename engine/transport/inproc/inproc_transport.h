@@ -24,7 +24,13 @@ class InprocTransport final : public Transport {
 
   std::string_view name() const override { return "inproc"; }
   std::vector<std::uint8_t> localAddress() const override;
+  // Host memory only: data moves by memcpy on the posting thread, which cannot reach device
+  // memory, so CUDA regions are staged through host buffers like on a UCX without CUDA.
   bool supportsMemoryKind(MemoryKind kind) const override { return kind == MemoryKind::kHost; }
+  std::string whyNotMemoryKind(MemoryKind kind) const override {
+    if (supportsMemoryKind(kind)) return {};
+    return "the inproc transport copies with memcpy, which cannot reach device memory";
+  }
   Result<std::unique_ptr<TransportMemory>> registerMemory(void* address, std::uint64_t length,
                                                           MemoryKind kind, int device) override;
   Result<std::unique_ptr<TransportMemory>> allocateMemory(std::uint64_t length, MemoryKind kind,
@@ -55,6 +61,9 @@ class InprocTransport final : public Transport {
     std::vector<std::uint8_t> payload;
   };
 
+  // Runs queued completions and messages (under progressMutex_); true if there were any.
+  bool deliver();
+  // Reports endpoints whose peer transport is gone; never under progressMutex_.
   bool checkPeers();
 
   std::string agentName_;

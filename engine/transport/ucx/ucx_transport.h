@@ -25,6 +25,7 @@ class UcxTransport final : public Transport {
   std::string_view name() const override { return "ucx"; }
   std::vector<std::uint8_t> localAddress() const override { return worker_->address(); }
   bool supportsMemoryKind(MemoryKind kind) const override;
+  std::string whyNotMemoryKind(MemoryKind kind) const override;
   Result<std::unique_ptr<TransportMemory>> registerMemory(void* address, std::uint64_t length,
                                                           MemoryKind kind, int device) override;
   Result<std::unique_ptr<TransportMemory>> allocateMemory(std::uint64_t length, MemoryKind kind,

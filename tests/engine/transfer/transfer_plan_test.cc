@@ -104,3 +104,25 @@ TEST_CASE("operations are split at the maximum size and coalescing respects it",
   CHECK(merged.ops[1].length == 10000);
   CHECK(merged.bytes == 20000);
 }
+
+TEST_CASE("staged segments become staged operations, apart from the direct ones", "[plan]") {
+  Regions r;
+  r.local2->info.kind = MemoryKind::kCuda;
+  r.local2->info.device = 3;
+  PlanBuilder b(0);
+  b.add(r.local, 0, r.remote, 0, 4096);
+  b.add(r.local2, 0, r.remote, 4096, 4096, DataPath::kStagedLocal);
+  b.add(r.local2, 4096, r.remote, 8192, 100, DataPath::kStagedLocal);  // coalesces
+  b.add(r.local, 4096, r.remote2, 0, 10);
+  TransferPlan plan = std::move(b).finish();
+  CHECK(plan.descriptors == 4);
+  CHECK(plan.bytes == 4096 + 4096 + 100 + 10);
+  REQUIRE(plan.ops.size() == 2);
+  REQUIRE(plan.stagedOps.size() == 1);
+  CHECK(plan.stagedOps[0].local == r.local2->base());
+  CHECK(plan.stagedOps[0].length == 4196);
+  CHECK(plan.stagedOps[0].remoteAddress == 0x100000 + 4096);
+  CHECK(plan.stagedBytes == 4196);
+  CHECK(plan.stagedDevice == 3);
+  CHECK(plan.localRegions.size() == 2);  // staged regions are pinned like the others
+}

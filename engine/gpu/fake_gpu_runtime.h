@@ -1,0 +1,61 @@
+#pragma once
+
+// FakeGpuRuntime: a CUDA-free GpuRuntime for tests of the staged data path. "Device memory"
+// is host memory: what allocateDevice() hands out, and ranges a test declares, are reported
+// by probe() as CUDA memory of their device, so regions declared MemoryKind::kCuda pass the
+// registration check. Each device has one FakeCopyEngine (memcpy on a worker thread) that
+// tests reach through copyEngine() to pause it or fail copies; the engines that
+// createCopyEngine() returns are handles on it. Staging memory is plain host memory.
+//
+// Thread safety: every member may be called from any thread. Lifetime: owned by the test; it
+// must outlive every handle, allocation and engine that uses it.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "engine/gpu/fake_copy_engine.h"
+#include "engine/gpu/gpu_runtime.h"
+
+namespace kvx::engine::gpu {
+
+class FakeGpuRuntime final : public GpuRuntime {
+ public:
+  explicit FakeGpuRuntime(int devices = 1, FakeCopyOptions copyOptions = {});
+  ~FakeGpuRuntime() override;
+
+  FakeGpuRuntime(const FakeGpuRuntime&) = delete;
+  FakeGpuRuntime& operator=(const FakeGpuRuntime&) = delete;
+
+  bool compiledIn() const override { return true; }
+  std::string describe() const override;
+  Result<int> deviceCount() const override;
+  MemoryProbe probe(const void* address) const override;
+  Result<void*> allocateDevice(std::size_t bytes, int device) override;
+  Status freeDevice(void* address) override;
+  Result<std::shared_ptr<StagingAllocator>> pinnedAllocator() override;
+  // A handle on the device's FakeCopyEngine. Closing the handle rejects its later copies and
+  // waits (up to 5 s) for those it submitted; the shared engine keeps running.
+  Result<std::unique_ptr<CopyEngine>> createCopyEngine(const CopyEngineOptions& options) override;
+
+  // From now on [address, +length) is "device memory" of `device` (memory the test owns).
+  void declareDeviceMemory(void* address, std::size_t length, int device);
+  // REQUIRES: 0 <= device < the device count.
+  FakeCopyEngine& copyEngine(int device) { return *engines_[static_cast<std::size_t>(device)]; }
+
+ private:
+  struct Range {
+    std::uintptr_t end;
+    int device;
+    bool owned;  // from allocateDevice(): freed by freeDevice() or the destructor
+  };
+
+  const int devices_;
+  std::vector<std::unique_ptr<FakeCopyEngine>> engines_;
+  mutable std::mutex mutex_;
+  std::map<std::uintptr_t, Range> ranges_;  // GUARDED_BY(mutex_), by start address
+};
+
+}  // namespace kvx::engine::gpu

@@ -1,0 +1,63 @@
+#pragma once
+
+// DataPath: how the bytes of one (local region, remote region) pair move, decided once per
+// region pair when a transfer is planned, never per operation.
+//   direct           the transport reads and writes both regions itself (host memory, or
+//                    GPU memory with a transport built for it: GPUDirect)
+//   staged locally   the local region is GPU memory the transport cannot reach: this side
+//                    copies it through registered host buffers (StagedPipeline) and the
+//                    transport moves the buffers
+//   needs the target the remote region is GPU memory its owner could not register with its
+//                    transport: only target-side staging could reach it, which kvx does not
+//                    do yet, so the transfer is refused when it is made
+//
+// Thread safety: pure functions.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "kvx/memory.h"
+#include "kvx/status.h"
+
+namespace kvx::engine {
+
+enum class DataPath : std::uint8_t {
+  kDirect,
+  kStagedLocal,
+  kNeedsTargetStaging,
+};
+
+std::string_view toString(DataPath path);
+
+// What this side's transport can move, for the decision. `whyNotCuda` is the transport's
+// reason ("UCX 1.13.1 was built without CUDA support ..."), empty when it moves CUDA memory.
+struct GpuReach {
+  bool cudaDirect = false;
+  std::string whyNotCuda;
+};
+
+// `remoteKeyed`: the peer published a transport key for the remote region, i.e. its own
+// transport registered the memory (a peer whose transport cannot move CUDA memory
+// publishes its CUDA regions without one).
+inline DataPath chooseDataPath(MemoryKind local, MemoryKind remote, bool remoteKeyed,
+                               bool cudaDirect) {
+  if (local == MemoryKind::kHost && remote == MemoryKind::kHost) return DataPath::kDirect;
+  if (remote == MemoryKind::kCuda && !(cudaDirect && remoteKeyed)) {
+    return DataPath::kNeedsTargetStaging;
+  }
+  if (local == MemoryKind::kCuda && !cudaDirect) return DataPath::kStagedLocal;
+  return DataPath::kDirect;
+}
+
+// "GPUDirect: on (the transport moves CUDA memory itself)", or
+// "GPUDirect: off, staged through host: <why>".
+std::string describeGpuDirect(const GpuReach& reach);
+
+// FAILED_PRECONDITION for a pair that needs target-side staging: names the descriptor, the
+// remote region and its peer, why it cannot go direct, and what to do instead.
+Status targetStagingRefused(std::size_t index, const RegionInfo& remote, std::string_view peer,
+                            const GpuReach& reach);
+
+}  // namespace kvx::engine
