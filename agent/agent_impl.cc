@@ -19,6 +19,18 @@ Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
   channelOptions.maxConnectionsPerAddress = options.maxControlConnectionsPerAddress;
   channelOptions.maxPendingHandshakes = options.maxPendingHandshakes;
   channelOptions.allowUnauthenticated = options.allowUnauthenticated;
+  channelOptions.tls.enabled = options.tls.enabled;
+  channelOptions.tls.certFile = options.tls.certFile;
+  channelOptions.tls.keyFile = options.tls.keyFile;
+  channelOptions.tls.caFile = options.tls.caFile;
+  const bool tlsFilesSet =
+      !options.tls.certFile.empty() || !options.tls.keyFile.empty() || !options.tls.caFile.empty();
+  if (!options.tls.enabled && tlsFilesSet) {
+    spdlog::warn(
+        "agent '{}': TLS files are set but tls.enabled is false: no TLS on the "
+        "control channel",
+        options.name);
+  }
   auto token = agent::channel::resolveAuthToken(options.authToken, options.authTokenFile);
   if (!token.isOk()) return token.status().withContext("agent '" + options.name + "'");
   channelOptions.authToken = std::move(token).value();
@@ -54,6 +66,8 @@ Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
   auto channel = agent::channel::ControlChannel::start(channelOptions, std::move(handlers));
   if (!channel.isOk()) return channel.status().withContext("agent '" + impl->options.name + "'");
   impl->channel = std::move(channel).value();
+  impl->engine->setDataPathFailureHandler(
+      [self](const std::string& peer, const Status& why) { self->onDataPathFailed(peer, why); });
 
   spdlog::info(
       "agent '{}' up: control {}, transport {}, progress {}", impl->options.name,
@@ -64,6 +78,11 @@ Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
 }
 
 Agent::Impl::~Impl() {
+  if (engine) engine->setDataPathFailureHandler(nullptr);
+  {
+    std::lock_guard lock(channelUseMutex);
+    channelRetired = true;
+  }
   // The channel goes first: no handler may reach the engine while it shuts down.
   if (channel) channel->stop();
   channel.reset();
@@ -105,6 +124,18 @@ void Agent::Impl::onPeerDisconnected(const std::string& peer, const Status& why)
                        ? peerFailed("control link to '" + peer + "' lost: " + why.message())
                        : peerFailed("control link to '" + peer + "' lost: " + why.toString());
   engine->removePeer(peer, failure).ignore();
+}
+
+void Agent::Impl::onDataPathFailed(const std::string& peer, const Status& why) {
+  std::lock_guard lock(channelUseMutex);
+  if (channelRetired || !channel) return;
+  spdlog::warn("agent '{}': closing the control link to '{}': {}", options.name, peer,
+               why.message());
+  const Status closed = channel->disconnect(peer);
+  if (!closed.isOk() && closed.code() != StatusCode::kNotFound) {
+    spdlog::warn("agent '{}': closing the control link to '{}': {}", options.name, peer,
+                 closed.toString());
+  }
 }
 
 }  // namespace kvx

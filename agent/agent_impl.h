@@ -7,6 +7,7 @@
 // channel's handlers only call the engine (never the channel back).
 
 #include <memory>
+#include <mutex>
 
 #include "agent/channel/control_channel.h"
 #include "engine/engine.h"
@@ -24,10 +25,17 @@ struct Agent::Impl {
   Result<engine::PeerMetadata> onHello(const engine::PeerMetadata& remote);
   void onMetadataUpdate(const engine::PeerMetadata& remote);
   void onPeerDisconnected(const std::string& peer, const Status& why);
+  // The engine removed `peer` because its data path failed: drop its control link too, so
+  // that both sides forget each other and a reconnect starts from a fresh handshake.
+  void onDataPathFailed(const std::string& peer, const Status& why);
 
   AgentOptions options;
   std::unique_ptr<engine::Engine> engine;
   std::unique_ptr<agent::channel::ControlChannel> channel;
+  // Held while the engine's data-path failure handler uses the channel; the destructor takes
+  // it to retire the channel, so that the handler never reaches a destroyed one.
+  std::mutex channelUseMutex;
+  bool channelRetired = false;
 };
 
 }  // namespace kvx

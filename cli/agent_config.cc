@@ -69,6 +69,15 @@ Status validateAgentConfig(const AgentConfig& c) {
         "block of 16 tokens is 2 MiB)");
   }
   if (c.model.empty()) return invalidArgument("--model must not be empty");
+  const int tlsFiles = int(isSet(c.tlsCert)) + int(isSet(c.tlsKey)) + int(isSet(c.tlsCa));
+  if (tlsFiles != 0 && tlsFiles != 3) {
+    return invalidArgument(
+        "--tls-cert, --tls-key and --tls-ca go together (TLS on the control channel needs this "
+        "agent's certificate, its private key and the CA that signs every agent's "
+        "certificate); got " +
+        std::string(isSet(c.tlsCert) ? "--tls-cert " : "") + (isSet(c.tlsKey) ? "--tls-key " : "") +
+        (isSet(c.tlsCa) ? "--tls-ca " : "") + "only");
+  }
   if (c.heartbeatIntervalMs < 10 || c.heartbeatIntervalMs >= c.peerTimeoutMs) {
     return invalidArgument("--heartbeat-interval-ms " + std::to_string(c.heartbeatIntervalMs) +
                            " must be at least 10 and below --peer-timeout-ms " +
@@ -147,6 +156,10 @@ Result<KvAgentOptions> toKvAgentOptions(const AgentConfig& c) {
   options.agent.ucxTransports = c.transport;
   options.agent.authTokenFile = c.authTokenFile;
   options.agent.allowUnauthenticated = c.insecure;
+  options.agent.tls.enabled = isSet(c.tlsCert) && isSet(c.tlsKey) && isSet(c.tlsCa);
+  options.agent.tls.certFile = c.tlsCert;
+  options.agent.tls.keyFile = c.tlsKey;
+  options.agent.tls.caFile = c.tlsCa;
   options.agent.peerTimeout = std::chrono::milliseconds(c.peerTimeoutMs);
   options.agent.heartbeatInterval = std::chrono::milliseconds(c.heartbeatIntervalMs);
   options.role = c.role == "prefill" ? KvRole::kPrefill : KvRole::kDecode;

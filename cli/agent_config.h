@@ -61,6 +61,10 @@ struct AgentConfig {
   // whether a non-loopback --listen may go unauthenticated, and peer liveness.
   std::string authTokenFile;
   bool insecure = false;
+  // TLS on the control channel: on when given, all three together (kvx::ControlTlsOptions).
+  std::string tlsCert;
+  std::string tlsKey;
+  std::string tlsCa;
   std::uint64_t peerTimeoutMs = 2000;
   std::uint64_t heartbeatIntervalMs = 500;
   std::string configFile;

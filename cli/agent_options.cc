@@ -101,6 +101,17 @@ void addAgentOptions(CLI::App& app, AgentConfig& c) {
           "allow an unauthenticated control channel on a non-loopback --listen address (any "
           "host that reaches it can join)",
           control);
+  const std::string tlsTogether =
+      " (with --tls-key and --tls-ca: all three turn on TLS with mutual certificate "
+      "authentication on the control channel; peers' certificates must chain to --tls-ca, "
+      "with no host name check; any --listen address is then allowed)";
+  addOption(app, "--tls-cert", c.tlsCert,
+            "PEM file: this agent's TLS certificate, then any intermediate CAs" + tlsTogether,
+            control);
+  addOption(app, "--tls-key", c.tlsKey,
+            "PEM file: the certificate's private key, unencrypted (chmod 600)", control);
+  addOption(app, "--tls-ca", c.tlsCa,
+            "PEM file: the CA certificate(s) every peer's certificate must chain to", control);
   addOption(app, "--peer-timeout-ms", c.peerTimeoutMs,
             "a peer silent this long (no heartbeat or other frame) is declared failed", control);
   addOption(app, "--heartbeat-interval-ms", c.heartbeatIntervalMs,

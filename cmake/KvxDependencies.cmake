@@ -21,6 +21,7 @@ else()
   message(STATUS "kvx: no CUDA toolkit; host memory only")
 endif()
 
-# OpenSSL libcrypto: HMAC-SHA256 and the CSPRNG of the control channel's authentication
-# (agent/channel/auth_proof.cc); only kvx_agent links it.
-find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+# OpenSSL: libcrypto for HMAC-SHA256 and the CSPRNG of the control channel's authentication
+# (agent/channel/auth_proof.cc), libssl for its optional TLS (agent/channel/stream/); only
+# kvx_agent links them.
+find_package(OpenSSL REQUIRED COMPONENTS SSL Crypto)

@@ -73,6 +73,14 @@ Status ControlChannel::Impl::listen() {
 }
 
 void ControlChannel::Impl::logStart() const {
+  if (tls_) {
+    spdlog::info(
+        "{}: started; TLS with mutual certificate authentication (peers' certificates must "
+        "chain to '{}'; no host name check){}",
+        logName_, options_.tls.caFile,
+        options_.authToken.empty() ? "" : ", and peers must also prove the shared token");
+    return;
+  }
   if (!options_.authToken.empty()) {
     spdlog::info("{}: started; peers must authenticate with the shared token", logName_);
     return;
@@ -233,18 +241,20 @@ Status validateChannelOptions(const ChannelOptions& options) {
                            " bytes; at least " + std::to_string(kMinAuthTokenBytes) +
                            " are needed (e.g. `openssl rand -hex 32`)");
   }
-  if (options.authToken.empty() && !options.allowUnauthenticated &&
+  KVX_RETURN_IF_ERROR(validateTlsConfig(options.tls));
+  // TLS with client certificates authenticates peers as well as a token does.
+  if (options.authToken.empty() && !options.tls.enabled && !options.allowUnauthenticated &&
       !options.listenAddress.empty()) {
     auto endpoint = parseHostPort(options.listenAddress);
     if (endpoint.isOk() && !endpoint->address().is_loopback()) {
       return invalidArgument(
           "listen address " + options.listenAddress +
-          " is not a loopback address and no auth token is set: any host that reaches it "
-          "could join and read this agent's metadata. Set " +
+          " is not a loopback address and neither an auth token nor TLS is set: any host "
+          "that reaches it could join and read this agent's metadata. Set " +
           std::string(kAuthTokenVariable) +
-          " or a token file (the same secret on every agent), listen on 127.0.0.1, or "
-          "allow an unauthenticated channel explicitly (allowUnauthenticated, kvx agent "
-          "--insecure)");
+          " or a token file (the same secret on every agent), or TLS certificates (kvx agent "
+          "--tls-cert, --tls-key, --tls-ca), listen on 127.0.0.1, or allow an "
+          "unauthenticated channel explicitly (allowUnauthenticated, kvx agent --insecure)");
     }
   }
   const auto interval = options.heartbeatInterval.count();
@@ -264,7 +274,12 @@ Status validateChannelOptions(const ChannelOptions& options) {
 Result<std::unique_ptr<ControlChannel>> ControlChannel::start(ChannelOptions options,
                                                               ChannelHandlers handlers) {
   KVX_RETURN_IF_ERROR(validateChannelOptions(options));
+  std::shared_ptr<boost::asio::ssl::context> tls;
+  if (options.tls.enabled) {
+    KVX_ASSIGN_OR_RETURN(tls, makeTlsContext(options.tls));
+  }
   auto impl = std::make_unique<Impl>(std::move(options), std::move(handlers));
+  impl->tls_ = std::move(tls);
   KVX_RETURN_IF_ERROR(impl->listen());
   if (impl->acceptor_.is_open()) impl->accept();
   impl->work_.emplace(boost::asio::make_work_guard(impl->io_));

@@ -31,8 +31,19 @@
 // client sends none to a listener, that has not proved it holds the same token. A missing or
 // wrong proof ends the connection with UNAUTHENTICATED on both sides ("peer at X requires
 // authentication", "peer at X did not authenticate", "... failed authentication"); the
-// listener's other connections are unaffected. Without a token the channel listens only on
-// loopback addresses unless allowUnauthenticated is set.
+// listener's other connections are unaffected. Without a token or TLS the channel listens
+// only on loopback addresses unless allowUnauthenticated is set.
+//
+// TLS: with options.tls enabled every connection runs over TLS (1.2 at least) with mutual
+// certificate authentication against the configured CA and no host name check (policy:
+// stream/tls_context.h). The TLS handshake is part of the connection's handshake: it counts
+// against readTimeout (the connect deadline when connecting) and against
+// maxPendingHandshakes, so a slow TLS client holds no slot for longer than a slow plain one.
+// A token, if set, is still required on top. A peer whose certificate is not trusted, or
+// that rejects ours, ends the connection with UNAUTHENTICATED on both sides; a plain-TCP
+// peer of a TLS listener is answered in plain with UNAUTHENTICATED ("requires TLS") and
+// closed, and a TLS client of a plain listener fails with UNAUTHENTICATED ("does not speak
+// TLS"). The listener's other connections are unaffected.
 //
 // Liveness: both sides announce their peerTimeout in the handshake and then send each other
 // heartbeats (messages/heartbeat.h), every heartbeatInterval or twice per the peer's
@@ -48,6 +59,7 @@
 #include <memory>
 #include <string>
 
+#include "agent/channel/stream/tls_context.h"
 #include "engine/peer/peer_metadata.h"
 #include "kvx/result.h"
 #include "kvx/status.h"
@@ -73,7 +85,10 @@ struct ChannelOptions {
   // The shared secret peers must prove they hold (see Authentication above); empty: none.
   // At least kMinAuthTokenBytes (auth_token.h). Never logged.
   std::string authToken;
-  // Without authToken, listenAddress must be a loopback address unless this is set.
+  // TLS for every connection (see TLS above). validateChannelOptions checks that the three
+  // files are named; start() reads them.
+  TlsConfig tls;
+  // Without authToken or TLS, listenAddress must be a loopback address unless this is set.
   bool allowUnauthenticated = false;
   // Admission (see above): inbound connections open at once from one IP address, and inbound
   // handshakes in progress at once. REQUIRES: >= 1.
@@ -82,8 +97,9 @@ struct ChannelOptions {
 };
 
 // OK, or INVALID_ARGUMENT naming the option and the values at fault (a non-loopback
-// listenAddress without authToken or allowUnauthenticated among them). start() checks this;
-// callers that build ChannelOptions from their own options may check earlier.
+// listenAddress without authToken, TLS or allowUnauthenticated among them). Reads no file.
+// start() checks this; callers that build ChannelOptions from their own options may check
+// earlier.
 Status validateChannelOptions(const ChannelOptions& options);
 
 struct ChannelHandlers {
@@ -104,8 +120,9 @@ struct ChannelHandlers {
 
 class ControlChannel {
  public:
-  // Binds the listener (if any) and starts the channel's thread. INVALID_ARGUMENT for a bad
-  // option; the bind error (e.g. address in use) otherwise.
+  // Reads the TLS files (if enabled), binds the listener (if any) and starts the channel's
+  // thread. INVALID_ARGUMENT for a bad option or TLS file, NOT_FOUND for a TLS file that
+  // cannot be read (makeTlsContext); the bind error (e.g. address in use) otherwise.
   static Result<std::unique_ptr<ControlChannel>> start(ChannelOptions options,
                                                        ChannelHandlers handlers);
 

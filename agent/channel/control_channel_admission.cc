@@ -64,8 +64,10 @@ void ControlChannel::Impl::refuse(boost::asio::ip::tcp::socket socket, const Sta
     return;
   }
   const std::uint64_t id = nextId_++;
-  auto connection = std::make_shared<ControlConnection>(std::move(socket), options_.maxFrameBytes,
-                                                        options_.readTimeout, options_.readTimeout);
+  // With TLS the refusal too is said over TLS, if the handshake fits within the linger.
+  auto connection = std::make_shared<ControlConnection>(
+      makeByteStream(std::move(socket), tls_, /*server=*/true), options_.maxFrameBytes,
+      options_.readTimeout, options_.readTimeout);
   Link& link = links_[id];
   link.connection = connection;
   link.inbound = true;

@@ -27,6 +27,8 @@
 #include "agent/channel/messages/auth_bytes.h"
 #include "agent/channel/messages/message.h"
 #include "agent/channel/result_slot.h"
+#include "agent/channel/stream/byte_stream.h"
+#include "agent/channel/stream/tls_context.h"
 
 namespace kvx::agent::channel {
 
@@ -113,6 +115,7 @@ class ControlChannel::Impl {
   // ---- immutable after start ----
   const ChannelOptions options_;
   const ChannelHandlers handlers_;
+  std::shared_ptr<boost::asio::ssl::context> tls_;  // null without TLS; shared by the streams
   std::string listenAddress_;
   std::string logName_;  // "control channel 127.0.0.1:4000", for log lines
 

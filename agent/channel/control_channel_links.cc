@@ -21,8 +21,9 @@ void ControlChannel::Impl::addLink(tcp::socket socket, bool inbound, Deadline ha
   const std::uint64_t id = nextId_++;
   boost::system::error_code ignored;
   const tcp::endpoint remote = socket.remote_endpoint(ignored);
-  auto connection = std::make_shared<ControlConnection>(std::move(socket), options_.maxFrameBytes,
-                                                        options_.readTimeout, options_.readTimeout);
+  auto connection = std::make_shared<ControlConnection>(
+      makeByteStream(std::move(socket), tls_, /*server=*/inbound), options_.maxFrameBytes,
+      options_.readTimeout, options_.readTimeout);
   Link& link = links_[id];
   link.connection = connection;
   link.inbound = inbound;
@@ -218,7 +219,12 @@ void ControlChannel::Impl::onClosed(std::uint64_t id, const Status& why) {
     link.slot->set(why.withContext("connect to " + link.connection->remoteAddress() +
                                    ": the connection closed during the handshake"));
   }
-  spdlog::info("{}: disconnected from {}: {}", logName_, link.describe(), why.toString());
+  if (why.code() == StatusCode::kUnauthenticated && link.state == Link::State::kHandshake) {
+    // A TLS handshake that failed: the link closed without a word from either side.
+    spdlog::warn("{}: disconnected from {}: {}", logName_, link.describe(), why.toString());
+  } else {
+    spdlog::info("{}: disconnected from {}: {}", logName_, link.describe(), why.toString());
+  }
   // Two agents may hold two links (one each way), and a restarted agent's new link may come
   // up before its old one is seen to fail: the peer is gone only when its last link is.
   const bool lastLink = std::none_of(links_.begin(), links_.end(), [&](const auto& entry) {

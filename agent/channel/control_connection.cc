@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
-#include <boost/asio/write.hpp>
 #include <cstdio>
 #include <utility>
 
-#include "agent/channel/asio_status.h"
 #include "agent/channel/host_port.h"
 
 namespace kvx::agent::channel {
@@ -22,32 +20,57 @@ std::string describeRemote(const boost::asio::ip::tcp::socket& socket) {
 
 }  // namespace
 
-ControlConnection::ControlConnection(boost::asio::ip::tcp::socket socket,
+ControlConnection::ControlConnection(std::unique_ptr<ByteStream> stream,
                                      std::uint32_t maxFrameBytes,
                                      std::chrono::milliseconds frameTimeout,
                                      std::chrono::milliseconds writeTimeout)
-    : socket_(std::move(socket)),
-      readTimer_(socket_.get_executor()),
-      writeTimer_(socket_.get_executor()),
-      livenessTimer_(socket_.get_executor()),
+    : stream_(std::move(stream)),
+      readTimer_(stream_->socket().get_executor()),
+      writeTimer_(stream_->socket().get_executor()),
+      livenessTimer_(stream_->socket().get_executor()),
       frameTimeout_(frameTimeout),
       writeTimeout_(writeTimeout),
-      remoteAddress_(describeRemote(socket_)),
+      remoteAddress_(describeRemote(stream_->socket())),
+      streamReady_(stream_->ready()),
       decoder_(maxFrameBytes),
       readBuffer_(kReadChunkBytes) {
   boost::system::error_code ignored;
-  socket_.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
+  stream_->socket().set_option(boost::asio::ip::tcp::no_delay(true), ignored);
 }
 
 void ControlConnection::start(Callbacks callbacks) {
   callbacks_ = std::move(callbacks);
+  if (streamReady_) {
+    readSome();
+    return;
+  }
+  stream_->asyncOpen([self = shared_from_this()](const Status& result) { self->onOpened(result); });
+}
+
+void ControlConnection::onOpened(const Status& result) {
+  if (state_ == State::kClosed) return;
+  if (!result.isOk()) {
+    if (state_ == State::kOpen && stream_->writableAfterFailedOpen()) {
+      streamReady_ = true;  // to write the owner's answer; failRead stops frames for good
+      failRead(result);
+    } else {
+      close(result);
+    }
+    return;
+  }
+  streamReady_ = true;
   readSome();
+  if (!writeQueue_.empty()) {
+    writeNext();
+  } else if (state_ == State::kDraining) {
+    afterFlush();
+  }
 }
 
 void ControlConnection::send(std::vector<std::uint8_t> bytes) {
   if (state_ != State::kOpen) return;
   writeQueue_.push_back(std::move(bytes));
-  if (!writing_) writeNext();
+  if (!writing_ && streamReady_) writeNext();
 }
 
 void ControlConnection::setReadDeadline(std::optional<Deadline> deadline) {
@@ -62,7 +85,11 @@ void ControlConnection::closeAfterFlush(Status why, std::chrono::milliseconds li
   linger_ = linger;
   readTimer_.cancel();
   livenessTimer_.cancel();
-  if (!writing_) afterFlush();
+  if (!streamReady_) {
+    armLinger();  // bounds the opening; onOpened flushes if it completes in time
+  } else if (!writing_) {
+    afterFlush();
+  }
 }
 
 void ControlConnection::close(Status why) {
@@ -75,7 +102,7 @@ void ControlConnection::close(Status why) {
 void ControlConnection::readSome() {
   if (reading_ || state_ == State::kClosed) return;
   reading_ = true;
-  socket_.async_read_some(
+  stream_->asyncReadSome(
       boost::asio::buffer(readBuffer_),
       [self = shared_from_this()](const boost::system::error_code& error, std::size_t bytes) {
         self->reading_ = false;
@@ -99,7 +126,7 @@ void ControlConnection::onRead(const boost::system::error_code& error, std::size
       }
       close(peerFailed(std::move(message)));
     } else {
-      close(asioStatus(StatusCode::kPeerFailed, "read from " + remoteAddress_, error));
+      close(stream_->errorStatus("read from " + remoteAddress_, error));
     }
     return;
   }
@@ -152,7 +179,10 @@ void ControlConnection::armReadTimer() {
 void ControlConnection::onReadTimer() {
   if (state_ != State::kOpen || readFailed_) return;
   const Deadline now = Clock::now();
-  if (readDeadline_ && now >= *readDeadline_) {
+  if (!streamReady_ && readDeadline_ && now >= *readDeadline_) {
+    close(timedOut("the TLS handshake with " + remoteAddress_ +
+                   " did not complete by the handshake deadline"));
+  } else if (readDeadline_ && now >= *readDeadline_) {
     failRead(timedOut("no complete frame from " + remoteAddress_ + " by the read deadline"));
   } else if (frameStarted_ && now >= *frameStarted_ + frameTimeout_) {
     failRead(timedOut("a frame from " + remoteAddress_ + " stayed incomplete for " +
@@ -191,8 +221,7 @@ void ControlConnection::onLivenessTimer() {
   if (liveness_.timeout.count() > 0 && now >= lastReceived_ + liveness_.timeout) {
     // Bytes already here mean the peer spoke and this side was slow to read (its thread or
     // process was held up): that is not the peer's silence.
-    boost::system::error_code error;
-    if (socket_.available(error) > 0 && !error) {
+    if (stream_->bytesWaiting() > 0) {
       lastReceived_ = now;
     } else {
       char seconds[32];
@@ -221,15 +250,14 @@ void ControlConnection::writeNext() {
                          std::to_string(self->writeTimeout_.count()) +
                          " ms: the peer is not reading"));
   });
-  boost::asio::async_write(
-      socket_, boost::asio::buffer(writeQueue_.front()),
+  stream_->asyncWrite(
+      boost::asio::buffer(writeQueue_.front()),
       [self = shared_from_this()](const boost::system::error_code& error, std::size_t) {
         self->writing_ = false;
         self->writeTimer_.cancel();
         if (self->state_ == State::kClosed) return;
         if (error) {
-          self->close(
-              asioStatus(StatusCode::kPeerFailed, "write to " + self->remoteAddress_, error));
+          self->close(self->stream_->errorStatus("write to " + self->remoteAddress_, error));
           return;
         }
         self->writeQueue_.pop_front();
@@ -243,8 +271,17 @@ void ControlConnection::writeNext() {
 
 void ControlConnection::afterFlush() {
   boost::system::error_code ignored;
-  socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
+  stream_->socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
   if (peerClosed_ || linger_.count() <= 0) {
+    finishClose();
+    return;
+  }
+  armLinger();
+  readSome();
+}
+
+void ControlConnection::armLinger() {
+  if (linger_.count() <= 0) {
     finishClose();
     return;
   }
@@ -252,7 +289,6 @@ void ControlConnection::afterFlush() {
   readTimer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
     if (!error && self->state_ == State::kDraining) self->finishClose();
   });
-  readSome();
 }
 
 void ControlConnection::finishClose() {
@@ -263,10 +299,10 @@ void ControlConnection::finishClose() {
   writeTimer_.cancel();
   livenessTimer_.cancel();
   boost::system::error_code ignored;
-  socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
-  socket_.close(ignored);
+  stream_->socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
+  stream_->socket().close(ignored);
   if (callbacks_.onClosed) {
-    boost::asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    boost::asio::post(stream_->socket().get_executor(), [self = shared_from_this()] {
       auto onClosed = std::move(self->callbacks_.onClosed);
       self->callbacks_ = {};
       onClosed(self->closeReason_);

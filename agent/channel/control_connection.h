@@ -1,7 +1,8 @@
 #pragma once
 
-// ControlConnection: one TCP connection of the control channel, reading and writing frames
-// with deadlines. It knows frames, not messages: the channel decides what a frame means.
+// ControlConnection: one connection of the control channel, reading and writing frames with
+// deadlines over a ByteStream (plain TCP or TLS: stream/byte_stream.h). It knows frames, not
+// messages: the channel decides what a frame means.
 //
 // Threading: created, used and destroyed on the channel's io thread only (the thread that
 // runs the io_context of its socket). Not thread-safe. Kept alive by shared_ptr: every
@@ -18,10 +19,15 @@
 //    closeAfterFlush(), or the read/write error that closed it.
 //  - No operation waits without a bound: a started frame must complete within
 //    `frameTimeout`, a write within `writeTimeout`, the handshake by setReadDeadline().
+//  - A stream that is not ready at start (TLS) is opened first; frames sent meanwhile are
+//    queued. The read deadline bounds the opening too: when it passes first, or the opening
+//    fails, the connection closes (onClosed with TIMED_OUT or the stream's error) without
+//    onReadFailed, since nothing can be written to the peer. The exception is a stream that
+//    stays writable after a failed opening (a plain peer of a TLS listener): then
+//    onReadFailed reports the failure, so that the owner can answer before closing.
 //  - With startLiveness(), an established link sends its heartbeat frame periodically and
 //    is closed (onClosed with PEER_FAILED) when nothing has been received for the timeout.
 
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
@@ -33,6 +39,7 @@
 #include <vector>
 
 #include "agent/channel/frame.h"
+#include "agent/channel/stream/byte_stream.h"
 #include "kvx/status.h"
 #include "kvx/transfer.h"
 
@@ -46,14 +53,14 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
     std::function<void(const Status&)> onClosed;
   };
 
-  // REQUIRES: `socket` is connected.
-  ControlConnection(boost::asio::ip::tcp::socket socket, std::uint32_t maxFrameBytes,
+  // REQUIRES: `stream` is connected.
+  ControlConnection(std::unique_ptr<ByteStream> stream, std::uint32_t maxFrameBytes,
                     std::chrono::milliseconds frameTimeout, std::chrono::milliseconds writeTimeout);
 
   ControlConnection(const ControlConnection&) = delete;
   ControlConnection& operator=(const ControlConnection&) = delete;
 
-  // Starts reading. Call once.
+  // Opens the stream if it is not ready, then starts reading. Call once.
   void start(Callbacks callbacks);
 
   // Queues `bytes` (one encoded frame) for writing; dropped once closing has begun.
@@ -82,6 +89,8 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
 
   // Writes what is queued, half-closes, then waits up to `linger` for the peer to close
   // (so that it can read the last frame) before closing. Frames read meanwhile are dropped.
+  // While the stream is still opening, `linger` also bounds the opening: what is queued is
+  // written only if it completes in time.
   void closeAfterFlush(Status why, std::chrono::milliseconds linger);
 
   // Closes now; queued writes are dropped.
@@ -93,6 +102,8 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
  private:
   enum class State { kOpen, kDraining, kClosed };
 
+  void onOpened(const Status& result);
+  void armLinger();
   void readSome();
   void onRead(const boost::system::error_code& error, std::size_t bytes);
   void armReadTimer();
@@ -104,7 +115,7 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   void armLivenessTimer();
   void onLivenessTimer();
 
-  boost::asio::ip::tcp::socket socket_;
+  std::unique_ptr<ByteStream> stream_;
   boost::asio::steady_timer readTimer_;  // read deadline, then the linger bound
   boost::asio::steady_timer writeTimer_;
   boost::asio::steady_timer livenessTimer_;  // heartbeats due, silence deadline
@@ -114,6 +125,7 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   Callbacks callbacks_;
 
   State state_ = State::kOpen;
+  bool streamReady_ = false;  // reads and writes may start (the stream is open)
   Status closeReason_;
   FrameDecoder decoder_;
   std::vector<std::uint8_t> readBuffer_;

@@ -47,6 +47,13 @@ Status FrameDecoder::checkHeader() {
   if (magic != kFrameMagic) {
     char text[80];
     std::snprintf(text, sizeof text, "frame magic 0x%08X is not KVXC (0x%08X)", magic, kFrameMagic);
+    // A TLS handshake record (type 0x16, version 3.x) where a frame should be: say so.
+    if ((magic >> 24) == 0x16 && ((magic >> 16) & 0xFF) == 0x03) {
+      return protocolError(std::string(text) +
+                           ": the peer started a TLS handshake, and this agent's control "
+                           "channel does not use TLS; enable it on both agents (kvx agent "
+                           "--tls-cert, --tls-key, --tls-ca) or on neither");
+    }
     return protocolError(text);
   }
   const std::uint16_t version = getU16(header_ + 4);

@@ -13,6 +13,24 @@ enum class ProgressMode : std::uint8_t {
   kCaller = 1,  // the caller must call Agent::progress() often enough
 };
 
+// TLS on the control channel (the metadata exchange between agents; the data path is UCX's).
+// When `enabled`, every control connection runs over TLS 1.2 or later (1.3 when both sides
+// have it) with mutual authentication: this agent presents `certFile` (PEM, with any
+// intermediate CAs after it) and `keyFile` (PEM, unencrypted), and a peer's certificate must
+// chain to a certificate in `caFile`, both ways; a listener refuses clients without one.
+// There is no host name or IP check (agents address each other by IP): any certificate the
+// CA issued is accepted, so use a CA that issues certificates to kvx agents only. A peer
+// with an untrusted certificate, or one without TLS, fails with UNAUTHENTICATED.
+// Agent::create: INVALID_ARGUMENT when enabled without all three files or with a file that
+// is not what it should be, NOT_FOUND for one that cannot be read. When not enabled the
+// files are not used.
+struct ControlTlsOptions {
+  bool enabled = false;
+  std::string certFile;
+  std::string keyFile;
+  std::string caFile;
+};
+
 struct AgentOptions {
   // Unique name of this agent among the agents it talks to.
   std::string name;
@@ -71,11 +89,14 @@ struct AgentOptions {
   // sends its metadata; a peer without it fails with UNAUTHENTICATED. The secret is
   // `authToken` if set, else the contents of `authTokenFile` (trailing whitespace stripped),
   // else the KVX_AUTH_TOKEN environment variable; at least 16 bytes. It is never logged.
-  // Without one the control channel is unauthenticated, and `listenAddress` must then be a
-  // loopback address (Agent::create: INVALID_ARGUMENT) unless `allowUnauthenticated`.
+  // The token works alone or on top of TLS (`tls`). With neither, the control channel is
+  // unauthenticated, and `listenAddress` must then be a loopback address (Agent::create:
+  // INVALID_ARGUMENT) unless `allowUnauthenticated`; TLS alone (client certificates) allows
+  // any address.
   std::string authToken;
   std::string authTokenFile;
   bool allowUnauthenticated = false;
+  ControlTlsOptions tls;
 
   // How many RMA operations one transfer keeps in flight at a time.
   std::uint32_t maxOpsInFlight = 256;
