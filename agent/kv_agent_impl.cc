@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <thread>
 
 namespace kvx {
@@ -45,6 +46,20 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
   impl->agent->setPeerEventHandler([weakGuard, self](const PeerEvent& event) {
     if (auto g = weakGuard.lock()) g->post([self, event] { self->onPeerEvent(event); });
   });
+  if (options.reconnect) {
+    agent::ReconnectPolicy policy;
+    policy.maxDelay = std::max(options.reconnectMaxDelay, policy.firstDelay);
+    impl->reconnector = std::make_unique<agent::PeerReconnector>(
+        options.agent.name, policy,
+        [self](const std::string& address, Deadline deadline) {
+          return self->connect(address, deadline);
+        },
+        [self](const std::string& peer) {
+          std::lock_guard lock(self->peersMutex);
+          auto it = self->handshakes.find(peer);
+          return it != self->handshakes.end() && it->second.compatible;
+        });
+  }
   spdlog::info("{}: {} agent on {}, pool {} ({} MiB, {} tensors)", options.agent.name,
                toString(options.role), impl->agent->listenAddress(),
                kvx::agent::kv::describe(impl->pool->description()),
@@ -55,6 +70,7 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
 
 KvAgent::Impl::~Impl() {
   if (loop) (void)shutdown(deadlineIn(std::chrono::seconds(2)), "the agent is being destroyed");
+  reconnector.reset();  // waits for an attempt in progress, which needs the loop
   if (agent) {
     agent->setNotificationHandler(nullptr);
     agent->setPeerEventHandler(nullptr);
@@ -79,6 +95,11 @@ std::size_t KvAgent::Impl::liveRequests() const {
 Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
   if (shutDown.exchange(true)) return Status::ok();
   accepting.store(false);
+  if (reconnector) reconnector->stop();
+  {
+    std::lock_guard lock(peersMutex);  // wakes a connect() waiting for a handshake
+  }
+  peersChanged.notify_all();
   (void)loop->callStatus(
       [this] {
         if (decode) decode->stopAccepting();
@@ -115,6 +136,7 @@ Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
 }
 
 Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline deadline) {
+  if (shutDown.load()) return failedPrecondition("the KV agent is shut down");
   KVX_ASSIGN_OR_RETURN(std::string peer, agent->connect(address));
   KVX_RETURN_IF_ERROR(loop->callStatus(
       [this, peer] {
@@ -123,12 +145,16 @@ Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline 
       },
       deadline));
   std::unique_lock lock(peersMutex);
-  if (!peersChanged.wait_until(lock, deadline, [&] { return handshakes.contains(peer); })) {
+  if (!peersChanged.wait_until(lock, deadline,
+                               [&] { return handshakes.contains(peer) || shutDown.load(); })) {
     return timedOut("agent '" + peer + "' at " + address +
                     " did not answer the KV handshake in time (is it a kvx KV agent?)");
   }
+  if (!handshakes.contains(peer)) return failedPrecondition("the KV agent is shut down");
   const PeerEntry& entry = handshakes.at(peer);
   if (!entry.compatible) return failedPrecondition(entry.reason);
+  lock.unlock();
+  if (reconnector) reconnector->watch(peer, address);
   return peer;
 }
 
@@ -240,6 +266,7 @@ void KvAgent::Impl::forgetPeer(const std::string& name, const Status& why) {
     std::lock_guard lock(peersMutex);
     handshakes.erase(name);
   }
+  if (reconnector && !shutDown.load()) reconnector->lost(name);
 }
 
 void KvAgent::Impl::onTick() {

@@ -16,6 +16,7 @@
 #include "agent/handoff/task_loop.h"
 #include "agent/kv/block_allocator.h"
 #include "agent/kv/kv_pool.h"
+#include "agent/peer_reconnector.h"
 #include "kvx/kv_agent.h"
 
 namespace kvx {
@@ -84,6 +85,8 @@ struct KvAgent::Impl {
 
   std::shared_ptr<LoopGuard> guard = std::make_shared<LoopGuard>();
   std::unique_ptr<agent::handoff::TaskLoop> loop;
+  // Dials lost peers again (options.reconnect); null when off. Uses the loop: goes before it.
+  std::unique_ptr<agent::PeerReconnector> reconnector;
   std::atomic<bool> accepting{true};
   std::atomic<bool> shutDown{false};
 };

@@ -60,8 +60,8 @@ void PrefillSide::onPeerGone(const std::string& peer, const Status& why) {
   }
   for (const std::string& id : affected) {
     Request& r = requests_.at(id);
-    if (r.placing && !r.placed && !r.failing) {
-      // Never placed: another decode agent may take it.
+    if (r.placing && !r.placed && !r.failing && r.spec.destination != peer) {
+      // Never placed and not pinned to the lost agent: another decode agent may take it.
       r.placing = false;
       r.view.peer.clear();
       tryPlace(r);

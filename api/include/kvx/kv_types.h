@@ -96,6 +96,11 @@ struct KvAgentOptions {
   std::uint64_t prefixCacheBlocks = 0;
   // Tokens per prefix hash id (the Mooncake trace format uses 512).
   std::uint32_t prefixChunkTokens = 512;
+  // A peer this agent connected to and then lost (it died, restarted, its link was cut or
+  // its data path failed) is dialed again at the same address until it is back, waiting
+  // 100 ms, then twice as long each time up to reconnectMaxDelay between attempts.
+  bool reconnect = true;
+  std::chrono::milliseconds reconnectMaxDelay{2000};
 };
 
 // Tensor-parallel slicing: a request that moves only some KV heads. Heads [sourceFirstHead,
