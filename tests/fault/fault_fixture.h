@@ -10,11 +10,13 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -71,6 +73,11 @@ struct DecodeProcess {
   // SIGTERM, then its STATS line (the agent prints it once it stopped), within 30 s.
   nlohmann::json stop() {
     ::kill(pid(), SIGTERM);
+    return awaitStats();
+  }
+
+  // The STATS line of an agent already told to stop, and its exit, within 30 s.
+  nlohmann::json awaitStats() {
     for (;;) {
       auto line = process->readLine(30s);
       INFO("decode agent '" << name << "' log: " << log);
@@ -169,6 +176,19 @@ inline bool waitPeerGone(KvAgent& prefill, const std::string& peer, Deadline dea
   return false;
 }
 
+// Waits until decode agent `peer`, as the prefill agent last heard, has every block free:
+// it released (and so, with --verify, checked) every request it received. False at the
+// deadline.
+inline bool waitPeerIdle(KvAgent& prefill, const std::string& peer, Deadline deadline) {
+  while (Clock::now() < deadline) {
+    for (const KvPeerStatus& p : prefill.peers()) {
+      if (p.name == peer && p.totalBlocks > 0 && p.freeBlocks == p.totalBlocks) return true;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
 // Waits until every block of the prefill pool is free again; false at the deadline.
 inline bool waitPoolFree(KvAgent& prefill, Deadline deadline) {
   while (Clock::now() < deadline) {
@@ -177,6 +197,89 @@ inline bool waitPoolFree(KvAgent& prefill, Deadline deadline) {
     std::this_thread::sleep_for(5ms);
   }
   return false;
+}
+
+// A steady stream of whole requests from `prefill` to decode agent `destination`: up to
+// `window` in flight, each of a random size in [1, maxBlocks] blocks, ids "<prefix>-<n>".
+// Every request is meant to complete; one that does not is recorded with its status, for the
+// test to report. Main thread only (it uses Catch2 assertions).
+class RequestStream {
+ public:
+  RequestStream(KvAgent& prefill, std::string destination, std::string prefix, std::size_t window,
+                std::uint64_t maxBlocks, std::uint32_t seed)
+      : prefill_(prefill),
+        destination_(std::move(destination)),
+        prefix_(std::move(prefix)),
+        window_(window),
+        maxBlocks_(maxBlocks),
+        random_(seed) {}
+
+  // Retires the requests that ended, then submits until `window` are in flight. Does not
+  // wait beyond a short poll.
+  void pump() {
+    retire();
+    while (inFlight_.size() < window_) {
+      const std::string id = prefix_ + "-" + std::to_string(submitted_++);
+      const std::uint64_t blocks = 1 + random_() % maxBlocks_;
+      REQUIRE(
+          prefill_.submit(makeRequest(prefill_, id, blocks * kTokensPerBlock, destination_, false))
+              .isOk());
+      inFlight_.push_back(id);
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+
+  // Submits no more and waits until every request in flight ended; false at `deadline`.
+  bool drain(Deadline deadline) {
+    while (!inFlight_.empty() && Clock::now() < deadline) {
+      retire();
+      std::this_thread::sleep_for(1ms);
+    }
+    return inFlight_.empty();
+  }
+
+  const std::vector<std::string>& completed() const { return completed_; }
+  std::uint64_t completedBlocks() const { return completedBlocks_; }
+  // "id: STATUS message" for each request that failed.
+  const std::vector<std::string>& failures() const { return failures_; }
+
+ private:
+  void retire() {
+    for (auto it = inFlight_.begin(); it != inFlight_.end();) {
+      auto status = prefill_.status(*it);
+      if (!status.isOk()) FAIL(*it << ": " << status.status().toString());
+      if (!isTerminal(status->state)) {
+        ++it;
+        continue;
+      }
+      if (status->state == KvRequestState::kReleased) {
+        completed_.push_back(*it);
+        completedBlocks_ += status->blocks;
+      } else {
+        failures_.push_back(*it + ": " + status->status.toString());
+      }
+      it = inFlight_.erase(it);
+    }
+  }
+
+  KvAgent& prefill_;
+  const std::string destination_;
+  const std::string prefix_;
+  const std::size_t window_;
+  const std::uint64_t maxBlocks_;
+  std::mt19937 random_;
+  std::uint64_t submitted_ = 0;
+  std::deque<std::string> inFlight_;
+  std::vector<std::string> completed_;
+  std::uint64_t completedBlocks_ = 0;
+  std::vector<std::string> failures_;
+};
+
+// True while process `pid` runs (exists and is not a zombie).
+inline bool processRunning(pid_t pid) {
+  const std::string stat = readFile("/proc/" + std::to_string(pid) + "/stat");
+  const std::size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
 }
 
 inline std::size_t openFileDescriptors() {
