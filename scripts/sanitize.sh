@@ -62,8 +62,12 @@ fi
 
 # No test is left out: peer_kill_test skips its RSS bound under ASan itself (the quarantine
 # grows RSS whatever the code does).
+# A test that fails is run up to twice more: the sanitizers slow everything 2-15x, and the
+# multi-process tests (the demo, the benchmark smoke run) have deadlines sized for normal
+# builds. A sanitizer report is never retried away: any report from any attempt, in the
+# logs below, fails the run.
 status=0
-(cd "$build_dir" && ctest --output-on-failure --timeout 600 -LE slow "$@") ||
+(cd "$build_dir" && ctest --output-on-failure --timeout 600 --repeat until-pass:3 -LE slow "$@") ||
   status=$?
 
 reports=("$logs"/*)
