@@ -3,6 +3,8 @@
 // the old incarnation end at once with PEER_FAILED, even when a new incarnation under the
 // same name connects before any poll could notice the gap.
 #include <catch2/catch.hpp>
+#include <functional>
+#include <thread>
 
 #include "kvx/kv_agent.h"
 #include "tests/support/test_agent.h"
@@ -76,4 +78,43 @@ TEST_CASE("a peer restarted under its name ends the old incarnation's requests a
   REQUIRE(done.isOk());
   CHECK(done->state == KvRequestState::kReleased);
   CHECK(prefill->usage().freeBlocks == 64);  // both requests' source blocks came back
+}
+
+TEST_CASE("a KV agent dials a lost peer again on its own", "[kv]") {
+  const std::string transport = GENERATE("inproc", "tcp");
+  auto prefill = makeAgent("prefill", KvRole::kPrefill, transport);
+  auto decode = makeAgent("decode", KvRole::kDecode, transport);
+  REQUIRE(decode->connect(prefill->listenAddress(), deadlineIn(5s)).isOk());
+
+  // The prefill agent drops the link; the decode agent dialed it, so it dials it again.
+  auto knowsDecode = [&] {
+    for (const KvPeerStatus& peer : prefill->peers()) {
+      if (peer.name == "decode") return true;
+    }
+    return false;
+  };
+  auto waitUntil = [](const std::function<bool()>& done) {
+    const auto until = Clock::now() + 5s;
+    while (!done() && Clock::now() < until) std::this_thread::sleep_for(5ms);
+    return done();
+  };
+  const auto start = Clock::now();
+  REQUIRE(prefill->agent().disconnect("decode").isOk());
+  // Gone first (the decode agent waits 100 ms before its first attempt), then back.
+  REQUIRE(waitUntil([&] { return !knowsDecode(); }));
+  REQUIRE(waitUntil(knowsDecode));
+  INFO("back after "
+       << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count()
+       << " ms");
+  CHECK(Clock::now() - start < 3s);
+
+  KvRequestSpec again = pendingRequest(*prefill, "again");
+  again.layerwise = false;
+  REQUIRE(prefill->submit(again).isOk());
+  auto arrival = decode->nextArrival(deadlineIn(5s));
+  REQUIRE(arrival.isOk());
+  CHECK(arrival->id == "again");
+  auto done = prefill->wait("again", deadlineIn(5s));
+  REQUIRE(done.isOk());
+  CHECK(done->state == KvRequestState::kReleased);
 }
