@@ -60,8 +60,11 @@ void PeerReconnector::run() {
     auto next =
         std::min_element(retries_.begin(), retries_.end(),
                          [](const auto& a, const auto& b) { return a.second.due < b.second.due; });
-    if (Clock::now() < next->second.due) {
-      wake_.wait_until(lock, next->second.due);
+    // A copy: wait_until reads its deadline again after waking, when stop() or an attempt
+    // may have erased the entry.
+    const Clock::time_point due = next->second.due;
+    if (Clock::now() < due) {
+      wake_.wait_until(lock, due);
       continue;
     }
     const std::string peer = next->first;
