@@ -222,10 +222,6 @@ std::shared_ptr<Transfer> Transfer::finishLocked() {
   return std::move(self_);
 }
 
-}  // namespace kvx::engine
-
-namespace kvx::engine {
-
 Status Transfer::createStagedRunLocked() {
   if (staging_ == nullptr) {
     return internalError("transfer " + std::to_string(id_.value) +

@@ -193,11 +193,20 @@ inline std::string errorText(const std::vector<Frame>& frames) {
   return "(no error message)";
 }
 
-inline void requireRealConnectWorks(TestChannel& server) {
-  TestChannel client("prober");
+// A fresh client with `clientOptions` (plain by default; a token or TLS where the server
+// needs them) connects and finds the server under its name.
+inline void requireRealConnectWorks(
+    TestChannel& server, const ChannelOptions& clientOptions = TestChannel::defaultOptions()) {
+  TestChannel client("prober", clientOptions);
   auto remote = client.channel->connect(server.address(), sampleMetadata("prober"), deadlineIn(5s));
   REQUIRE(remote.isOk());
   CHECK(remote->name == server.name);
+}
+
+// Hellos the server's channel handed on (an unauthenticated peer's must never get there).
+inline std::size_t hellosSeen(TestChannel& channel) {
+  std::lock_guard lock(channel.events.mutex);
+  return channel.events.hellos.size();
 }
 
 inline std::string unusedPort() {

@@ -34,18 +34,6 @@ struct OneCa {
   TlsFileSet issue(const std::string& name) { return pki.issue(name, "ca"); }
 };
 
-void requireTlsConnectWorks(TestChannel& server, OneCa& ca) {
-  TestChannel client("prober", tlsOptions(ca.issue("prober")));
-  auto remote = client.channel->connect(server.address(), sampleMetadata("prober"), deadlineIn(5s));
-  REQUIRE(remote.isOk());
-  CHECK(remote->name == server.name);
-}
-
-std::size_t hellosSeen(TestChannel& channel) {
-  std::lock_guard lock(channel.events.mutex);
-  return channel.events.hellos.size();
-}
-
 }  // namespace
 
 TEST_CASE("mutual TLS: metadata both ways, updates, and a token on top") {
@@ -133,7 +121,7 @@ TEST_CASE("a plain-TCP agent is told that the listener requires TLS, and it keep
   CHECK(remote.status().code() == StatusCode::kUnauthenticated);
   CHECK_THAT(remote.status().message(), Catch::Contains("requires TLS"));
   CHECK(hellosSeen(server) == 0);
-  requireTlsConnectWorks(server, ca);
+  requireRealConnectWorks(server, tlsOptions(ca.issue("prober")));
 }
 
 TEST_CASE("a TLS agent connecting to a plain listener fails clearly; the listener keeps serving") {
@@ -161,7 +149,7 @@ TEST_CASE("a client that stalls before or during the TLS handshake is closed at 
   const auto took = kvx::Clock::now() - start;
   CHECK(took >= 250ms);
   CHECK(took < 2s);
-  requireTlsConnectWorks(server, ca);
+  requireRealConnectWorks(server, tlsOptions(ca.issue("prober")));
 }
 
 TEST_CASE("TLS handshakes in progress count against maxPendingHandshakes") {
@@ -179,5 +167,5 @@ TEST_CASE("TLS handshakes in progress count against maxPendingHandshakes") {
     CHECK(refused.status().code() == StatusCode::kResourceExhausted);
     CHECK(silent.readUntilClosed());  // the deadline frees the slot
   }
-  requireTlsConnectWorks(server, ca);
+  requireRealConnectWorks(server, tlsOptions(ca.issue("prober")));
 }
