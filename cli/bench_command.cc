@@ -56,6 +56,7 @@ int runControlStep(const BenchOptions& o) {
   bench::ControlOptions options;
   options.quick = o.quick;
   options.kvxBinary = selfPath();
+  options.bareBinary = o.noBare ? "" : findBareBinary(o.bareBinary);
   options.logLevel = o.logLevel;
   if (o.transport == "both") {
     std::fprintf(stderr, "kvx bench: --control-step runs over one transport, not 'both'\n");
@@ -205,6 +206,7 @@ int runBenchCommand(const BenchOptions& o, const std::string& commandLine, StopS
     controlOptions.transports = scenarioOptions.transports;
     controlOptions.quick = o.quick;
     controlOptions.kvxBinary = selfPath();
+    controlOptions.bareBinary = session.bareBinary;
     controlOptions.logLevel = o.logLevel;
     controlReport = bench::runControlScenario(controlOptions, [&stop] { return stop.requested(); });
   }

@@ -55,7 +55,8 @@ Result<BareUcpCommandLine> parseBareUcpCommandLine(const std::vector<std::string
       ->capture_default_str();
   app.add_flag("--notify", o.notify, "flush then a small AM after each request");
   app.add_flag("--fixed-overhead", o.fixedOverhead,
-               "one S-byte put + flush + AM at a time (window 1): post -> receiver latency");
+               "one S-byte put + flush + AM at a time (window 1), the next once the target "
+               "acknowledged it: post -> receiver latency");
   bool noVerify = false;
   app.add_flag("--no-verify", noVerify, "skip the checksums of both buffers at the end");
   app.add_flag("--memcpy", o.memcpyReference, "also measure memcpy of S-byte pieces from DRAM");
@@ -65,7 +66,9 @@ Result<BareUcpCommandLine> parseBareUcpCommandLine(const std::vector<std::string
   app.add_option("--timeout-s", o.timeoutSeconds, "deadline for the whole run")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "random slot sequence seed")->capture_default_str();
-  app.add_flag("--skip-data", o.skipData, "tests only: post no RMA ops")->group("");
+  app.add_flag("--skip-data", o.skipData,
+               "post no RMA ops: with --fixed-overhead, flush + AM alone; tests")
+      ->group("");
   app.add_option("--json", line.jsonFile, "also write the JSON result to FILE");
   app.add_flag("--quiet", line.quiet, "no summary line on stderr");
 

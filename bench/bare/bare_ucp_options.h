@@ -72,7 +72,8 @@ struct BareUcpOptions {
   double memcpySeconds = 1.0;    // how long the memcpy reference copies
   double timeoutSeconds = 120;   // deadline for the whole run, both processes
   std::uint64_t seed = 1;        // random slot sequence
-  bool skipData = false;         // tests only: post no RMA ops (verification must then fail)
+  bool skipData = false;         // post no RMA ops: tests (verification must then fail), and the
+                                 // flush + AM alone of fixedOverhead (notification-only overhead)
 
   // bufferBytes with the default applied.
   std::uint64_t effectiveBufferBytes() const;

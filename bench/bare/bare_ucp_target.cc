@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <cstring>
+#include <deque>
 #include <functional>
 
 #include "bench/bare/bare_ucp_node.h"
@@ -99,6 +100,7 @@ class Target {
     while (true) {
       while (ucp_worker_progress(worker) != 0) {
       }
+      if (options_.fixedOverhead) KVX_RETURN_IF_ERROR(acknowledgeNotifications());
       if (done()) return Status::ok();
       if (spinNs > 0 && !pipeReadable && !spinUntilIdle(worker, spinNs, pipeReadable)) {
         KVX_RETURN_IF_ERROR(checkDeadline());
@@ -141,6 +143,25 @@ class Target {
       }
     }
     return true;
+  }
+
+  // --fixed-overhead: one kAckAmId message per notification not yet acknowledged.
+  Status acknowledgeNotifications() {
+    while (acknowledged_.size() < notifications_.size()) {
+      // The header must stay valid until the send completes: a deque keeps its elements put.
+      const std::uint64_t& id =
+          acknowledged_.emplace_back(notifications_[acknowledged_.size()].requestId);
+      ucp_request_param_t param{};
+      const ucs_status_ptr_t sent =
+          ucp_am_send_nbx(node_->endpoint(), kAckAmId, &id, sizeof(id), nullptr, 0, &param);
+      if (engine::ucx::isError(sent)) {
+        return fromUcs(
+            engine::ucx::statusOf(sent),
+            "target: ucp_am_send_nbx of the acknowledgement of request " + std::to_string(id));
+      }
+      if (engine::ucx::isRequest(sent)) ucp_request_free(sent);
+    }
+    return Status::ok();
   }
 
   Status checkDeadline() const {
@@ -186,6 +207,7 @@ class Target {
   Deadline waitUntil_;  // a sleep ends by then at the latest
   std::unique_ptr<BareUcpNode> node_;
   std::vector<Notification> notifications_;
+  std::deque<std::uint64_t> acknowledged_;  // --fixed-overhead: request ids acknowledged
   std::uint64_t cpuAtStart_ = 0;
   bool stopped_ = false;
   std::uint64_t expected_ = 0;  // notifications the initiator sent, from kStop

@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <cstring>
 #include <mutex>
 
 #include "bench/bare/target_protocol.h"
@@ -43,9 +44,28 @@ RequestLoop::RequestLoop(BareUcpNode& node, const BareUcpOptions& options, std::
     free_.push_back(&inFlight_[i]);
   }
   ready_.reserve(2 * std::size_t{options.window});
+  if (options.fixedOverhead) {
+    ucp_am_handler_param_t am{};
+    am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                    UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    am.id = kAckAmId;
+    am.flags = UCP_AM_FLAG_WHOLE_MSG;
+    am.cb = &RequestLoop::onAck;
+    am.arg = this;
+    // Cannot fail for a valid id on a worker with the AM feature; a failure would show as
+    // the loop's deadline passing with no acknowledgement.
+    (void)ucp_worker_set_am_recv_handler(node.worker(), &am);
+  }
 }
 
 RequestLoop::~RequestLoop() {
+  if (options_.fixedOverhead) {
+    ucp_am_handler_param_t am{};
+    am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB;
+    am.id = kAckAmId;
+    am.cb = nullptr;
+    (void)ucp_worker_set_am_recv_handler(node_.worker(), &am);
+  }
   bool owned = false;
   for (std::uint32_t i = 0; i < options_.window; ++i) {
     owned = owned || inFlight_[i].ucxOwned;
@@ -82,6 +102,22 @@ void RequestLoop::onAmSent(void* request, ucs_status_t status, void* userData) {
   r->amDone = true;
   if (status != UCS_OK) r->error = status;
   r->loop->ready_.push_back(r);
+}
+
+ucs_status_t RequestLoop::onAck(void* arg, const void* header, std::size_t headerLength, void*,
+                                std::size_t, const ucp_am_recv_param_t*) {
+  auto* loop = static_cast<RequestLoop*>(arg);
+  std::uint64_t id = 0;
+  if (headerLength != sizeof(id)) return UCS_OK;
+  std::memcpy(&id, header, sizeof(id));
+  for (std::uint32_t i = 0; i < loop->options_.window; ++i) {
+    InFlight& r = loop->inFlight_[i];
+    if (r.id == id && !r.retired) {
+      r.acknowledged = true;
+      loop->ready_.push_back(&r);
+    }
+  }
+  return UCS_OK;
 }
 
 Status RequestLoop::post(InFlight& r) {
@@ -132,7 +168,7 @@ Status RequestLoop::post(InFlight& r) {
 
 Status RequestLoop::advance(InFlight& r) {
   if (r.error != UCS_OK) return fromUcs(r.error, "request " + std::to_string(r.id));
-  if (!r.flushed) return Status::ok();
+  if (r.retired || !r.flushed) return Status::ok();
   if (options_.notifies() && !r.notified) {
     r.notified = true;
     ucp_request_param_t param{};
@@ -151,6 +187,8 @@ Status RequestLoop::advance(InFlight& r) {
     r.amDone = true;
   }
   if (options_.notifies() && !r.amDone) return Status::ok();
+  if (options_.fixedOverhead && !r.acknowledged) return Status::ok();
+  r.retired = true;
   ++figures_->requests;
   figures_->lastRetireNs = monotonicNs();
   free_.push_back(&r);

@@ -8,7 +8,8 @@
 // means all of them are done, then with notify one ucp_am_send_nbx (8-byte header: the
 // request id, no payload), posted from the loop right after the flush completes (kvx posts
 // its notification the same way, after the flush). The request retires when the flush and
-// the AM send have completed; at most `window` requests are in flight.
+// the AM send have completed (with --fixed-overhead, also when the target acknowledged it:
+// kAckAmId, target_protocol.h); at most `window` requests are in flight.
 //
 // Timing (CLOCK_MONOTONIC): a request's initiator latency is from just before its first op
 // is posted until its flush callback runs. Post times are kept by request id so that the
@@ -75,12 +76,16 @@ class RequestLoop {
     bool flushed = false;
     bool notified = false;  // AM posted
     bool amDone = false;
+    bool acknowledged = false;  // --fixed-overhead: the target's kAckAmId for this id arrived
+    bool retired = false;
     bool ucxOwned = false;  // a flush or AM request with this record as user data is pending
     ucs_status_t error = UCS_OK;
   };
 
   static void onFlush(void* request, ucs_status_t status, void* userData);
   static void onAmSent(void* request, ucs_status_t status, void* userData);
+  static ucs_status_t onAck(void* arg, const void* header, std::size_t headerLength, void* data,
+                            std::size_t length, const ucp_am_recv_param_t* param);
   Status post(InFlight& request);
   Status advance(InFlight& request);
 

@@ -28,6 +28,12 @@ namespace kvx::bench {
 
 // The UCP active-message id of the notifications the initiator sends the target.
 inline constexpr unsigned kNotifyAmId = 7;
+// With --fixed-overhead the target answers each notification with an AM of this id (8-byte
+// header: the request id) on its endpoint back, and the initiator posts the next request only
+// once the previous one is acknowledged. Without that pacing the initiator, whose put and AM
+// complete locally at once on shared memory, runs ahead of the target, and the receiver
+// latency measures the backlog in the target's queue instead of one request's trip.
+inline constexpr unsigned kAckAmId = 8;
 
 enum class TargetMessage : std::uint32_t {
   kHello = 1,

@@ -28,6 +28,11 @@ std::vector<ControlFigure> runStepProcess(const std::string& step, const std::st
   std::vector<std::string> args{"bench",       "--scenario", "control",     "--control-step", step,
                                 "--transport", transport,    "--log-level", options.logLevel};
   if (options.quick) args.push_back("--quick");
+  if (options.bareBinary.empty()) {
+    args.push_back("--no-bare");
+  } else {
+    args.insert(args.end(), {"--bare-binary", options.bareBinary});
+  }
   auto child = pair_transfer::ChildProcess::spawn(options.kvxBinary, args);
   if (!child.isOk()) return fail("cannot start the step's process: " + child.status().toString());
   const Deadline deadline = Clock::now() + options.stepTimeout;
@@ -77,6 +82,8 @@ ControlSizes controlSizes(bool quick) {
     s.abortBytes = 64 * kMiB;
     s.deathRequestTokens = 512;
     s.deathWindow = 4;
+    s.fixedOverheadBytes = {4096};
+    s.fixedOverheadRepeats = 50;
   } else {
     s.poolBytes = {1 * kGiB, 4 * kGiB};
     s.handshakePairs = 8;
@@ -86,6 +93,8 @@ ControlSizes controlSizes(bool quick) {
     s.abortBytes = 1 * kGiB;
     s.deathRequestTokens = 1024;
     s.deathWindow = 4;
+    s.fixedOverheadBytes = {64, 4096, 32768};
+    s.fixedOverheadRepeats = 1000;
   }
   return s;
 }

@@ -9,6 +9,8 @@
 //                 the one-time CPU of readying the peer's pool (KvPeerStatus::readyCpuNs)
 //   descriptors   thread CPU per descriptor of prepareLocalList / prepareRemoteList and of
 //                 makeTransfer + post for a 16,384-descriptor request that cannot coalesce
+//   fixed-overhead  one small block + notification, and a notification alone, one at a time:
+//                 post -> the target's handler, against the bare put + flush + AM
 //   abort-*       cancel of a large in-flight transfer (Agent) and request (KvAgent): how
 //                 long until its end is reported, and that it ended CANCELLED
 //   peer-death    a decode agent process is SIGKILLed with requests in flight from a
@@ -36,15 +38,17 @@ namespace kvx::bench {
 
 // How big each measurement is: small for --quick, a realistic pool otherwise.
 struct ControlSizes {
-  std::vector<std::uint64_t> poolBytes;        // registration: allocated / registered pool sizes
-  std::uint32_t handshakePairs = 0;            // fresh agent pairs
-  std::uint64_t handshakePoolBlocks = 0;       // llama3-8b blocks (2 MiB each) per agent
-  std::uint32_t descriptors = 16384;           // per request, as the WORKLOADS.md target says
-  std::vector<std::uint64_t> descriptorBytes;  // segment sizes tried
-  std::uint32_t descriptorRepeats = 0;         // requests per size (the median is reported)
-  std::uint64_t abortBytes = 0;                // size of the cancelled transfer / request
-  std::uint64_t deathRequestTokens = 0;        // llama3-8b tokens per request
-  std::uint32_t deathWindow = 0;               // requests kept in flight before the kill
+  std::vector<std::uint64_t> poolBytes;           // registration: allocated / registered pool sizes
+  std::uint32_t handshakePairs = 0;               // fresh agent pairs
+  std::uint64_t handshakePoolBlocks = 0;          // llama3-8b blocks (2 MiB each) per agent
+  std::uint32_t descriptors = 16384;              // per request, as the WORKLOADS.md target says
+  std::vector<std::uint64_t> descriptorBytes;     // segment sizes tried
+  std::uint32_t descriptorRepeats = 0;            // requests per size (the median is reported)
+  std::uint64_t abortBytes = 0;                   // size of the cancelled transfer / request
+  std::uint64_t deathRequestTokens = 0;           // llama3-8b tokens per request
+  std::uint32_t deathWindow = 0;                  // requests kept in flight before the kill
+  std::vector<std::uint64_t> fixedOverheadBytes;  // fixed overhead: one block of each size
+  std::uint32_t fixedOverheadRepeats = 0;         // measured transfers per size (+ a tenth warmup)
 };
 
 ControlSizes controlSizes(bool quick);
@@ -52,7 +56,8 @@ ControlSizes controlSizes(bool quick);
 struct ControlOptions {
   std::vector<std::string> transports = {"shm"};  // "shm" and/or "tcp"
   bool quick = false;
-  std::string kvxBinary;  // the `kvx` executable: runs each step, and the killed agent
+  std::string kvxBinary;   // the `kvx` executable: runs each step, and the killed agent
+  std::string bareBinary;  // kvx-bare-ucp, the fixed overhead's reference; empty: none
   // The agents' log level. In a step's process the default "warn" becomes "error", so that
   // the warnings that cancels and the killed peer cause on purpose do not clutter the run.
   std::string logLevel = "warn";

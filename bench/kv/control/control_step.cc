@@ -2,9 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "agent/logging.h"
 #include "bench/kv/control/abort_measure.h"
 #include "bench/kv/control/descriptor_measure.h"
+#include "bench/kv/control/fixed_overhead_measure.h"
 #include "bench/kv/control/handshake_measure.h"
 #include "bench/kv/control/metadata_measure.h"
 #include "bench/kv/control/peer_death_measure.h"
@@ -13,13 +16,21 @@
 namespace kvx::bench {
 
 std::vector<std::string> controlStepNames() {
-  return {"registration",           "metadata", "handshake", "descriptors", "abort-agent-allocated",
-          "abort-agent-registered", "abort-kv", "peer-death"};
+  return {"registration",
+          "metadata",
+          "handshake",
+          "descriptors",
+          "fixed-overhead",
+          "abort-agent-allocated",
+          "abort-agent-registered",
+          "abort-kv",
+          "peer-death"};
 }
 
 std::string controlStepGroup(const std::string& step) {
   if (step.rfind("abort", 0) == 0) return "abort";
   if (step == "peer-death") return "peer death";
+  if (step == "fixed-overhead") return "fixed overhead";
   return step;
 }
 
@@ -36,6 +47,14 @@ Result<std::vector<ControlFigure>> runControlStep(const std::string& step, const
   }
   if (step == "descriptors") {
     return measureDescriptors(t, sizes.descriptors, sizes.descriptorBytes, sizes.descriptorRepeats);
+  }
+  if (step == "fixed-overhead") {
+    FixedOverheadOptions fixed;
+    fixed.segmentBytes = sizes.fixedOverheadBytes;
+    fixed.repeats = sizes.fixedOverheadRepeats;
+    fixed.warmup = std::max<std::uint32_t>(5, sizes.fixedOverheadRepeats / 10);
+    fixed.bareBinary = options.bareBinary;
+    return measureFixedOverhead(t, fixed);
   }
   if (step == "abort-agent-allocated") {
     return measureAgentAbort(t, sizes.abortBytes, AbortTarget::kAllocated);

@@ -13,8 +13,9 @@
 
 namespace kvx::bench {
 
-// "registration", "metadata", "handshake", "descriptors", "abort-agent-allocated",
-// "abort-agent-registered", "abort-kv", "peer-death", in the order they run.
+// "registration", "metadata", "handshake", "descriptors", "fixed-overhead",
+// "abort-agent-allocated", "abort-agent-registered", "abort-kv", "peer-death", in the order they
+// run.
 std::vector<std::string> controlStepNames();
 
 // The group its figures are listed under ("abort" for every abort-* step).

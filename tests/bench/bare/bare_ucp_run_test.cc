@@ -152,6 +152,27 @@ TEST_CASE("fixed overhead: one put + flush + AM at a time, seen by the receiver"
       requireMoved(o, r);
       CHECK(r.mode == "fixed-overhead");
       CHECK(r.notify);
+      // Each request retires only once the target acknowledged it: all of them were seen.
+      REQUIRE(r.receiverLatency);
+      CHECK(r.receiverLatency->count == r.requests);
+    }
+  }
+}
+
+TEST_CASE("fixed overhead without data: flush + AM alone, one at a time", "[ucx][multiprocess]") {
+  for (const char* transport : {"shm", "tcp"}) {
+    DYNAMIC_SECTION(transport) {
+      BareUcpOptions o = tiny(transport, BareOp::kPut, SlotPattern::kContiguous);
+      o.fixedOverhead = true;
+      o.segments = 1;
+      o.window = 1;
+      o.skipData = true;
+      o.verify = false;
+      const BareUcpResult r = run(o);
+      CHECK(r.mode == "fixed-overhead");
+      REQUIRE(r.receiverLatency);
+      CHECK(r.receiverLatency->count == r.requests);
+      CHECK(r.requests == o.requests);
     }
   }
 }

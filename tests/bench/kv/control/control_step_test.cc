@@ -11,7 +11,8 @@ TEST_CASE("control steps: every WORKLOADS.md concern, each under its group", "[b
   std::set<std::string> groups;
   for (const std::string& step : steps) groups.insert(controlStepGroup(step));
   CHECK(groups == std::set<std::string>{"registration", "metadata", "handshake", "descriptors",
-                                        "abort", "peer death"});
+                                        "fixed overhead", "abort", "peer death"});
+  CHECK(controlStepGroup("fixed-overhead") == "fixed overhead");
   CHECK(controlStepGroup("abort-kv") == "abort");
   CHECK(controlStepGroup("peer-death") == "peer death");
   CHECK(steps.back() == "peer-death");  // the one with a process to kill runs last
