@@ -50,7 +50,8 @@ nlohmann::json caseJson(const CaseOutcome& o) {
                 {"corruptBlocks", m.corruptBlocks},
                 {"senderGbps", m.senderGbps},
                 {"jainFairness", m.jainFairness},
-                {"exposedTail", latencyJson(m.exposedTail)}};
+                {"exposedTail", latencyJson(m.exposedTail)},
+                {"donePerMiB", latencyJson(m.donePerMiB)}};
   if (o.bare) {
     out["bare"] = nlohmann::json::parse(toJson(*o.bare));
     out["ratio"] = o.ratio();
@@ -58,6 +59,11 @@ nlohmann::json caseJson(const CaseOutcome& o) {
     out["bareError"] = o.bareError.toString();
   }
   return out;
+}
+
+double tailRatio(const workload::LatencySummary& s) {
+  return s.p50.count() > 0 ? static_cast<double>(s.p99.count()) / static_cast<double>(s.p50.count())
+                           : 0;
 }
 
 std::string latencyCell(const workload::LatencySummary& s) {
@@ -104,6 +110,12 @@ std::string renderTable(const RunHeader& header, const std::vector<CaseOutcome>&
     if (m.exposedTail.count > 0) {
       out += fmt::format("{:<34} exposed tail after the last layer: p50 {:.1f} ms, p99 {:.1f} ms\n",
                          "", ms(m.exposedTail.p50), ms(m.exposedTail.p99));
+    }
+    if (!o.benchCase.trace.empty() && m.done.count > 0 && m.donePerMiB.count > 0) {
+      out += fmt::format(
+          "{:<34} tail: done p99/p50 {:.2f} (raw), {:.2f} per MiB moved ({:.2f}/{:.2f} ms/MiB)\n",
+          "", tailRatio(m.done), tailRatio(m.donePerMiB), ms(m.donePerMiB.p50),
+          ms(m.donePerMiB.p99));
     }
     if (!o.bareError.isOk()) {
       out += fmt::format("{:<34} bare reference failed: {}\n", "", o.bareError.toString());

@@ -59,7 +59,7 @@ Result<CaseMetrics> computeMetrics(const BenchCase& c,
   }
   std::map<std::string, std::int64_t> firstSubmit;  // per destination id
   std::map<std::string, std::int64_t> lastLayer;    // per destination id, layer-wise only
-  workload::LatencyRecorder done, notified, tail;
+  workload::LatencyRecorder done, notified, tail, perMiB;
   std::vector<double> perRequestGbps;
   std::vector<std::pair<std::int64_t, std::int64_t>> busy;  // [submit, done] per request
   std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = 0;
@@ -87,6 +87,10 @@ Result<CaseMetrics> computeMetrics(const BenchCase& c,
       done.add(nanoseconds(end - submit));
       busy.emplace_back(submit, end);
       if (end > submit) perRequestGbps.push_back(static_cast<double>(bytes) / (end - submit));
+      if (bytes > 0) {
+        const double mib = static_cast<double>(bytes) / (1u << 20);
+        perMiB.add(nanoseconds(static_cast<std::int64_t>(static_cast<double>(end - submit) / mib)));
+      }
       first = std::min(first, submit);
       last = std::max(last, end);
       senderFirst = std::min(senderFirst, submit);
@@ -119,6 +123,7 @@ Result<CaseMetrics> computeMetrics(const BenchCase& c,
     m.notifiedMs.push_back(static_cast<double>(sample.count()) / 1e6);
   std::sort(m.notifiedMs.begin(), m.notifiedMs.end());
   m.exposedTail = tail.summary();
+  m.donePerMiB = perMiB.summary();
   if (last > first) m.wallSeconds = static_cast<double>(last - first) / 1e9;
   std::sort(busy.begin(), busy.end());
   std::int64_t busyNs = 0, coveredUntil = std::numeric_limits<std::int64_t>::min();

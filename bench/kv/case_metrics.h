@@ -53,6 +53,11 @@ struct CaseMetrics {
   // Layer-wise: the receiver's notification minus the moment the last layer was handed
   // over (the prefill report's lastLayerNs; sleeps that overshoot do not count).
   workload::LatencySummary exposedTail;
+  // The done latency per MiB each request moved (as nanoseconds per MiB), over requests that
+  // moved bytes. With a mix of prompt sizes (`trace`) the raw latency's p99/p50 mostly says
+  // how unequal the prompts are; this one says how much the load slowed a request beyond
+  // its size (queueing behind others, unfair service).
+  workload::LatencySummary donePerMiB;
 };
 
 // The metrics of `c` from its reports. PROTOCOL_ERROR names a report that lacks a field it

@@ -108,6 +108,23 @@ TEST_CASE("the exposed tail counts from the last layer handed over", "[bench]") 
   CHECK(m->exposedTail.count == 1);
 }
 
+TEST_CASE("latency per MiB moved separates load from prompt size", "[bench]") {
+  // A 1 MiB request in 1 ms, a 4 MiB one in 4 ms: equal service per MiB; one moving no bytes
+  // (all prefix-cached) is left out. Then a 1 MiB request that waited 6 ms behind others.
+  std::vector<json> requests = {request("a", 0, 1'000'000, 1u << 20),
+                                request("b", 0, 4'000'000, 4u << 20), request("c", 0, 50'000, 0)};
+  auto even = computeMetrics(BenchCase{}, {prefillReport(requests, 0)}, {});
+  REQUIRE(even.isOk());
+  CHECK(even->donePerMiB.count == 2);
+  CHECK(even->donePerMiB.min == std::chrono::milliseconds(1));
+  CHECK(even->donePerMiB.max == std::chrono::milliseconds(1));
+  requests.push_back(request("d", 0, 6'000'000, 1u << 20));
+  auto queued = computeMetrics(BenchCase{}, {prefillReport(requests, 0)}, {});
+  REQUIRE(queued.isOk());
+  CHECK(queued->donePerMiB.count == 3);
+  CHECK(queued->donePerMiB.max == std::chrono::milliseconds(6));
+}
+
 TEST_CASE("a report without the timing fields is an error naming the field", "[bench]") {
   json bad = request("r", 0, 1, 1);
   bad.erase("submitNs");
