@@ -55,8 +55,8 @@ Result<BareUcpCommandLine> parseBareUcpCommandLine(const std::vector<std::string
       ->capture_default_str();
   app.add_flag("--notify", o.notify, "flush then a small AM after each request");
   app.add_flag("--fixed-overhead", o.fixedOverhead,
-               "one S-byte put + flush + AM at a time (window 1), the next once the target "
-               "acknowledged it: post -> receiver latency");
+               "one request (K S-byte puts + flush + AM) at a time (window 1), the next once "
+               "the target acknowledged it: post -> receiver latency");
   bool noVerify = false;
   app.add_flag("--no-verify", noVerify, "skip the checksums of both buffers at the end");
   app.add_flag("--memcpy", o.memcpyReference, "also measure memcpy of S-byte pieces from DRAM");

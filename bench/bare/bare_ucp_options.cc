@@ -108,11 +108,10 @@ Status validate(const BareUcpOptions& o) {
   if (!std::isfinite(o.memcpySeconds) || o.memcpySeconds <= 0) {
     return invalidArgument("--memcpy-seconds " + std::to_string(o.memcpySeconds) + ": must be > 0");
   }
-  if (o.fixedOverhead && (o.op != BareOp::kPut || o.segments != 1 || o.window != 1)) {
-    return invalidArgument("--fixed-overhead measures one put + flush + AM at a time: it needs " +
-                           std::string("--op put --segments 1 --window 1 (got --op ") +
-                           std::string(toString(o.op)) + " --segments " + value(o.segments) +
-                           " --window " + value(o.window) + ")");
+  if (o.fixedOverhead && (o.op != BareOp::kPut || o.window != 1)) {
+    return invalidArgument("--fixed-overhead measures one request (K puts + flush + AM) at a " +
+                           std::string("time: it needs --op put --window 1 (got --op ") +
+                           std::string(toString(o.op)) + " --window " + value(o.window) + ")");
   }
   return Status::ok();
 }

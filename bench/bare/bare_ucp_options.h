@@ -50,8 +50,8 @@ struct BareUcpOptions {
   // 0: max(256 MiB, 2 * window * segments * segmentBytes), rounded down to whole segments.
   std::uint64_t bufferBytes = 0;
   bool notify = false;
-  // One S-byte put + flush + AM, window 1: post -> receiver notification latency. Implies
-  // notify; requires op put, segments 1, window 1.
+  // One request at a time (K S-byte puts + flush + AM; the next once the target acknowledged
+  // it): post -> receiver notification latency. Implies notify; requires op put, window 1.
   bool fixedOverhead = false;
 
   // How long the target keeps calling ucp_worker_progress after it last found work before

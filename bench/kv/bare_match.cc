@@ -29,6 +29,7 @@ BareUcpOptions matchingBare(const BenchCase& c, const CaseMetrics& kvx,
   o.bufferBytes = std::clamp<std::uint64_t>(2 * inFlight, 256ull << 20, 2048ull << 20);
   o.bufferBytes = std::max(o.bufferBytes, o.segmentBytes * o.segments);
   o.notify = true;
+  o.fixedOverhead = c.fixedOverhead;
   o.targetSpinUs = kKvxProgressSpinUs;
   o.timeoutSeconds = 600;
   return o;

@@ -44,6 +44,10 @@ struct BenchCase {
   // The bare reference: run it beside this case (false for cases whose figure is a latency
   // distribution under load rather than a bandwidth: trace replays).
   bool bareReference = true;
+  // One request at a time, for its latency: the bare loop then runs in its fixed-overhead
+  // mode (the next request once the target acknowledged the previous), and the output sets
+  // kvx's notify p50 beside the bare receiver's.
+  bool fixedOverhead = false;
 };
 
 }  // namespace kvx::bench

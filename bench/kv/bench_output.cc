@@ -111,6 +111,14 @@ std::string renderTable(const RunHeader& header, const std::vector<CaseOutcome>&
       out += fmt::format("{:<34} exposed tail after the last layer: p50 {:.1f} ms, p99 {:.1f} ms\n",
                          "", ms(m.exposedTail.p50), ms(m.exposedTail.p99));
     }
+    if (o.benchCase.fixedOverhead && o.bare && o.bare->receiverLatency && m.notified.count > 0) {
+      const double kvxUs = static_cast<double>(m.notified.p50.count()) / 1e3;
+      const double bareUs = o.bare->receiverLatency->p50;
+      out += fmt::format(
+          "{:<34} fixed overhead: notify p50 {:.1f} us, bare {} x put + flush + AM {:.1f} us "
+          "({:+.1f} us)\n",
+          "", kvxUs, o.bare->segments, bareUs, kvxUs - bareUs);
+    }
     if (!o.benchCase.trace.empty() && m.done.count > 0 && m.donePerMiB.count > 0) {
       out += fmt::format(
           "{:<34} tail: done p99/p50 {:.2f} (raw), {:.2f} per MiB moved ({:.2f}/{:.2f} ms/MiB)\n",

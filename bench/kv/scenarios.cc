@@ -145,6 +145,7 @@ void mla(Builder& b) {
   one.label = "1 block w1 push (fixed overhead)";
   one.tokens = 64;
   one.window = 1;
+  one.fixedOverhead = true;
   one.requests = b.quick() ? 10 : 200;
   b.add(one);
 }

@@ -77,6 +77,9 @@ TEST_CASE("invalid bare options name the option and the value", "[unit]") {
   o.fixedOverhead = true;
   o.window = 4;
   requireInvalid(o, "--fixed-overhead");
+  o.window = 1;
+  o.segments = 61;  // a block of several segments (DeepSeek-V3's layers) is one request
+  CHECK(validate(o).isOk());
   o = {};
   o.fixedOverhead = true;
   o.op = BareOp::kGet;
