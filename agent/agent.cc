@@ -114,6 +114,9 @@ Status Agent::wait(TransferId transfer, Deadline deadline) {
   return impl_->engine->wait(transfer, deadline);
 }
 Status Agent::cancel(TransferId transfer) { return impl_->engine->cancel(transfer); }
+Status Agent::cancel(std::span<const TransferId> transfers) {
+  return impl_->engine->cancel(transfers);
+}
 Result<TransferStats> Agent::transferStats(TransferId transfer) const {
   return impl_->engine->stats(transfer);
 }

@@ -109,7 +109,15 @@ class Engine {
   Status post(TransferId id, Transfer::FinishedCallback onFinished = nullptr);
   TransferStatus poll(TransferId id) const;
   Status wait(TransferId id, Deadline deadline);
+  // Cancels a pending transfer: cancel({&id, 1}).
   Status cancel(TransferId id);
+  // Cancels every pending transfer of `ids` together: each stops posting at once; those
+  // that have not drained within one cancelGrace (counted once for the whole set) have
+  // their peer's link reset, once per peer. When it returns, no further byte of any of them
+  // lands. Transfers that are not pending are left alone. INTERNAL if some still had
+  // operations in flight after their link was reset; else NOT_FOUND for the first unknown id
+  // (the others are cancelled all the same).
+  Status cancel(std::span<const TransferId> ids);
   Result<TransferStats> stats(TransferId id) const;
   Status release(TransferId id);
 
@@ -131,6 +139,12 @@ class Engine {
                                  std::optional<std::string> notification);
   // A plan with staged operations needs its device's copy engine and staging buffers ready.
   Status prepareStaging(const TransferPlan& plan);
+  // Waits until `transfer` is not pending or the deadline passed, driving progress in
+  // caller-driven mode.
+  void waitFinished(const Transfer& transfer, Deadline deadline);
+  // Waits for all of `transfers` (one deadline for the set); returns those still pending.
+  std::vector<std::shared_ptr<Transfer>> waitAllFinished(
+      std::vector<std::shared_ptr<Transfer>> transfers, Deadline deadline);
   void onMessage(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload);
   // Hands queued notifications to the handler; true if there were any.
   bool deliverNotifications();

@@ -8,8 +8,6 @@
 namespace kvx::engine {
 namespace {
 
-constexpr auto kDrainAfterReset = std::chrono::seconds(5);
-
 std::string mismatch(std::size_t index, std::uint64_t local, std::uint64_t remote) {
   return "descriptor " + std::to_string(index) + ": local length " + std::to_string(local) +
          " differs from remote length " + std::to_string(remote);
@@ -219,11 +217,7 @@ TransferStatus Engine::poll(TransferId id) const {
 
 Status Engine::wait(TransferId id, Deadline deadline) {
   KVX_ASSIGN_OR_RETURN(auto transfer, transfers_.find(id));
-  if (callerDriven()) {
-    while (transfer->pending() && Clock::now() < deadline) progress();
-  } else {
-    transfers_.waitFinished(*transfer, deadline);
-  }
+  waitFinished(*transfer, deadline);
   const TransferStatus s = transfer->status();
   switch (s.state) {
     case TransferState::kDone: return Status::ok();
@@ -234,28 +228,6 @@ Status Engine::wait(TransferId id, Deadline deadline) {
   }
   return timedOut("transfer " + std::to_string(id.value) + " to '" + transfer->peerName() +
                   "' still pending at the deadline");
-}
-
-Status Engine::cancel(TransferId id) {
-  KVX_ASSIGN_OR_RETURN(auto transfer, transfers_.find(id));
-  if (!transfer->pending()) return Status::ok();
-  transfer->requestCancel(cancelled("transfer " + std::to_string(id.value) + " was cancelled"));
-  if (driver_) driver_->kick();
-  if (wait(id, Clock::now() + options_.cancelGrace).code() != StatusCode::kTimedOut) {
-    return Status::ok();
-  }
-  // Operations already handed to the transport cannot be recalled one by one: close the
-  // endpoint (which aborts them) and open a fresh one for the peer's other transfers.
-  spdlog::warn("{}: transfer {} did not drain within {} ms; resetting the link to '{}'", name(),
-               id.value, options_.cancelGrace.count(), transfer->peerName());
-  transfer->peer()->resetLink("cancel of transfer " + std::to_string(id.value)).ignore();
-  if (driver_) driver_->kick();
-  const Status drained = wait(id, Clock::now() + kDrainAfterReset);
-  if (drained.code() == StatusCode::kTimedOut) {
-    return internalError("transfer " + std::to_string(id.value) +
-                         " still has operations in flight after its endpoint was closed");
-  }
-  return Status::ok();
 }
 
 Result<TransferStats> Engine::stats(TransferId id) const {

@@ -236,6 +236,9 @@ Status validateChannelOptions(const ChannelOptions& options) {
                            ") and maxPendingHandshakes (" +
                            std::to_string(options.maxPendingHandshakes) + ") must be at least 1");
   }
+  if (options.maxPendingHandshakesPerAddress == 0) {
+    return invalidArgument("maxPendingHandshakesPerAddress (0) must be at least 1");
+  }
   if (!options.authToken.empty() && options.authToken.size() < kMinAuthTokenBytes) {
     return invalidArgument("the auth token has " + std::to_string(options.authToken.size()) +
                            " bytes; at least " + std::to_string(kMinAuthTokenBytes) +

@@ -21,8 +21,9 @@
 // a frame left incomplete for readTimeout, or a peer that stops reading for readTimeout
 // closes that connection only (after a best-effort ErrorMessage); others are unaffected.
 // Memory for a frame grows with the bytes that arrive, not with the length it announces.
-// Admission: an inbound connection beyond maxConnectionsPerAddress from one IP address, or
-// beyond maxPendingHandshakes handshakes in progress, is sent RESOURCE_EXHAUSTED and closed
+// Admission: an inbound connection beyond maxConnectionsPerAddress from one IP address,
+// beyond maxPendingHandshakesPerAddress handshakes in progress from its IP address, or beyond
+// maxPendingHandshakes handshakes in progress in all, is sent RESOURCE_EXHAUSTED and closed
 // at once; the first refusal of a spell is logged, the rest only counted.
 //
 // Authentication: with an authToken, the whole handshake (which must finish within
@@ -94,6 +95,13 @@ struct ChannelOptions {
   // handshakes in progress at once. REQUIRES: >= 1.
   std::uint32_t maxConnectionsPerAddress = 64;
   std::uint32_t maxPendingHandshakes = 64;
+  // Inbound handshakes in progress at once from one IP address. A quarter of
+  // maxPendingHandshakes: one address that opens connections and stays silent holds at
+  // most 16 slots until readTimeout closes them, so at least four misbehaving addresses are
+  // needed to lock honest peers out, while a host that legitimately (re)connects many agents
+  // at once (one per GPU, or a restart of the whole host) still handshakes 16 links in
+  // parallel; the rest just wait a handshake's time and retry. REQUIRES: >= 1.
+  std::uint32_t maxPendingHandshakesPerAddress = 16;
 };
 
 // OK, or INVALID_ARGUMENT naming the option and the values at fault (a non-loopback

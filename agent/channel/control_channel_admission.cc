@@ -1,6 +1,10 @@
 // ControlChannel::Impl, part four: admission of inbound connections (the per-address and
 // handshake limits of ChannelOptions). Channel thread only.
 //
+// Handshakes are capped per remote address as well as in all: silent connections from one
+// address then hold at most maxPendingHandshakesPerAddress of the maxPendingHandshakes slots
+// until readTimeout closes them, and the other addresses keep the rest.
+//
 // A refused connection is told why (RESOURCE_EXHAUSTED) and closed after a short linger, so
 // that a client which already sent its first frame reads the error instead of a reset. The
 // lingering refusals are bounded too: beyond maxPendingHandshakes of them a socket is closed
@@ -24,10 +28,14 @@ constexpr std::chrono::milliseconds kRefusalLinger{200};
 Status ControlChannel::Impl::admit(const std::string& remoteIp) const {
   std::uint32_t fromAddress = 0;
   std::uint32_t handshakes = 0;
+  std::uint32_t handshakesFromAddress = 0;
   for (const auto& [id, link] : links_) {
     if (!link.inbound || link.state == Link::State::kClosing) continue;
-    if (link.state == Link::State::kHandshake) ++handshakes;
-    if (!remoteIp.empty() && link.remoteIp == remoteIp) ++fromAddress;
+    const bool sameAddress = !remoteIp.empty() && link.remoteIp == remoteIp;
+    if (sameAddress) ++fromAddress;
+    if (link.state != Link::State::kHandshake) continue;
+    ++handshakes;
+    if (sameAddress) ++handshakesFromAddress;
   }
   if (fromAddress >= options_.maxConnectionsPerAddress) {
     return resourceExhausted(remoteIp + " already has " + std::to_string(fromAddress) +
@@ -35,6 +43,15 @@ Status ControlChannel::Impl::admit(const std::string& remoteIp) const {
                              "(maxConnectionsPerAddress " +
                              std::to_string(options_.maxConnectionsPerAddress) +
                              "); close some first");
+  }
+  // Checked before the global limit: an address over its share is told that it is the one
+  // at fault, even when it has filled the global limit as well.
+  if (handshakesFromAddress >= options_.maxPendingHandshakesPerAddress) {
+    return resourceExhausted(remoteIp + " already has " + std::to_string(handshakesFromAddress) +
+                             " control handshakes in progress with this agent, its limit "
+                             "(maxPendingHandshakesPerAddress " +
+                             std::to_string(options_.maxPendingHandshakesPerAddress) +
+                             "); finish or close them first");
   }
   if (handshakes >= options_.maxPendingHandshakes) {
     return resourceExhausted(std::to_string(handshakes) +

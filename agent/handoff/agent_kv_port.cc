@@ -180,13 +180,17 @@ void AgentKvPort::cancel(MoveId move) {
 
 void AgentKvPort::runCanceller() {
   std::unique_lock lock(cancelMutex_);
+  std::vector<TransferId> batch;
   while (true) {
     cancelWake_.wait(lock, [&] { return stopping_ || !cancels_.empty(); });
     if (stopping_) return;
-    TransferId id = cancels_.front();
-    cancels_.pop_front();
+    // Every cancel queued so far goes as one batch: moves that time out together (a peer
+    // whose data stopped moving) then wait out one grace period and one link reset
+    // between them, not one each in turn.
+    batch.assign(cancels_.begin(), cancels_.end());
+    cancels_.clear();
     lock.unlock();
-    (void)agent_.cancel(id);  // NOT_FOUND once it finished and was released: fine
+    (void)agent_.cancel(batch);  // NOT_FOUND for moves that finished and were released: fine
     lock.lock();
   }
 }

@@ -4,7 +4,8 @@
 // the local pool, and one per attached peer pool; a move of whole segments is a makeTransfer
 // by index, which coalesces adjacent segments. A move of a head slice lists its strided
 // pieces explicitly (createTransfer), since no prepared list holds them. Cancels run on a worker
-// thread of their own, because a cancel may wait for the engine's grace period.
+// thread of their own, because a cancel may wait for the engine's grace period; the cancels
+// queued meanwhile go to the agent as one batch, which shares that wait.
 //
 // Thread safety: send/attachPool/detachPool/move from one thread (the KV service thread);
 // cancel and livePeers from any thread.
@@ -16,6 +17,7 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "agent/handoff/kv_port.h"
 #include "agent/kv/kv_pool.h"

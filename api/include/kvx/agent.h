@@ -100,6 +100,11 @@ class Agent final {
   Status wait(TransferId transfer, Deadline deadline);
   // Cancels a pending transfer. When it returns, no further byte of that transfer lands.
   Status cancel(TransferId transfer);
+  // Cancels a set of transfers together, as cancel() each, but the wait for their
+  // operations to drain (AgentOptions::cancelGrace) is paid once for the set, and a peer
+  // whose link must be reset to abort them is reset once. Transfers that are not pending are
+  // left alone; an unknown id is reported (NOT_FOUND) after the others are cancelled.
+  Status cancel(std::span<const TransferId> transfers);
   Result<TransferStats> transferStats(TransferId transfer) const;
   // Forgets a finished transfer; a pending one is cancelled first.
   Status release(TransferId transfer);

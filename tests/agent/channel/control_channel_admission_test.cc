@@ -1,7 +1,10 @@
 // kvx-test-labels: unit
-// Admission limits: connections per remote address and handshakes in progress. An excess
-// connection is refused at once with RESOURCE_EXHAUSTED; the others are unaffected.
+// Admission limits: connections per remote address, handshakes in progress per remote
+// address and in all. An excess connection is refused at once with RESOURCE_EXHAUSTED; the
+// others are unaffected.
 #include <catch2/catch.hpp>
+#include <memory>
+#include <vector>
 
 #include "tests/agent/channel/control_channel_fixture.h"
 
@@ -121,11 +124,44 @@ TEST_CASE("handshakes beyond the limit are refused; those waiting are unaffected
   requireRealConnectWorks(server);
 }
 
+TEST_CASE("silent handshakes from one address beyond its share are refused; others still connect") {
+  ChannelOptions options = limitedOptions(64, 64, 3s);
+  options.maxPendingHandshakesPerAddress = 3;
+  TestChannel server("server", options);
+  // Silent clients from 127.0.0.1 fill that address's share of the handshake slots.
+  std::vector<std::unique_ptr<RawClient>> silent;
+  for (int i = 0; i < 3; ++i) silent.push_back(std::make_unique<RawClient>(server.address()));
+  std::this_thread::sleep_for(100ms);
+
+  const auto start = kvx::Clock::now();
+  RawClient excess(server.address());
+  std::vector<Frame> frames;
+  REQUIRE(excess.readUntilClosed(&frames));
+  CHECK(kvx::Clock::now() - start < 1s);
+  CHECK_THAT(errorText(frames),
+             Catch::Contains("127.0.0.1 already has 3 control handshakes in progress") &&
+                 Catch::Contains("maxPendingHandshakesPerAddress 3"));
+
+  // Another address still completes its handshake while those slots are held.
+  CHECK(helloFrom("127.0.0.2", server.address()) ==
+        static_cast<std::uint16_t>(MessageType::kHelloAck));
+  // The silent connections are still open; one that finishes frees its address's slot.
+  CHECK(silent[0]->silentFor(50ms));
+  silent[0]->send(encodeMessage(Hello{sampleMetadata("first"), std::nullopt}));
+  CHECK(silent[0]->readFrame().type == static_cast<std::uint16_t>(MessageType::kHelloAck));
+  CHECK(helloFrom("127.0.0.1", server.address()) ==
+        static_cast<std::uint16_t>(MessageType::kHelloAck));
+}
+
 TEST_CASE("admission limits are checked") {
   ChannelOptions options = limitedOptions(0, 1);
   CHECK(validateChannelOptions(options).code() == StatusCode::kInvalidArgument);
   options = limitedOptions(1, 0);
   CHECK_THAT(validateChannelOptions(options).message(),
              Catch::Contains("maxPendingHandshakes (0) must be at least 1"));
+  options = limitedOptions(1, 1);
+  options.maxPendingHandshakesPerAddress = 0;
+  CHECK_THAT(validateChannelOptions(options).message(),
+             Catch::Contains("maxPendingHandshakesPerAddress (0) must be at least 1"));
   CHECK(validateChannelOptions(limitedOptions(1, 1)).isOk());
 }

@@ -1,8 +1,12 @@
 // kvx-test-labels: unit
 #include "engine/gpu/staged_pipeline.h"
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -30,8 +34,19 @@ class EventLog {
   enum class Kind { kCopyStart, kCopyEnd, kWireStart, kWireEnd };
 
   void add(Kind kind, std::size_t chunk) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    entries_.push_back({kind, chunk});
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      entries_.push_back({kind, chunk});
+    }
+    added_.notify_all();
+  }
+  // Waits until the event happened; false if it did not within `timeout`.
+  bool waitFor(Kind kind, std::size_t chunk, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return added_.wait_for(lock, timeout, [&] {
+      return std::any_of(entries_.begin(), entries_.end(),
+                         [&](const Entry& e) { return e.kind == kind && e.chunk == chunk; });
+    });
   }
   // Where the event is in the log; REQUIREs that it happened.
   std::size_t position(Kind kind, std::size_t chunk) const {
@@ -60,12 +75,14 @@ class EventLog {
     std::size_t chunk;
   };
   mutable std::mutex mutex_;
+  std::condition_variable added_;
   std::vector<Entry> entries_;
 };
 
 // One move of `bytes` between a "device" buffer (host memory here) and a remote buffer, through
 // `buffers` staging buffers of `chunk` bytes, with a copy and a wire operation each taking
-// `delay`.
+// `delay`. `gate`, when set, sees every event on the thread that made it, after it is logged,
+// and may hold that thread (the copy engine's or the wire's) before the operation goes on.
 struct Rig {
   Rig(StagedDirection way, std::size_t bytes, std::size_t chunkBytes, std::size_t buffers,
       std::chrono::microseconds delay = {})
@@ -81,13 +98,12 @@ struct Rig {
               const bool sending = e.request.kind == CopyKind::kDeviceToHost;
               const auto* at =
                   static_cast<const std::byte*>(sending ? e.request.source : e.request.destination);
-              log.add(e.phase == FakeCopyEvent::Phase::kStart ? EventLog::Kind::kCopyStart
-                                                              : EventLog::Kind::kCopyEnd,
-                      static_cast<std::size_t>(at - device.data()) / chunk);
+              record(e.phase == FakeCopyEvent::Phase::kStart ? EventLog::Kind::kCopyStart
+                                                             : EventLog::Kind::kCopyEnd,
+                     static_cast<std::size_t>(at - device.data()) / chunk);
             }}),
         wire(remote, way, delay, [this](const FakeStagedWire::Event& e) {
-          log.add(e.start ? EventLog::Kind::kWireStart : EventLog::Kind::kWireEnd,
-                  e.offset / chunk);
+          record(e.start ? EventLog::Kind::kWireStart : EventLog::Kind::kWireEnd, e.offset / chunk);
         }) {
     auto created = StagingPool::create(std::make_shared<HostStagingAllocator>(), buffers, chunk);
     REQUIRE(created.isOk());
@@ -104,9 +120,15 @@ struct Rig {
                                  });
   }
 
+  void record(EventLog::Kind kind, std::size_t index) {
+    log.add(kind, index);
+    if (gate) gate(kind, index);
+  }
+
   StagedDirection direction;
   std::size_t chunk;
   EventLog log;
+  std::function<void(EventLog::Kind, std::size_t)> gate;  // set before start()
   std::vector<std::byte> device;
   std::vector<std::byte> remote;
   FakeCopyEngine copies;
@@ -173,32 +195,58 @@ TEST_CASE("receiving: every byte lands in its piece on the device", "[staged]") 
   CHECK(rig.doneCalls == 1);
 }
 
+// The overlap tests prove overlap by the order of events, not by timing. Each operation that
+// should overlap another is held at its start until that other one has started too: a
+// pipeline that overlaps lets both go on, and the log then shows both in flight at once
+// whatever the scheduling; one that serialises them would leave the first waiting for an
+// operation that never starts, and the order checks fail once the hold gives up.
+constexpr auto kHoldLimit = 2s;
+
 TEST_CASE("sending overlaps copies with the wire: a chunk goes out while the next is copied",
           "[staged]") {
   constexpr std::size_t kChunks = 8;
-  Rig rig(StagedDirection::kDeviceToWire, kChunks * 4096, 4096, 2, 5ms);
+  using K = EventLog::Kind;
+  Rig rig(StagedDirection::kDeviceToWire, kChunks * 4096, 4096, 2);
+  // Copy i+1 and the wire operation of chunk i each wait for the other to start.
+  rig.gate = [&rig](K kind, std::size_t chunk) {
+    if (kind == K::kCopyStart && chunk > 0)
+      (void)rig.log.waitFor(K::kWireStart, chunk - 1, kHoldLimit);
+    if (kind == K::kWireStart && chunk + 1 < kChunks) {
+      (void)rig.log.waitFor(K::kCopyStart, chunk + 1, kHoldLimit);
+    }
+  };
   REQUIRE(finish(*rig.start()).isOk());
   CHECK(rig.remote == rig.device);
-  using K = EventLog::Kind;
   for (std::size_t i = 0; i + 1 < kChunks; ++i) {
     INFO("chunk " << i);
     CHECK(rig.log.position(K::kCopyEnd, i) < rig.log.position(K::kWireStart, i));
-    // Overlap: chunk i is on the wire before chunk i+1's copy ends.
+    // Overlap: chunk i is on the wire while chunk i+1 is copied.
     CHECK(rig.log.position(K::kWireStart, i) < rig.log.position(K::kCopyEnd, i + 1));
+    CHECK(rig.log.position(K::kCopyStart, i + 1) < rig.log.position(K::kWireEnd, i));
   }
   CHECK(rig.log.maxChunksInFlight(K::kCopyStart, K::kWireEnd) <= 2);
 }
 
 TEST_CASE("receiving overlaps the wire with copies to the device", "[staged]") {
   constexpr std::size_t kChunks = 8;
-  Rig rig(StagedDirection::kWireToDevice, kChunks * 4096, 4096, 2, 5ms);
+  using K = EventLog::Kind;
+  Rig rig(StagedDirection::kWireToDevice, kChunks * 4096, 4096, 2);
+  // The copy of chunk i and the wire operation of chunk i+1 each wait for the other to start.
+  rig.gate = [&rig](K kind, std::size_t chunk) {
+    if (kind == K::kWireStart && chunk > 0)
+      (void)rig.log.waitFor(K::kCopyStart, chunk - 1, kHoldLimit);
+    if (kind == K::kCopyStart && chunk + 1 < kChunks) {
+      (void)rig.log.waitFor(K::kWireStart, chunk + 1, kHoldLimit);
+    }
+  };
   REQUIRE(finish(*rig.start()).isOk());
   CHECK(rig.remote == rig.device);
-  using K = EventLog::Kind;
   for (std::size_t i = 0; i + 1 < kChunks; ++i) {
     INFO("chunk " << i);
     CHECK(rig.log.position(K::kWireEnd, i) < rig.log.position(K::kCopyStart, i));
+    // Overlap: chunk i is copied while chunk i+1 is on the wire.
     CHECK(rig.log.position(K::kCopyStart, i) < rig.log.position(K::kWireEnd, i + 1));
+    CHECK(rig.log.position(K::kWireStart, i + 1) < rig.log.position(K::kCopyEnd, i));
   }
   CHECK(rig.log.maxChunksInFlight(K::kWireStart, K::kCopyEnd) <= 2);
 }

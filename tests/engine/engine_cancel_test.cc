@@ -1,0 +1,157 @@
+// kvx-test-labels: ucx
+// Cancelling transfers whose operations are stuck in flight. The initiator reads over UCX tcp
+// from targets that are caller-driven and never progressed: a read over tcp needs the
+// target's worker to answer it, so every operation stays in flight until the initiator
+// resets its link to that target. Reads, so that the bytes that could land late would land
+// in the initiator's own buffer, which the test watches.
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <thread>
+
+#include "engine/engine.h"
+
+using namespace kvx;
+using namespace kvx::engine;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto kGrace = 400ms;
+constexpr std::size_t kBytes = 1 << 20;  // per transfer
+
+std::unique_ptr<Engine> makeEngine(const std::string& name, ProgressMode mode) {
+  EngineOptions options;
+  options.name = name;
+  options.transport = "ucx";
+  options.transportOptions.transports = "tcp";
+  options.transportOptions.netDevices = "lo";
+  options.progressMode = mode;
+  options.cancelGrace = kGrace;
+  options.maxOpsInFlight = 8;
+  options.maxOpBytes = 64 * 1024;
+  return std::move(Engine::create(options).value());
+}
+
+// A target that never progresses unless told to, with one exposed buffer.
+struct Target {
+  explicit Target(const std::string& name)
+      : engine(makeEngine(name, ProgressMode::kCaller)), bytes(kBytes, 0x5a) {
+    region = engine->registerMemory({name + ".buf", bytes.data(), bytes.size()}).value();
+  }
+  std::unique_ptr<Engine> engine;
+  std::vector<std::uint8_t> bytes;
+  RegionId region;
+};
+
+struct Initiator {
+  Initiator() : engine(makeEngine("initiator", ProgressMode::kThread)) {}
+
+  void addPeer(Target& target) {
+    REQUIRE(engine->addOrUpdatePeer(target.engine->localMetadata()).isOk());
+  }
+
+  // Posts a read of the whole target buffer into a local buffer of its own.
+  TransferId postRead(Target& target) {
+    buffers.push_back(std::make_unique<std::vector<std::uint8_t>>(kBytes, 0));
+    std::vector<std::uint8_t>& local = *buffers.back();
+    const RegionId localRegion =
+        engine
+            ->registerMemory({"local" + std::to_string(buffers.size()), local.data(), local.size(),
+                              MemoryKind::kHost, -1, false})
+            .value();
+    TransferRequest request;
+    request.peer = target.engine->name();
+    request.op = TransferOp::kRead;
+    request.segments.push_back({{localRegion, 0, kBytes}, {target.region, 0, kBytes}});
+    const TransferId id = engine->createTransfer(request).value();
+    REQUIRE(engine->post(id).isOk());
+    return id;
+  }
+
+  std::uint64_t linkEpoch(const std::string& peer) {
+    return engine->peer(peer).value()->link().value()->epoch();
+  }
+
+  std::unique_ptr<Engine> engine;
+  std::vector<std::unique_ptr<std::vector<std::uint8_t>>> buffers;
+};
+
+}  // namespace
+
+TEST_CASE("transfers stuck on several peers and cancelled together take one grace period",
+          "[engine][cancel]") {
+  // Three peers with two stuck transfers each: cancelled one at a time, each peer would cost
+  // a grace period of its own (three in all); together they cost one.
+  constexpr int kPeers = 3;
+  constexpr int kPerPeer = 2;
+  std::vector<std::unique_ptr<Target>> targets;
+  Initiator initiator;
+  for (int p = 0; p < kPeers; ++p) {
+    targets.push_back(std::make_unique<Target>("target" + std::to_string(p)));
+    initiator.addPeer(*targets.back());
+  }
+  std::vector<TransferId> ids;
+  std::vector<std::uint64_t> epochs;
+  for (auto& target : targets) {
+    for (int i = 0; i < kPerPeer; ++i) ids.push_back(initiator.postRead(*target));
+    epochs.push_back(initiator.linkEpoch(target->engine->name()));
+  }
+  std::this_thread::sleep_for(100ms);
+  for (TransferId id : ids) REQUIRE(initiator.engine->poll(id).state == TransferState::kPending);
+
+  const auto start = Clock::now();
+  REQUIRE(initiator.engine->cancel(ids).isOk());
+  const auto took = Clock::now() - start;
+  INFO("the batch cancel took "
+       << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  CHECK(took >= kGrace);  // the stuck operations had their grace period
+  CHECK(took < 2 * kGrace);
+  for (TransferId id : ids) {
+    const TransferStatus status = initiator.engine->poll(id);
+    CHECK(status.state == TransferState::kFailed);
+    CHECK(status.status.code() == StatusCode::kCancelled);
+  }
+  // One reset per peer, however many of its transfers were stuck.
+  for (int p = 0; p < kPeers; ++p) {
+    CHECK(initiator.linkEpoch(targets[p]->engine->name()) == epochs[p] + 1);
+  }
+
+  // No byte lands after the cancel reported, even once the targets answer what they got.
+  std::vector<std::vector<std::uint8_t>> snapshot;
+  for (const auto& buffer : initiator.buffers) snapshot.push_back(*buffer);
+  const Deadline until = deadlineIn(300ms);
+  while (Clock::now() < until) {
+    for (auto& target : targets) target->engine->progress();
+  }
+  for (std::size_t i = 0; i < snapshot.size(); ++i) {
+    INFO("buffer of transfer " << i);
+    CHECK(std::memcmp(snapshot[i].data(), initiator.buffers[i]->data(), kBytes) == 0);
+  }
+
+  // The fresh links work once the targets make progress.
+  const TransferId next = initiator.postRead(*targets[0]);
+  const Deadline deadline = deadlineIn(10s);
+  while (initiator.engine->poll(next).state == TransferState::kPending && Clock::now() < deadline) {
+    targets[0]->engine->progress();
+  }
+  CHECK(initiator.engine->wait(next, Clock::now()).isOk());
+  CHECK(initiator.buffers.back()->front() == 0x5a);
+}
+
+TEST_CASE("a batch cancel reports an unknown id after cancelling the others", "[engine][cancel]") {
+  Target target("target");
+  Initiator initiator;
+  initiator.addPeer(target);
+  const TransferId first = initiator.postRead(target);
+  const TransferId second = initiator.postRead(target);
+  const std::vector<TransferId> ids = {first, TransferId(999999), second};
+  const Status status = initiator.engine->cancel(ids);
+  CHECK(status.code() == StatusCode::kNotFound);
+  for (TransferId id : {first, second}) {
+    CHECK(initiator.engine->poll(id).status.code() == StatusCode::kCancelled);
+  }
+  // Cancelling finished transfers again is a no-op.
+  const std::vector<TransferId> again = {first, second};
+  CHECK(initiator.engine->cancel(again).isOk());
+  CHECK(initiator.engine->cancel(first).isOk());
+}
