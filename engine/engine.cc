@@ -54,6 +54,13 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   engine->staging_ = std::make_unique<StagingService>(*engine->transport_, *engine->gpu_,
                                                       engine->options_.staging);
   engine->notificationHeader_ = encodeNotificationHeader(engine->options_.name);
+  engine->stagingReplyHeader_ =
+      encodeMessageHeader(MessageKind::kStagingReply, engine->options_.name);
+  engine->stagingContext_.service = engine->staging_.get();
+  engine->stagingContext_.client = &engine->stagingClient_;
+  engine->stagingContext_.requestHeader =
+      encodeMessageHeader(MessageKind::kStagingRequest, engine->options_.name);
+  engine->stagingContext_.replyTimeout = engine->options_.staging.replyTimeout;
   Engine* self = engine.get();
   engine->transport_->setMessageHandler(
       [self](std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload) {
@@ -91,6 +98,7 @@ Engine::~Engine() {
     }
   }
   // Copy engines wait for their running copies: no staged callback runs after this.
+  if (WindowServer* server = window_.load()) server->close();
   if (staging_) staging_->close();
   if (driver_) driver_->stop();
   transfers_.setWake(nullptr);  // only this thread can still complete operations now
@@ -103,7 +111,9 @@ Engine::~Engine() {
   peers.clear();
   transfers_.pump();
   for (auto& transfer : transfers_.all()) transfers_.erase(transfer->id()).ignore();
-  staging_.reset();  // deregisters the staging buffers: before the transport goes
+  window_.store(nullptr);
+  windowOwner_.reset();  // after the copy engines closed: no copy of its slots runs
+  staging_.reset();      // deregisters the staging buffers: before the transport goes
   registry_.reset();
   transport_.reset();
 }
@@ -115,12 +125,17 @@ Result<RegionId> Engine::registerMemory(const MemoryRegionSpec& spec) {
   if (id.isOk()) {
     spdlog::debug("{}: registered region '{}' ({} bytes, {})", name(), spec.name, spec.length,
                   toString(spec.kind));
+    if (auto region = registry_->find(*id); region.isOk()) ensureWindow(**region);
   }
   return id;
 }
 
 Result<AllocatedRegion> Engine::allocateMemory(const AllocationSpec& spec) {
-  return registry_->allocate(spec);
+  auto allocated = registry_->allocate(spec);
+  if (allocated.isOk()) {
+    if (auto region = registry_->find(allocated->id); region.isOk()) ensureWindow(**region);
+  }
+  return allocated;
 }
 
 Status Engine::deregisterMemory(RegionId id) { return registry_->remove(id); }
@@ -140,6 +155,7 @@ PeerMetadata Engine::localMetadata() const {
     auto key = region->memory->packedRemoteKey();
     metadata.regions.push_back(RegionMetadata{region->info, {key.begin(), key.end()}});
   }
+  if (const WindowServer* server = window_.load()) metadata.stagingWindow = server->metadata();
   return metadata;
 }
 
@@ -161,6 +177,7 @@ Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
   }
   if (known && known->incarnation() == metadata.incarnation) {
     known->updateRegions(metadata.regions);
+    known->updateStagingWindow(metadata.stagingWindow);
     return Status::ok();
   }
   if (known) {
@@ -170,6 +187,7 @@ Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
   const std::string peerName = metadata.name;
   const std::uint64_t incarnation = metadata.incarnation;
   const std::vector<RegionMetadata> regions = metadata.regions;
+  const StagingWindowMetadata window = metadata.stagingWindow;
   KVX_ASSIGN_OR_RETURN(auto peer,
                        RemotePeer::connect(*transport_, std::move(metadata),
                                            [this, peerName, incarnation](const Status& why) {
@@ -185,6 +203,7 @@ Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
       // race: keep its peer object, so transfers already made against it stay valid.
       if (it->second->incarnation() == incarnation) {
         it->second->updateRegions(regions);
+        it->second->updateStagingWindow(window);
         redundant = std::move(peer);
         joined = false;
       } else {
@@ -249,6 +268,7 @@ Status Engine::updatePeer(PeerMetadata metadata) {
                               std::to_string(known->incarnation()) + " is connected");
   }
   known->updateRegions(metadata.regions);
+  known->updateStagingWindow(metadata.stagingWindow);
   return Status::ok();
 }
 
@@ -277,6 +297,8 @@ Status Engine::removePeerIf(const std::string& peerName, std::optional<std::uint
   }
   failTransfersOf(*peer, why);
   peer->fail(why);  // force-closes the link: in-flight operations complete with errors now
+  // Its idle window slots and waiting requests go; copies running for it finish unanswered.
+  if (WindowServer* server = window_.load()) server->peerGone(peerName);
   if (driver_) driver_->kick();
   spdlog::info("{}: peer '{}' removed: {}", name(), peerName, why.toString());
   emitPeerEvent(PeerEvent::Kind::kLeft, peerName, peer->incarnation(), std::move(why));
@@ -314,13 +336,17 @@ Status Engine::sendNotification(const std::string& peerName, std::string payload
 
 void Engine::onMessage(std::span<const std::uint8_t> header,
                        std::span<const std::uint8_t> payload) {
-  auto sender = decodeNotificationHeader(header);
-  if (!sender.isOk()) {
-    spdlog::warn("{}: dropped a data-path message: {}", name(), sender.status().toString());
+  auto decoded = decodeMessageHeader(header);
+  if (!decoded.isOk()) {
+    spdlog::warn("{}: dropped a data-path message: {}", name(), decoded.status().toString());
+    return;
+  }
+  if (decoded->kind != MessageKind::kNotification) {
+    onStagingMessage(*decoded, payload);
     return;
   }
   inbox_.push(
-      Notification{std::move(sender).value(),
+      Notification{std::move(decoded->sender),
                    std::string(reinterpret_cast<const char*>(payload.data()), payload.size())});
 }
 
@@ -334,7 +360,11 @@ Result<Notification> Engine::waitNotification(Deadline deadline) {
 }
 
 bool Engine::progress() {
-  const bool moved = transport_->progress();
+  bool moved = transport_->progress();
+  // Staging requests the transport just delivered, and copies that finished since.
+  if (WindowServer* server = window_.load()) moved = server->pump() || moved;
+  stagingClient_.tick(Clock::now());
+  releaseOrphanedSlots();
   const bool advanced = transfers_.pump();
   const bool delivered = hasHandler_.load(std::memory_order_relaxed) && deliverNotifications();
   return moved || advanced || delivered;

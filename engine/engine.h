@@ -20,11 +20,15 @@
 
 #include "engine/gpu/gpu_runtime.h"
 #include "engine/memory/memory_registry.h"
+#include "engine/notify/notification_header.h"
 #include "engine/notify/notification_inbox.h"
 #include "engine/peer/peer_metadata.h"
 #include "engine/peer/remote_peer.h"
 #include "engine/progress/progress_driver.h"
+#include "engine/staged/remote_staged_run.h"
+#include "engine/staged/staging_client.h"
 #include "engine/staged/staging_service.h"
+#include "engine/staged/window_server.h"
 #include "engine/transfer/data_path.h"
 #include "engine/transfer/prepared_list.h"
 #include "engine/transfer/transfer_table.h"
@@ -47,7 +51,8 @@ struct EngineOptions {
   // Where GPU memory is probed, copied and staged; null: this process's runtime
   // (gpu::gpuRuntime()). Tests pass a gpu::FakeGpuRuntime, whose device memory is host memory.
   std::shared_ptr<gpu::GpuRuntime> gpuRuntime;
-  // Staging buffers for GPU memory the transport cannot move.
+  // Staging buffers for GPU memory the transport cannot move, on this side and, through
+  // this agent's staging window, for peers.
   StagingOptions staging;
 };
 
@@ -121,6 +126,10 @@ class Engine {
   Result<TransferStats> stats(TransferId id) const;
   Status release(TransferId id);
 
+  // The staging window through which peers reach this agent's GPU memory that its transport
+  // cannot register; null until such a region was registered (or if making it failed).
+  WindowServer* windowServer() { return window_.load(); }
+
   // ---- notifications ----
   Status sendNotification(const std::string& peer, std::string payload);
   NotificationInbox& inbox() { return inbox_; }
@@ -146,6 +155,15 @@ class Engine {
   std::vector<std::shared_ptr<Transfer>> waitAllFinished(
       std::vector<std::shared_ptr<Transfer>> transfers, Deadline deadline);
   void onMessage(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload);
+  // Makes the staging window when `region` is exposed GPU memory the transport could not
+  // register (a failure is logged: peers are then refused as before the window existed).
+  void ensureWindow(const LocalRegion& region);
+  // A staging request for this agent's window or a reply to one of its wires; in the
+  // transport's message handler, so it only queues.
+  void onStagingMessage(const MessageHeader& header, std::span<const std::uint8_t> payload);
+  void sendStagingReply(const std::string& peer, std::vector<std::uint8_t> payload);
+  // Gives back window slots granted to staged moves of this side that ended meanwhile.
+  void releaseOrphanedSlots();
   // Hands queued notifications to the handler; true if there were any.
   bool deliverNotifications();
   void failTransfersOf(const RemotePeer& peer, const Status& why);
@@ -168,6 +186,13 @@ class Engine {
   TransferTable transfers_;
   NotificationInbox inbox_;
   std::vector<std::uint8_t> notificationHeader_;
+  std::vector<std::uint8_t> stagingReplyHeader_;
+  StagingClient stagingClient_;
+  StagingContext stagingContext_;
+
+  std::mutex windowMutex_;                      // guards windowOwner_ (made once)
+  std::unique_ptr<WindowServer> windowOwner_;   // destroyed after the copy engines closed
+  std::atomic<WindowServer*> window_{nullptr};  // windowOwner_, for lock-free readers
 
   std::mutex peerEventMutex_;  // guards peerEventHandler_ (the pointer, not the calls)
   std::shared_ptr<const PeerEventHandler> peerEventHandler_;

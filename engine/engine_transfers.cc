@@ -18,21 +18,23 @@ std::string mismatch(std::size_t index, std::uint64_t local, std::uint64_t remot
 // host memory pays two pointer comparisons per descriptor.
 class PairPaths {
  public:
-  PairPaths(const GpuReach& reach, const std::string& peer) : reach_(reach), peer_(peer) {}
+  // `window`: the peer publishes a staging window.
+  PairPaths(const GpuReach& reach, const std::string& peer, bool window)
+      : reach_(reach), peer_(peer), window_(window) {}
 
   // The path of descriptor `index`, or why it cannot be planned: remote memory that needs
-  // staging on the target, or staged memory on a second device.
+  // staging on a target without a staging window, or staged memory on a second device.
   Result<DataPath> of(std::size_t index, const LocalRegion& local, const RemoteRegion& remote) {
     if (&local == local_ && &remote == remote_) return path_;
     local_ = &local;
     remote_ = &remote;
     path_ = chooseDataPath(local.info.kind, remote.info.kind, !remote.packedKey.empty(),
-                           reach_.cudaDirect);
+                           reach_.cudaDirect, window_);
     if (path_ == DataPath::kNeedsTargetStaging) {
       local_ = nullptr;
       return targetStagingRefused(index, remote.info, peer_, reach_);
     }
-    if (path_ == DataPath::kStagedLocal) {
+    if (path_ == DataPath::kStagedLocal || path_ == DataPath::kStagedBoth) {
       if (stagedDevice_ >= 0 && stagedDevice_ != local.info.device) {
         local_ = nullptr;
         return invalidArgument(
@@ -49,6 +51,7 @@ class PairPaths {
  private:
   const GpuReach& reach_;
   const std::string& peer_;
+  const bool window_;
   const LocalRegion* local_ = nullptr;
   const RemoteRegion* remote_ = nullptr;
   DataPath path_ = DataPath::kDirect;
@@ -63,13 +66,18 @@ Result<TransferId> Engine::addTransfer(std::shared_ptr<RemotePeer> peer, Transfe
   const TransferId id = transfers_.nextId();
   auto transfer = std::make_shared<Transfer>(id, std::move(peer), op, std::move(plan),
                                              notificationHeader_, std::move(notification),
-                                             options_.maxOpsInFlight, transfers_, staging_.get());
+                                             options_.maxOpsInFlight, transfers_, &stagingContext_);
   transfers_.insert(std::move(transfer));
   return id;
 }
 
 Status Engine::prepareStaging(const TransferPlan& plan) {
-  if (plan.stagedOps.empty()) return Status::ok();
+  if (!plan.remoteStagedOps.empty() || !plan.bothStagedOps.empty()) {
+    spdlog::debug("{}: transfer stages {} bytes through the peer's staging window{}", name(),
+                  plan.remoteStagedBytes,
+                  plan.bothStagedOps.empty() ? "" : " (staged through host on both sides)");
+  }
+  if (plan.stagedOps.empty() && plan.bothStagedOps.empty()) return Status::ok();
   return staging_->prepare(plan.stagedDevice)
       .withContext("planning a transfer that stages " + std::to_string(plan.stagedBytes) +
                    " bytes of CUDA device " + std::to_string(plan.stagedDevice) +
@@ -80,7 +88,7 @@ Result<TransferId> Engine::createTransfer(const TransferRequest& request) {
   if (request.segments.empty()) return invalidArgument("a transfer needs at least one descriptor");
   KVX_ASSIGN_OR_RETURN(auto remote, peer(request.peer));
   PlanBuilder builder(options_.maxOpBytes, request.segments.size());
-  PairPaths paths(gpuReach_, remote->name());
+  PairPaths paths(gpuReach_, remote->name(), remote->stagingWindow() != nullptr);
   std::shared_ptr<LocalRegion> local;
   std::shared_ptr<RemoteRegion> region;
   for (std::size_t i = 0; i < request.segments.size(); ++i) {
@@ -130,7 +138,8 @@ Result<ListId> Engine::prepareRemoteList(const std::string& peerName,
     // Remote GPU memory this side cannot reach is refused now rather than by every transfer
     // made from the list (its key could not be unpacked either).
     if (chooseDataPath(MemoryKind::kHost, region->info.kind, !region->packedKey.empty(),
-                       gpuReach_.cudaDirect) == DataPath::kNeedsTargetStaging) {
+                       gpuReach_.cudaDirect,
+                       list->peer->stagingWindow() != nullptr) == DataPath::kNeedsTargetStaging) {
       return targetStagingRefused(i, region->info, peerName, gpuReach_);
     }
     list->remote.push_back(RemoteListEntry{std::move(region), ranges[i].offset, ranges[i].length});
@@ -139,7 +148,8 @@ Result<ListId> Engine::prepareRemoteList(const std::string& peerName,
   std::vector<std::shared_ptr<RemoteRegion>> regions;
   for (const RemoteListEntry& entry : list->remote) {
     if (std::find(regions.begin(), regions.end(), entry.region) == regions.end()) {
-      regions.push_back(entry.region);
+      // A region without a key is reached through the peer's staging window only.
+      if (!entry.region->packedKey.empty()) regions.push_back(entry.region);
     }
   }
   KVX_RETURN_IF_ERROR(list->peer->unpackKeys(regions).withContext(
@@ -175,7 +185,7 @@ Result<TransferId> Engine::makeTransfer(TransferOp op, ListId localList,
                            " remote indices; they must be equal and non-zero");
   }
   PlanBuilder builder(options_.maxOpBytes, localIndices.size());
-  PairPaths paths(gpuReach_, remote->peer->name());
+  PairPaths paths(gpuReach_, remote->peer->name(), remote->peer->stagingWindow() != nullptr);
   for (std::size_t i = 0; i < localIndices.size(); ++i) {
     const std::uint32_t li = localIndices[i];
     const std::uint32_t ri = remoteIndices[i];

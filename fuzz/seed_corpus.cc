@@ -18,6 +18,7 @@
 #include "agent/kv/model_shape.h"
 #include "agent/metadata/metadata_codec.h"
 #include "engine/notify/notification_header.h"
+#include "engine/staged/staging_message.h"
 #include "engine/transport/ucx/ucx_frame.h"
 #include "workload/latency_stats.h"
 #include "workload/trace_writer.h"
@@ -184,6 +185,24 @@ void notificationHeaders() {
   write("notification_header", "long-length", Bytes{'K', 1, 0xff, 0xff, 'a'});
 }
 
+void stagingMessages() {
+  using engine::StagingOp;
+  using engine::StagingReplyKind;
+  write("staging_message", "write",
+        engine::encodeStagingRequest(
+            {StagingOp::kWrite, 0, (std::uint64_t{1} << 32) | 5, 3, 4096, 65536}));
+  write("staging_message", "copy-in",
+        engine::encodeStagingRequest({StagingOp::kCopyIn, 2, 7, 3, 0, 100}));
+  write("staging_message", "granted",
+        engine::encodeStagingReply({StagingReplyKind::kGranted, 1, 9, {}}));
+  write("staging_message", "failed",
+        engine::encodeStagingReply(
+            {StagingReplyKind::kFailed, 0, 9, invalidArgument("range exceeds region 'kv'")}));
+  write("staging_message", "bad-version", Bytes{2, 1, 0, 0});
+  write("staging_message", "long-message",
+        Bytes{1, 4, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 13, 0, 0, 0, 0xff, 0xff, 0, 0, 'x'});
+}
+
 void modelShapes() {
   for (const std::string& name : agent::kv::builtinShapeNames()) {
     write("model_shape", name, agent::kv::shapeToJson(agent::kv::builtinShape(name).value()));
@@ -253,6 +272,7 @@ int main(int argc, char** argv) {
   metadataBlobs();
   kvMessages();
   notificationHeaders();
+  stagingMessages();
   modelShapes();
   traces();
   ucxFrames();

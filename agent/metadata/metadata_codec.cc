@@ -149,11 +149,21 @@ json metadataToJson(const engine::PeerMetadata& metadata) {
                        {"exposed", region.info.exposed},
                        {"packedKey", channel::toHex(region.packedKey)}});
   }
-  return {{"name", metadata.name},
-          {"incarnation", metadata.incarnation},
-          {"transport", metadata.transport},
-          {"dataAddress", channel::toHex(metadata.dataAddress)},
-          {"regions", std::move(regions)}};
+  json out = {{"name", metadata.name},
+              {"incarnation", metadata.incarnation},
+              {"transport", metadata.transport},
+              {"dataAddress", channel::toHex(metadata.dataAddress)},
+              {"regions", std::move(regions)}};
+  // Optional: older agents neither send nor expect it (their peers then refuse transfers
+  // that would need it).
+  const engine::StagingWindowMetadata& window = metadata.stagingWindow;
+  if (window.present()) {
+    out["stagingWindow"] = {{"address", window.address},
+                            {"slotBytes", window.slotBytes},
+                            {"slots", window.slots},
+                            {"packedKey", channel::toHex(window.packedKey)}};
+  }
+  return out;
 }
 
 Result<engine::PeerMetadata> metadataFromJson(const json& value, std::string_view path) {
@@ -171,6 +181,22 @@ Result<engine::PeerMetadata> metadataFromJson(const json& value, std::string_vie
       KVX_ASSIGN_OR_RETURN(engine::RegionMetadata region,
                            regionFromJson((*regions)[i], regionPath(path, i)));
       metadata.regions.push_back(std::move(region));
+    }
+    if (reader.value().contains("stagingWindow")) {
+      KVX_ASSIGN_OR_RETURN(JsonReader window, reader.child("stagingWindow"));
+      engine::StagingWindowMetadata& out = metadata.stagingWindow;
+      KVX_ASSIGN_OR_RETURN(out.address, window.unsignedInteger("address"));
+      KVX_ASSIGN_OR_RETURN(out.slotBytes,
+                           window.unsignedInteger("slotBytes", 1, kMaxWindowSlotBytes));
+      KVX_ASSIGN_OR_RETURN(std::uint64_t slots,
+                           window.unsignedInteger("slots", 1, kMaxWindowSlots));
+      out.slots = static_cast<std::uint32_t>(slots);
+      KVX_ASSIGN_OR_RETURN(out.packedKey, window.hexBytes("packedKey", kMaxPackedKeyBytes));
+      if (out.address + out.slotBytes * out.slots < out.address) {
+        return fieldError(window.path(), "a window that does not wrap the address space",
+                          std::to_string(out.slots) + " x " + std::to_string(out.slotBytes) +
+                              " bytes at " + std::to_string(out.address));
+      }
     }
     KVX_RETURN_IF_ERROR(validateMetadata(metadata, path));
     return metadata;

@@ -35,6 +35,8 @@ inline constexpr std::size_t kMaxRegions = 65536;
 inline constexpr std::size_t kMaxPackedKeyBytes = 4096;
 inline constexpr std::size_t kMaxDataAddressBytes = 64 * 1024;
 inline constexpr std::int64_t kMaxDevice = 4095;
+inline constexpr std::uint64_t kMaxWindowSlots = 4096;
+inline constexpr std::uint64_t kMaxWindowSlotBytes = std::uint64_t{1} << 30;
 
 // Checks an agent name: 1..256 bytes of [A-Za-z0-9._-]. `path` prefixes the error.
 Status validateAgentName(std::string_view name, std::string_view path);

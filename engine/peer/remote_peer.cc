@@ -22,10 +22,12 @@ RemotePeer::~RemotePeer() = default;
 Result<std::shared_ptr<RemotePeer>> RemotePeer::connect(Transport& transport, PeerMetadata metadata,
                                                         LinkFailureHandler onLinkFailure) {
   std::vector<RegionMetadata> regions = metadata.regions;
+  const StagingWindowMetadata window = metadata.stagingWindow;
   std::shared_ptr<RemotePeer> peer(
       new RemotePeer(transport, std::move(metadata), std::move(onLinkFailure)));
   peer->self_ = peer;
   peer->updateRegions(regions);
+  peer->updateStagingWindow(window);
   auto link = peer->openLink();
   if (!link.isOk()) return link.status().withContext("connecting to peer '" + peer->name_ + "'");
   std::lock_guard lock(peer->mutex_);
@@ -75,6 +77,27 @@ Result<std::shared_ptr<RemoteRegion>> RemotePeer::resolve(const MemoryRange& ran
                       " of peer '" + name_ + "'");
   }
   return region;
+}
+
+std::shared_ptr<const RemotePeer::Window> RemotePeer::stagingWindow() const {
+  std::lock_guard lock(mutex_);
+  return window_;
+}
+
+void RemotePeer::updateStagingWindow(const StagingWindowMetadata& window) {
+  if (!window.present()) return;
+  std::lock_guard lock(mutex_);
+  if (window_ != nullptr) return;
+  auto published = std::make_shared<Window>();
+  published->region = std::make_shared<RemoteRegion>();
+  published->region->info.name = name_ + ".staging-window";
+  published->region->info.address = window.address;
+  published->region->info.length = window.slotBytes * window.slots;
+  published->region->info.kind = MemoryKind::kHost;
+  published->region->packedKey = window.packedKey;
+  published->slotBytes = window.slotBytes;
+  published->slots = window.slots;
+  window_ = std::move(published);
 }
 
 std::vector<RegionInfo> RemotePeer::regions() const {

@@ -44,6 +44,17 @@ class RemotePeer {
   // Replaces the region table: regions no longer listed are marked removed.
   void updateRegions(const std::vector<RegionMetadata>& regions);
 
+  // The peer's staging window, as a remote region (its whole span, with its key), and the
+  // size of one slot; null before the peer published one. A window once published stays
+  // (an agent keeps its window for its lifetime).
+  struct Window {
+    std::shared_ptr<RemoteRegion> region;
+    std::uint64_t slotBytes = 0;
+    std::uint32_t slots = 0;
+  };
+  std::shared_ptr<const Window> stagingWindow() const;
+  void updateStagingWindow(const StagingWindowMetadata& window);
+
   // The current link; fails with PEER_FAILED once the peer was declared failed.
   Result<std::shared_ptr<PeerLink>> link() const;
   // Unpacks the keys of `regions` on the current link now rather than at their first
@@ -74,6 +85,7 @@ class RemotePeer {
   mutable std::mutex mutex_;
   std::unordered_map<RegionId, std::shared_ptr<RemoteRegion>> regions_;
   std::shared_ptr<PeerLink> link_;
+  std::shared_ptr<const Window> window_;
   std::uint64_t nextEpoch_ = 1;
   Status failure_;
 };

@@ -9,7 +9,7 @@
 // issued has completed. Transfer owns one per start that has staged operations, and drops
 // it when the start finishes; the staging buffers go back to the service then.
 //
-// Threads: any thread may call any member, but never in transport completion context.
+// Threads and guarantees: those of StagedShare.
 
 #include <functional>
 #include <memory>
@@ -17,13 +17,14 @@
 
 #include "engine/gpu/staged_pipeline.h"
 #include "engine/staged/staged_rma_wire.h"
+#include "engine/staged/staged_share.h"
 #include "engine/staged/staging_service.h"
 #include "engine/transfer/transfer_plan.h"
 #include "kvx/transfer.h"
 
 namespace kvx::engine {
 
-class StagedRun {
+class StagedRun final : public StagedShare {
  public:
   // Lends staging buffers for `plan`'s staged operations. `keys` are the plan's remote keys
   // unpacked on `link`; `notify` is the wire's (see StagedRmaWire). REQUIRES: `plan`
@@ -33,7 +34,7 @@ class StagedRun {
                                                    std::shared_ptr<PeerLink> link,
                                                    std::vector<const RemoteKey*> keys,
                                                    std::function<void()> notify);
-  ~StagedRun();
+  ~StagedRun() override;
 
   StagedRun(const StagedRun&) = delete;
   StagedRun& operator=(const StagedRun&) = delete;
@@ -41,11 +42,11 @@ class StagedRun {
   // Starts the move; `done` fires exactly once with its outcome, from any thread but never
   // in transport completion context, possibly before begin() returns. An error returned here
   // means nothing was started and `done` will not fire.
-  Status begin(std::function<void(Status)> done);
+  Status begin(std::function<void(Status)> done) override;
   // Stops the move (its outcome becomes CANCELLED unless it already failed or finished).
-  void cancel();
+  void cancel() override;
   // Hands completed RMA chunks to the pipeline; see StagedRmaWire::deliverCompleted.
-  bool deliverCompleted() { return wire_->deliverCompleted(); }
+  bool deliverCompleted() override { return wire_->deliverCompleted(); }
 
  private:
   StagedRun(StagingService& service, const TransferPlan& plan, TransferOp op,

@@ -9,7 +9,9 @@
 // Thread safety: every member may be called from any thread. Lifetime: owned by the engine;
 // REQUIRES: the transport and the GPU runtime outlive it, and every lease is returned first.
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,6 +27,14 @@ namespace kvx::engine {
 struct StagingOptions {
   std::size_t chunkBytes = 2u << 20;  // one staging buffer; the unit of copy and wire op
   std::size_t buffers = 4;            // per set: chunks in flight per staged transfer
+  // The staging window peers stage through to reach this agent's GPU memory that its
+  // transport cannot register (made with the first such exposed region): `windowSlots`
+  // buffers of `windowSlotBytes` (0: chunkBytes), shared by all peers.
+  std::uint32_t windowSlots = 8;
+  std::size_t windowSlotBytes = 0;
+  // How long an initiator waits for each reply of the peer's window before failing the
+  // transfer (TIMED_OUT).
+  std::chrono::milliseconds replyTimeout{5000};
 };
 
 // One set of staging buffers and their transport registrations (one per buffer).

@@ -6,6 +6,8 @@ std::string_view toString(DataPath path) {
   switch (path) {
     case DataPath::kDirect: return "direct";
     case DataPath::kStagedLocal: return "staged through host on this side";
+    case DataPath::kStagedRemote: return "staged through host on the peer's side";
+    case DataPath::kStagedBoth: return "staged through host on both sides";
     case DataPath::kNeedsTargetStaging: return "needs staging on the target";
   }
   return "unknown";
@@ -28,9 +30,10 @@ Status targetStagingRefused(std::size_t index, const RegionInfo& remote, std::st
   return failedPrecondition(
       "descriptor " + std::to_string(index) + ": remote region '" + remote.name + "' of peer '" +
       std::string(peer) + "' is CUDA memory of device " + std::to_string(remote.device) + " and " +
-      why +
-      "; staging on the target side is not supported yet: move it through a host region "
-      "of the peer, or use a UCX built with CUDA on both agents");
+      why + "; peer '" + std::string(peer) +
+      "' publishes no staging window (an older kvx, or it could not make one): upgrade it, "
+      "move the bytes through a host region of the peer, or use a UCX built with CUDA on "
+      "both agents");
 }
 
 }  // namespace kvx::engine

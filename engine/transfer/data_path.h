@@ -7,9 +7,16 @@
 //   staged locally   the local region is GPU memory the transport cannot reach: this side
 //                    copies it through registered host buffers (StagedPipeline) and the
 //                    transport moves the buffers
-//   needs the target the remote region is GPU memory its owner could not register with its
-//                    transport: only target-side staging could reach it, which kvx does not
-//                    do yet, so the transfer is refused when it is made
+//   staged remotely  the remote region is GPU memory its owner could not register with its
+//                    transport, and the owner publishes a staging window: the transport
+//                    moves the bytes between this side's memory and a window slot, and the
+//                    owner's copy engine moves them between the slot and its device
+//   staged on both   the same, from or to local GPU memory the transport cannot reach: it
+//                    goes through this side's staging buffers first (device -> local buffer
+//                    -> window slot -> device, and back for READ)
+//   needs the target the remote region is such GPU memory but its owner publishes no window
+//                    (an older agent, or one that could not make it): refused when the
+//                    transfer is made
 //
 // Thread safety: pure functions.
 
@@ -26,8 +33,15 @@ namespace kvx::engine {
 enum class DataPath : std::uint8_t {
   kDirect,
   kStagedLocal,
+  kStagedRemote,
+  kStagedBoth,
   kNeedsTargetStaging,
 };
+
+// True for the paths that go through the peer's staging window.
+inline bool stagedRemotely(DataPath path) {
+  return path == DataPath::kStagedRemote || path == DataPath::kStagedBoth;
+}
 
 std::string_view toString(DataPath path);
 
@@ -40,12 +54,17 @@ struct GpuReach {
 
 // `remoteKeyed`: the peer published a transport key for the remote region, i.e. its own
 // transport registered the memory (a peer whose transport cannot move CUDA memory
-// publishes its CUDA regions without one).
+// publishes its CUDA regions without one). `remoteWindow`: the peer publishes a staging
+// window, through which it copies such regions itself.
 inline DataPath chooseDataPath(MemoryKind local, MemoryKind remote, bool remoteKeyed,
-                               bool cudaDirect) {
+                               bool cudaDirect, bool remoteWindow = false) {
   if (local == MemoryKind::kHost && remote == MemoryKind::kHost) return DataPath::kDirect;
   if (remote == MemoryKind::kCuda && !(cudaDirect && remoteKeyed)) {
-    return DataPath::kNeedsTargetStaging;
+    // Only an unkeyed region is the window's to serve: a keyed one its owner moves directly,
+    // and only this side's transport is missing.
+    if (!remoteWindow || remoteKeyed) return DataPath::kNeedsTargetStaging;
+    return local == MemoryKind::kCuda && !cudaDirect ? DataPath::kStagedBoth
+                                                     : DataPath::kStagedRemote;
   }
   if (local == MemoryKind::kCuda && !cudaDirect) return DataPath::kStagedLocal;
   return DataPath::kDirect;
@@ -55,8 +74,9 @@ inline DataPath chooseDataPath(MemoryKind local, MemoryKind remote, bool remoteK
 // "GPUDirect: off, staged through host: <why>".
 std::string describeGpuDirect(const GpuReach& reach);
 
-// FAILED_PRECONDITION for a pair that needs target-side staging: names the descriptor, the
-// remote region and its peer, why it cannot go direct, and what to do instead.
+// FAILED_PRECONDITION for a pair that needs target-side staging its peer does not offer:
+// names the descriptor, the remote region and its peer, why it cannot go direct, and what to
+// do instead.
 Status targetStagingRefused(std::size_t index, const RegionInfo& remote, std::string_view peer,
                             const GpuReach& reach);
 

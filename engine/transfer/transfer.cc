@@ -22,7 +22,7 @@ constexpr std::size_t kPostBatch = 64;
 Transfer::Transfer(TransferId id, std::shared_ptr<RemotePeer> peer, TransferOp op,
                    TransferPlan plan, std::vector<std::uint8_t> notificationHeader,
                    std::optional<std::string> notification, std::uint32_t maxOpsInFlight,
-                   TransferListener& listener, StagingService* staging)
+                   TransferListener& listener, const StagingContext* staging)
     : id_(id),
       peer_(std::move(peer)),
       op_(op),
@@ -51,8 +51,16 @@ TransferStatus Transfer::status() const {
 }
 
 TransferStats Transfer::stats() const {
-  return TransferStats{plan_.descriptors, plan_.ops.size() + plan_.stagedOps.size(), plan_.bytes,
-                       plan_.stagedOps.size(), plan_.stagedBytes};
+  TransferStats stats;
+  stats.descriptors = plan_.descriptors;
+  stats.operations = plan_.ops.size() + plan_.stagedOps.size() + plan_.remoteStagedOps.size() +
+                     plan_.bothStagedOps.size();
+  stats.bytes = plan_.bytes;
+  stats.stagedOperations = plan_.stagedOps.size() + plan_.bothStagedOps.size();
+  stats.stagedBytes = plan_.stagedBytes;
+  stats.remoteStagedOperations = plan_.remoteStagedOps.size() + plan_.bothStagedOps.size();
+  stats.remoteStagedBytes = plan_.remoteStagedBytes;
+  return stats;
 }
 
 void Transfer::recordError(Status status) {
@@ -91,6 +99,8 @@ Status Transfer::refreshKeys() {
   link_ = std::move(link).value();
   keys_.assign(plan_.remoteRegions.size(), nullptr);
   for (std::size_t slot = 0; slot < plan_.remoteRegions.size(); ++slot) {
+    // A region published without a key is reached through the peer's staging window only.
+    if (plan_.remoteRegions[slot]->packedKey.empty()) continue;
     auto key = link_->key(plan_.remoteRegions[slot]);
     if (!key.isOk()) return key.status();
     keys_[slot] = *key;
@@ -127,7 +137,7 @@ Status Transfer::start(MemoryRegistry& registry, FinishedCallback onFinished) {
   errored_.store(false);
   flushDone_.store(false);
   messageDone_.store(false);
-  stagedDone_.store(!staged());
+  stagedLeft_.store(stagedShares_.size());
   stagedBegun_ = false;
   stagedCancelled_ = false;
   nextOp_ = 0;
@@ -178,7 +188,7 @@ void Transfer::advance() {
       if (staged()) beginStagedLocked();
       postOpsLocked();
       // The flush covers the staged puts too: they went out on the same endpoint.
-      if (nextOp_ == plan_.ops.size() && stagedDone_.load() && !errored_.load()) {
+      if (nextOp_ == plan_.ops.size() && stagedLeft_.load() == 0 && !errored_.load()) {
         phase_ = Phase::kFlush;
         inFlight_.fetch_add(1);
         link_->endpoint().flush(&flushSink_);
@@ -197,9 +207,9 @@ void Transfer::advance() {
     }
     if (phase_ == Phase::kMessage && messageDone_.load()) phase_ = Phase::kEnd;
   }
-  if (errored_.load() && stagedBegun_ && !stagedCancelled_ && !stagedDone_.load()) {
-    stagedCancelled_ = true;  // the staged move drains, then reports through onStagedDone
-    stagedRun_->cancel();
+  if (errored_.load() && stagedBegun_ && !stagedCancelled_ && stagedLeft_.load() > 0) {
+    stagedCancelled_ = true;  // the staged moves drain, then report through onStagedDone
+    for (const auto& share : stagedShares_) share->cancel();
   }
   const bool drained = inFlight_.load() == 0;
   if (!drained || !(errored_.load() || phase_ == Phase::kEnd)) return;
@@ -213,7 +223,7 @@ void Transfer::advance() {
 }
 
 std::shared_ptr<Transfer> Transfer::finishLocked() {
-  stagedRun_.reset();  // its move reported: the staging buffers go back to the service
+  stagedShares_.clear();  // their moves reported: the staging buffers go back
   registry_->unpin(plan_.localRegions);
   link_.reset();
   keysEpoch_ = 0;
@@ -223,30 +233,49 @@ std::shared_ptr<Transfer> Transfer::finishLocked() {
 }
 
 Status Transfer::createStagedRunLocked() {
-  if (staging_ == nullptr) {
+  stagedShares_.clear();
+  if (staging_ == nullptr || staging_->service == nullptr) {
     return internalError("transfer " + std::to_string(id_.value) +
                          " has staged operations but no staging service");
   }
-  // The wire's completions may outlive the move and even the transfer: they hold it weakly.
+  // The wires' completions may outlive the move and even the transfer: they hold it weakly.
   std::weak_ptr<Transfer> weak = weak_from_this();
   TransferListener* listener = &listener_;
   auto notify = [weak, listener] {
     if (auto self = weak.lock()) listener->needsAttentionWoken(std::move(self));
   };
-  KVX_ASSIGN_OR_RETURN(stagedRun_, StagedRun::create(*staging_, plan_, op_, link_, keys_, notify));
+  if (!plan_.stagedOps.empty()) {
+    KVX_ASSIGN_OR_RETURN(auto run,
+                         StagedRun::create(*staging_->service, plan_, op_, link_, keys_, notify));
+    stagedShares_.push_back(std::move(run));
+  }
+  if (!plan_.remoteStagedOps.empty() || !plan_.bothStagedOps.empty()) {
+    if (staging_->client == nullptr) {
+      return internalError("transfer " + std::to_string(id_.value) +
+                           " stages through the peer's window but has no staging client");
+    }
+    auto run = RemoteStagedRun::create(*staging_, plan_, op_, peer_, link_, notify);
+    if (!run.isOk()) {
+      stagedShares_.clear();
+      return run.status().withContext("transfer " + std::to_string(id_.value) + " to '" +
+                                      peer_->name() + "'");
+    }
+    stagedShares_.push_back(std::move(run).value());
+  }
   return Status::ok();
 }
 
 void Transfer::beginStagedLocked() {
   if (stagedBegun_) return;
   stagedBegun_ = true;
-  inFlight_.fetch_add(1);
-  const Status begun =
-      stagedRun_->begin([this](Status status) { onStagedDone(std::move(status)); });
-  if (!begun.isOk()) {
-    recordError(explain(begun));
-    stagedDone_.store(true);
-    inFlight_.fetch_sub(1);
+  for (const auto& share : stagedShares_) {
+    inFlight_.fetch_add(1);
+    const Status begun = share->begin([this](Status status) { onStagedDone(std::move(status)); });
+    if (!begun.isOk()) {
+      recordError(explain(begun));
+      stagedLeft_.fetch_sub(1);
+      inFlight_.fetch_sub(1);
+    }
   }
 }
 
@@ -254,19 +283,19 @@ void Transfer::onStagedDone(Status status) {
   // As in onComplete: hold a reference before the count drops and the transfer may finish.
   std::shared_ptr<Transfer> self = shared_from_this();
   if (!status.isOk()) recordError(explain(std::move(status)));
-  stagedDone_.store(true);
+  stagedLeft_.fetch_sub(1);
   inFlight_.fetch_sub(1);
   listener_.needsAttentionWoken(std::move(self));
 }
 
 void Transfer::deliverStagedCompletions() {
-  // Outside mutex_: handing a chunk to the pipeline may post the next one, or finish it.
-  std::shared_ptr<StagedRun> run;
+  // Outside mutex_: handing a chunk on may post the next one, or finish a share.
+  std::vector<std::shared_ptr<StagedShare>> shares;
   {
     std::lock_guard lock(mutex_);
-    run = stagedRun_;
+    shares = stagedShares_;
   }
-  if (run) run->deliverCompleted();
+  for (const auto& share : shares) share->deliverCompleted();
 }
 
 }  // namespace kvx::engine

@@ -3,9 +3,11 @@
 // Transfer: one planned transfer to one peer, and its state machine:
 //   idle -> posting ops (windowed) -> flushing -> notifying -> done
 //                  \-> (error or cancel) -> draining in-flight ops -> failed
-// A finished transfer may be started again (repost). Staged operations (local GPU memory
-// the transport cannot move) run as one StagedRun beside the direct ones, counted as one
-// operation in flight; the flush, and so the notification, waits for both.
+// A finished transfer may be started again (repost). Staged operations run as StagedShares
+// beside the direct ones, each counted as one operation in flight: a StagedRun for local GPU
+// memory the transport cannot move, a RemoteStagedRun for the peer's GPU memory served
+// through its staging window. The flush, and so the notification, waits for all of them; a
+// remote staged write reports only once the peer confirmed every copy into its device.
 //
 // Threads: start(), advance() and requestCancel() may be called from any thread; they
 // serialise on the transfer's mutex. Completions arrive on the progress thread with the
@@ -24,6 +26,7 @@
 
 #include "engine/memory/memory_registry.h"
 #include "engine/peer/remote_peer.h"
+#include "engine/staged/remote_staged_run.h"
 #include "engine/staged/staged_run.h"
 #include "engine/staged/staging_service.h"
 #include "engine/transfer/transfer_plan.h"
@@ -51,12 +54,13 @@ class TransferListener {
 
 class Transfer : public std::enable_shared_from_this<Transfer> {
  public:
-  // `staging` is where staged operations get their copy engine and buffers; REQUIRES: not
-  // null when `plan` has staged operations, and it outlives the transfer.
+  // `staging` is where staged operations get their copy engine, buffers and window
+  // requests; REQUIRES: not null when `plan` has staged operations of any kind, and it
+  // outlives the transfer.
   Transfer(TransferId id, std::shared_ptr<RemotePeer> peer, TransferOp op, TransferPlan plan,
            std::vector<std::uint8_t> notificationHeader, std::optional<std::string> notification,
            std::uint32_t maxOpsInFlight, TransferListener& listener,
-           StagingService* staging = nullptr);
+           const StagingContext* staging = nullptr);
 
   TransferId id() const { return id_; }
   TransferOp op() const { return op_; }
@@ -91,7 +95,10 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   void recordError(Status status);
   // An operation's error as the transfer reports it (the peer's failure when it has one).
   Status explain(Status status) const;
-  bool staged() const { return !plan_.stagedOps.empty(); }
+  bool staged() const {
+    return !plan_.stagedOps.empty() || !plan_.remoteStagedOps.empty() ||
+           !plan_.bothStagedOps.empty();
+  }
   Status createStagedRunLocked();
   void beginStagedLocked();
   void onStagedDone(Status status);
@@ -109,7 +116,7 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   const std::optional<std::string> notification_;
   const std::uint32_t maxOpsInFlight_;
   TransferListener& listener_;
-  StagingService* const staging_;
+  const StagingContext* const staging_;
 
   Sink opSink_, flushSink_, messageSink_;
 
@@ -122,7 +129,8 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   std::shared_ptr<Transfer> self_;      // keeps the transfer alive while pending
   FinishedCallback onFinished_;         // of the current start
   MemoryRegistry* registry_ = nullptr;
-  std::shared_ptr<StagedRun> stagedRun_;  // of the current start, if it has staged operations
+  // Of the current start, if it has staged operations.
+  std::vector<std::shared_ptr<StagedShare>> stagedShares_;
   bool stagedBegun_ = false;
   bool stagedCancelled_ = false;
 
@@ -130,7 +138,7 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   std::atomic<std::uint32_t> inFlight_{0};
   std::atomic<bool> flushDone_{false};
   std::atomic<bool> messageDone_{false};
-  std::atomic<bool> stagedDone_{false};
+  std::atomic<std::size_t> stagedLeft_{0};  // shares that have not reported
   std::atomic<bool> errored_{false};
   mutable std::mutex errorMutex_;  // leaf lock: guards error_
   Status error_;

@@ -37,11 +37,15 @@ void PlanBuilder::add(const std::shared_ptr<LocalRegion>& local, std::uint64_t l
   std::uint64_t remoteAddress = remote->info.address + remoteOffset;
   ++plan_.descriptors;
   plan_.bytes += length;
-  std::vector<PlannedOp>& ops = path == DataPath::kStagedLocal ? plan_.stagedOps : plan_.ops;
-  if (path == DataPath::kStagedLocal) {
+  std::vector<PlannedOp>& ops = path == DataPath::kStagedLocal    ? plan_.stagedOps
+                                : path == DataPath::kStagedRemote ? plan_.remoteStagedOps
+                                : path == DataPath::kStagedBoth   ? plan_.bothStagedOps
+                                                                  : plan_.ops;
+  if (path == DataPath::kStagedLocal || path == DataPath::kStagedBoth) {
     plan_.stagedBytes += length;
     plan_.stagedDevice = local->info.device;
   }
+  if (stagedRemotely(path)) plan_.remoteStagedBytes += length;
 
   while (length > 0) {
     PlannedOp* last = ops.empty() ? nullptr : &ops.back();

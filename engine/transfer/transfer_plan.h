@@ -4,7 +4,10 @@
 // into operations, coalescing a segment into the previous operation when both sides continue
 // where it ended, and splitting anything larger than the maximum operation size. Segments
 // whose data path is staged (local GPU memory the transport cannot move) become staged
-// operations, kept apart: the transport never sees their local address.
+// operations, kept apart: the transport never sees their local address. Segments whose
+// remote side is the peer's GPU memory, served through its staging window, become remote
+// staged operations (from memory the transport reaches) or both-staged ones (from local GPU
+// memory, which goes through this side's staging buffers first).
 
 #include <cstdint>
 #include <memory>
@@ -29,8 +32,13 @@ struct TransferPlan {
   // Staged through host buffers (localMemory is not a transport registration), all on
   // CUDA device `stagedDevice`.
   std::vector<PlannedOp> stagedOps;
-  std::uint64_t stagedBytes = 0;
+  std::uint64_t stagedBytes = 0;  // staged on this side (stagedOps and bothStagedOps)
   int stagedDevice = -1;
+  // Through the peer's staging window: from local memory the transport reaches, and from
+  // local GPU memory staged on this side too (on `stagedDevice`).
+  std::vector<PlannedOp> remoteStagedOps;
+  std::vector<PlannedOp> bothStagedOps;
+  std::uint64_t remoteStagedBytes = 0;  // both lists
   // Every region the plan touches, once each; they keep the registrations alive.
   std::vector<std::shared_ptr<LocalRegion>> localRegions;
   std::vector<std::shared_ptr<RemoteRegion>> remoteRegions;
@@ -43,7 +51,8 @@ class PlanBuilder {
  public:
   explicit PlanBuilder(std::uint64_t maxOpBytes, std::size_t expectedSegments = 0);
 
-  // REQUIRES: `path` is kDirect or kStagedLocal, and every staged segment is on one device.
+  // REQUIRES: `path` is not kNeedsTargetStaging, and every segment staged on this side is
+  // on one device.
   void add(const std::shared_ptr<LocalRegion>& local, std::uint64_t localOffset,
            const std::shared_ptr<RemoteRegion>& remote, std::uint64_t remoteOffset,
            std::uint64_t length, DataPath path = DataPath::kDirect);

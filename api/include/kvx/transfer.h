@@ -53,14 +53,18 @@ struct TransferStatus {
 
 // What a transfer turned into after planning: how many descriptors the caller gave and how
 // many operations go on the wire after coalescing. Operations on GPU memory that the
-// transport cannot move are staged through host buffers on this side: they are counted in
-// `operations` and `bytes` too, and again in the staged fields (the rest went direct).
+// transport cannot move are staged through host buffers on this side, and operations on the
+// peer's GPU memory that its transport cannot move go through the peer's staging window: they
+// are counted in `operations` and `bytes` too, and again in the staged fields (the rest went
+// direct; GPU to GPU without GPUDirect counts in both staged pairs).
 struct TransferStats {
   std::uint64_t descriptors = 0;
   std::uint64_t operations = 0;
   std::uint64_t bytes = 0;
-  std::uint64_t stagedOperations = 0;
+  std::uint64_t stagedOperations = 0;  // staged through host buffers on this side
   std::uint64_t stagedBytes = 0;
+  std::uint64_t remoteStagedOperations = 0;  // staged through the peer's staging window
+  std::uint64_t remoteStagedBytes = 0;
 };
 
 // A notification received from a peer.

@@ -55,6 +55,27 @@ TEST_CASE("metadata with no regions and empty binary fields round trips") {
   CHECK(sameMetadata(*decoded, metadata));
 }
 
+TEST_CASE("metadata carries a staging window when the agent has one") {
+  auto metadata = sampleMetadata("decode-0", 2);
+  CHECK_FALSE(md::metadataToJson(metadata).contains("stagingWindow"));
+  metadata.stagingWindow = {0x7f0000001000, 2u << 20, 8, {0x01, 0xab}};
+  const json value = md::metadataToJson(metadata);
+  CHECK(value["stagingWindow"]["packedKey"] == "01ab");
+  auto decoded = viaText(value);
+  REQUIRE(decoded.isOk());
+  CHECK(decoded->stagingWindow.address == 0x7f0000001000);
+  CHECK(decoded->stagingWindow.slotBytes == 2u << 20);
+  CHECK(decoded->stagingWindow.slots == 8);
+  CHECK(decoded->stagingWindow.packedKey == std::vector<std::uint8_t>{0x01, 0xab});
+
+  json noSlots = value;
+  noSlots["stagingWindow"]["slots"] = 0;
+  requireError(noSlots, "metadata.stagingWindow.slots");
+  json wraps = value;
+  wraps["stagingWindow"]["address"] = std::numeric_limits<std::uint64_t>::max() - 10;
+  requireError(wraps, "metadata.stagingWindow");
+}
+
 TEST_CASE("metadata field checks name the field") {
   const json good = md::metadataToJson(sampleMetadata("a", 4));
   auto with = [&](auto mutate) {

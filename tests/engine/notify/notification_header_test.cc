@@ -26,3 +26,15 @@ TEST_CASE("malformed notification headers are rejected", "[notify]") {
   wrongKind[1] = 9;
   CHECK(decodeNotificationHeader(wrongKind).status().code() == StatusCode::kProtocolError);
 }
+
+TEST_CASE("message headers carry their kind; notification decoding refuses other kinds",
+          "[notify]") {
+  auto header = encodeMessageHeader(MessageKind::kStagingRequest, "prefill-0");
+  auto decoded = decodeMessageHeader(header);
+  REQUIRE(decoded.isOk());
+  CHECK(decoded->kind == MessageKind::kStagingRequest);
+  CHECK(decoded->sender == "prefill-0");
+  CHECK(decodeNotificationHeader(header).status().code() == StatusCode::kProtocolError);
+  header[1] = 0;
+  CHECK(decodeMessageHeader(header).status().code() == StatusCode::kProtocolError);
+}

@@ -179,9 +179,12 @@ TEST_CASE("staged: a failed copy fails the transfer with that copy's status", "[
   REQUIRE(p.a->wait(*id, deadlineIn(10s)).isOk());
 }
 
-TEST_CASE("staged: remote GPU memory the peer cannot move is refused when the transfer is made",
-          "[staged]") {
-  StagedPair p;
+TEST_CASE(
+    "staged: remote GPU memory of a peer without a staging window is refused when the transfer "
+    "is made",
+    "[staged]") {
+  StagedPair p(/*windowSlots=*/0);
+  CHECK(p.b->windowServer() == nullptr);
   const bool fromDevice = GENERATE(true, false);
   const RegionId localRegion = fromDevice ? p.regionDeviceA : p.regionHostA;
   auto made = p.a->createTransfer(p.request(
@@ -193,6 +196,7 @@ TEST_CASE("staged: remote GPU memory the peer cannot move is refused when the tr
   CHECK_THAT(made.status().message(), Catch::Contains("'b.gpu'"));
   CHECK_THAT(made.status().message(), Catch::Contains("CUDA"));
   CHECK_THAT(made.status().message(), Catch::Contains(p.a->gpuReach().whyNotCuda));
+  CHECK_THAT(made.status().message(), Catch::Contains("publishes no staging window"));
 
   const std::vector<MemoryRange> remote = {{p.regionHostB, 0, 64}, {p.regionDeviceB, 0, 64}};
   auto list = p.a->prepareRemoteList("b", remote);

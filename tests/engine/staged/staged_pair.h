@@ -3,8 +3,9 @@
 // Two engines in one process for the staged GPU path, over the transport a test file names
 // by defining kvx::test::stagedConfig(). Both use a FakeGpuRuntime, so "device memory" is
 // host memory declared CUDA: agent "a" owns a CUDA region (the staged side) and a host
-// region; agent "b" exposes a host region and a CUDA region (which "a" must refuse to
-// address). Both drive progress with their own threads.
+// region; agent "b" exposes a host region and a CUDA region, which "a" reaches through b's
+// staging window (or must refuse to address, when b has none: `windowSlots` 0). Both drive
+// progress with their own threads.
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -33,9 +34,13 @@ using namespace std::chrono_literals;
 
 constexpr std::size_t kRegionBytes = 1 << 20;
 constexpr std::size_t kChunkBytes = 64 << 10;
+constexpr std::size_t kWindowSlotBytes = 24 << 10;  // smaller than a chunk: chunks split
+constexpr std::uint32_t kWindowSlots = 3;
 
 inline std::unique_ptr<engine::Engine> makeStagedEngine(
-    const std::string& name, std::shared_ptr<engine::gpu::FakeGpuRuntime> gpu) {
+    const std::string& name, std::shared_ptr<engine::gpu::FakeGpuRuntime> gpu,
+    std::uint32_t windowSlots = kWindowSlots,
+    std::chrono::milliseconds replyTimeout = std::chrono::seconds(5)) {
   const StagedConfig config = stagedConfig();
   engine::EngineOptions options;
   options.name = name;
@@ -45,6 +50,9 @@ inline std::unique_ptr<engine::Engine> makeStagedEngine(
   options.maxOpBytes = 256 << 10;
   options.staging.chunkBytes = kChunkBytes;
   options.staging.buffers = 3;
+  options.staging.windowSlots = windowSlots;
+  options.staging.windowSlotBytes = kWindowSlotBytes;
+  options.staging.replyTimeout = replyTimeout;
   auto engine = engine::Engine::create(options);
   REQUIRE(engine.isOk());
   return std::move(engine).value();
@@ -60,9 +68,10 @@ inline void fill(std::span<std::uint8_t> bytes, std::uint64_t seed) {
 }
 
 struct StagedPair {
-  StagedPair() {
-    a = makeStagedEngine("a", gpuA);
-    b = makeStagedEngine("b", gpuB);
+  explicit StagedPair(std::uint32_t windowSlots = kWindowSlots,
+                      std::chrono::milliseconds replyTimeout = std::chrono::seconds(5)) {
+    a = makeStagedEngine("a", gpuA, windowSlots, replyTimeout);
+    b = makeStagedEngine("b", gpuB, windowSlots, replyTimeout);
     auto device = a->allocateMemory({"a.gpu", kRegionBytes, MemoryKind::kCuda, 0, true});
     REQUIRE(device.isOk());
     deviceA = {static_cast<std::uint8_t*>(device->address), kRegionBytes};
@@ -72,7 +81,9 @@ struct StagedPair {
     auto remoteDevice = b->allocateMemory({"b.gpu", kRegionBytes, MemoryKind::kCuda, 0, true});
     REQUIRE(remoteDevice.isOk());
     regionDeviceB = remoteDevice->id;
+    deviceB = {static_cast<std::uint8_t*>(remoteDevice->address), kRegionBytes};
     fill(deviceA, 1);
+    fill(deviceB, 4);
     fill(hostA, 2);
     fill(hostB, 3);
     REQUIRE(a->addOrUpdatePeer(b->localMetadata()).isOk());
@@ -80,6 +91,7 @@ struct StagedPair {
   }
 
   engine::gpu::FakeCopyEngine& copiesA() { return gpuA->copyEngine(0); }
+  engine::gpu::FakeCopyEngine& copiesB() { return gpuB->copyEngine(0); }
 
   // A segment from a's `local` region to b's `remote` region.
   static TransferSegment segment(RegionId local, std::uint64_t localOffset, RegionId remote,
@@ -102,6 +114,7 @@ struct StagedPair {
   std::vector<std::uint8_t> hostA = std::vector<std::uint8_t>(kRegionBytes);
   std::vector<std::uint8_t> hostB = std::vector<std::uint8_t>(kRegionBytes);
   std::span<std::uint8_t> deviceA;
+  std::span<std::uint8_t> deviceB;
   std::unique_ptr<engine::Engine> a, b;
   RegionId regionDeviceA, regionHostA, regionHostB, regionDeviceB;
 };

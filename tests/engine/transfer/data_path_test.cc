@@ -60,3 +60,32 @@ TEST_CASE("a refused remote GPU region is named with the reason and the way out"
   const Status keyless = targetStagingRefused(0, remote, "decode-0", GpuReach{true, ""});
   CHECK_THAT(keyless.message(), Catch::Contains("without a transport key"));
 }
+
+TEST_CASE("remote GPU memory without a key goes through the peer's staging window", "[data_path]") {
+  // From host memory, or from local GPU memory this side's transport reaches: the peer stages.
+  CHECK(chooseDataPath(MemoryKind::kHost, MemoryKind::kCuda, false, false, true) ==
+        DataPath::kStagedRemote);
+  CHECK(chooseDataPath(MemoryKind::kCuda, MemoryKind::kCuda, false, true, true) ==
+        DataPath::kStagedRemote);
+  // From local GPU memory this side cannot move either: both sides stage.
+  CHECK(chooseDataPath(MemoryKind::kCuda, MemoryKind::kCuda, false, false, true) ==
+        DataPath::kStagedBoth);
+  // A keyed region is not the window's: its owner moves it directly, this side cannot.
+  CHECK(chooseDataPath(MemoryKind::kHost, MemoryKind::kCuda, true, false, true) ==
+        DataPath::kNeedsTargetStaging);
+  // Without a window, as before.
+  CHECK(chooseDataPath(MemoryKind::kHost, MemoryKind::kCuda, false, false, false) ==
+        DataPath::kNeedsTargetStaging);
+  CHECK(stagedRemotely(DataPath::kStagedBoth));
+  CHECK_FALSE(stagedRemotely(DataPath::kStagedLocal));
+  CHECK(toString(DataPath::kStagedBoth) == "staged through host on both sides");
+}
+
+TEST_CASE("a refusal for a peer without a staging window says so", "[data_path]") {
+  RegionInfo remote;
+  remote.name = "kv.layer0";
+  remote.kind = MemoryKind::kCuda;
+  const Status refused = targetStagingRefused(
+      0, remote, "decode-0", GpuReach{false, "UCX 1.13.1 was built without CUDA support"});
+  CHECK_THAT(refused.message(), Catch::Contains("peer 'decode-0' publishes no staging window"));
+}

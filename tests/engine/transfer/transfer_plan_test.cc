@@ -126,3 +126,25 @@ TEST_CASE("staged segments become staged operations, apart from the direct ones"
   CHECK(plan.stagedDevice == 3);
   CHECK(plan.localRegions.size() == 2);  // staged regions are pinned like the others
 }
+
+TEST_CASE("segments through the peer's staging window are kept apart by local side", "[plan]") {
+  Regions r;
+  r.local2->info.kind = MemoryKind::kCuda;
+  r.local2->info.device = 1;
+  PlanBuilder b(0);
+  b.add(r.local, 0, r.remote, 0, 4096, DataPath::kStagedRemote);
+  b.add(r.local, 4096, r.remote, 4096, 100, DataPath::kStagedRemote);  // coalesces
+  b.add(r.local2, 0, r.remote, 8192, 2048, DataPath::kStagedBoth);
+  b.add(r.local, 0, r.remote2, 0, 10);
+  TransferPlan plan = std::move(b).finish();
+  CHECK(plan.bytes == 4096 + 100 + 2048 + 10);
+  REQUIRE(plan.ops.size() == 1);
+  REQUIRE(plan.remoteStagedOps.size() == 1);
+  CHECK(plan.remoteStagedOps[0].length == 4196);
+  REQUIRE(plan.bothStagedOps.size() == 1);
+  CHECK(plan.bothStagedOps[0].remoteAddress == 0x100000 + 8192);
+  CHECK(plan.stagedOps.empty());
+  CHECK(plan.remoteStagedBytes == 4196 + 2048);
+  CHECK(plan.stagedBytes == 2048);  // staged on this side too
+  CHECK(plan.stagedDevice == 1);
+}

@@ -1,0 +1,87 @@
+// Engine: target-side staging (the staging window peers reach this agent's GPU memory
+// through) and the routing of staging messages.
+#include <spdlog/spdlog.h>
+
+#include "engine/engine.h"
+#include "engine/staged/owned_message.h"
+
+namespace kvx::engine {
+
+void Engine::ensureWindow(const LocalRegion& region) {
+  if (region.info.kind != MemoryKind::kCuda || !region.info.exposed ||
+      !region.memory->packedRemoteKey().empty() || window_.load() != nullptr) {
+    return;
+  }
+  std::lock_guard lock(windowMutex_);
+  if (windowOwner_ != nullptr) return;
+  const StagingOptions& options = options_.staging;
+  const std::size_t slotBytes =
+      options.windowSlotBytes != 0 ? options.windowSlotBytes : options.chunkBytes;
+  auto memory = gpu_->pinnedAllocator();
+  Result<std::unique_ptr<StagingWindow>> window =
+      memory.isOk() ? StagingWindow::create(*transport_, *memory, options.windowSlots, slotBytes)
+                    : Result<std::unique_ptr<StagingWindow>>(memory.status());
+  if (!window.isOk()) {
+    spdlog::warn("{}: no staging window, so peers cannot reach GPU region '{}': {}", name(),
+                 region.info.name, window.status().toString());
+    return;
+  }
+  ProgressDriver* driver = driver_.get();
+  windowOwner_ = std::make_unique<WindowServer>(
+      std::move(window).value(), *registry_, *staging_,
+      [this](const std::string& peer, std::vector<std::uint8_t> payload) {
+        sendStagingReply(peer, std::move(payload));
+      },
+      [driver] {
+        if (driver != nullptr) driver->kick();
+      });
+  window_.store(windowOwner_.get());
+  spdlog::info("{}: staging window of {} x {} bytes for peers to reach GPU memory ({})", name(),
+               options.windowSlots, slotBytes, describeGpuDirect(gpuReach_));
+}
+
+void Engine::onStagingMessage(const MessageHeader& header, std::span<const std::uint8_t> payload) {
+  if (header.kind == MessageKind::kStagingRequest) {
+    WindowServer* server = window_.load();
+    if (server == nullptr) {
+      spdlog::warn("{}: dropped a staging request from '{}': this agent has no staging window",
+                   name(), header.sender);
+      return;
+    }
+    server->onRequest(header.sender, payload);
+    return;
+  }
+  auto reply = decodeStagingReply(payload);
+  if (!reply.isOk()) {
+    spdlog::warn("{}: dropped a staging reply from '{}': {}", name(), header.sender,
+                 reply.status().toString());
+    return;
+  }
+  if (!stagingClient_.route(header.sender, *reply)) {
+    spdlog::debug("{}: staging reply {} from '{}' matches no staged move in flight", name(),
+                  reply->requestId, header.sender);
+  }
+}
+
+void Engine::releaseOrphanedSlots() {
+  for (auto& [peerName, release] : stagingClient_.takeOrphans()) {
+    auto remote = peer(peerName);
+    if (!remote.isOk()) continue;
+    auto link = (*remote)->link();
+    if (!link.isOk()) continue;
+    sendOwnedMessage(
+        (*link)->endpoint(), stagingContext_.requestHeader, encodeStagingRequest(release),
+        "release of staging slot " + std::to_string(release.slot) + " to '" + peerName + "'");
+  }
+}
+
+void Engine::sendStagingReply(const std::string& peerName, std::vector<std::uint8_t> payload) {
+  auto remote = peer(peerName);
+  if (!remote.isOk()) return;  // gone: nothing waits for the answer any more
+  auto link = (*remote)->link();
+  if (!link.isOk()) return;
+  sendOwnedMessage((*link)->endpoint(), stagingReplyHeader_, std::move(payload),
+                   "staging reply to '" + peerName + "'");
+}
+
+}  // namespace kvx::engine

@@ -1,0 +1,21 @@
+#pragma once
+
+// sendOwnedMessage: sends one data-path message whose bytes the call owns until the
+// transport is done with them, for fire-and-forget control messages (staging requests and
+// replies). A failed send is logged with `what`; the caller learns of a lost peer otherwise
+// (deadlines, link failures).
+//
+// Threads: any thread, never in transport completion or message-handler context.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/transport/endpoint.h"
+
+namespace kvx::engine {
+
+void sendOwnedMessage(Endpoint& endpoint, std::vector<std::uint8_t> header,
+                      std::vector<std::uint8_t> payload, std::string what);
+
+}  // namespace kvx::engine

@@ -1,0 +1,72 @@
+#pragma once
+
+// The messages of target-side staging, carried as data-path messages (kinds 2 and 3 of
+// notification_header.h) beside notifications. An initiator that moves bytes to or from a
+// peer's GPU region the peer's transport cannot reach goes through the peer's staging window
+// (staging_window.h), one chunk (at most one window slot) at a time:
+//   WRITE: kWrite (region, offset, length)   -> kGranted (slot)
+//          put into the slot, flush, kCopyIn (slot) -> kCopied   (bytes are in the device)
+//   READ:  kRead (region, offset, length)    -> kReady (slot)    (bytes are in the slot)
+//          get from the slot, kRelease (slot)
+// kRelease also gives back a granted slot the initiator no longer needs (cancel). Any
+// request may be answered kFailed with a status code and message instead.
+//
+// Layout (little-endian), payload of the message:
+//   request: u8 version (1), u8 op, u16 zero, u32 slot, u64 request id, u64 region id,
+//            u64 offset, u64 length                                       (40 bytes)
+//   reply:   u8 version (1), u8 kind, u16 zero, u32 slot, u64 request id,
+//            u32 status code, u32 message length, message bytes (at most 4 KiB)
+// Decoders check the version, the sizes, the enums and that reserved bytes are zero (and
+// that only a failure carries a status); the meaning (bounds, slot ownership) is the
+// window's to check.
+//
+// Thread safety: pure functions.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kvx/result.h"
+
+namespace kvx::engine {
+
+enum class StagingOp : std::uint8_t {
+  kWrite = 1,    // grant a slot for a chunk bound for (region, offset, length)
+  kCopyIn = 2,   // copy granted `slot` to its (region, offset, length)
+  kRead = 3,     // copy (region, offset, length) to a slot
+  kRelease = 4,  // the initiator is done with `slot`
+};
+
+enum class StagingReplyKind : std::uint8_t {
+  kGranted = 1,  // put the chunk into `slot`
+  kCopied = 2,   // the chunk is in device memory; the slot is free again
+  kReady = 3,    // the chunk is in `slot`; get it, then release the slot
+  kFailed = 4,   // the request failed: `status`
+};
+
+struct StagingRequest {
+  StagingOp op = StagingOp::kWrite;
+  std::uint32_t slot = 0;
+  std::uint64_t requestId = 0;
+  std::uint64_t region = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+};
+
+struct StagingReply {
+  StagingReplyKind kind = StagingReplyKind::kGranted;
+  std::uint32_t slot = 0;
+  std::uint64_t requestId = 0;
+  Status status;  // kFailed only
+};
+
+std::string_view toString(StagingOp op);
+
+std::vector<std::uint8_t> encodeStagingRequest(const StagingRequest& request);
+Result<StagingRequest> decodeStagingRequest(std::span<const std::uint8_t> payload);
+
+std::vector<std::uint8_t> encodeStagingReply(const StagingReply& reply);
+Result<StagingReply> decodeStagingReply(std::span<const std::uint8_t> payload);
+
+}  // namespace kvx::engine

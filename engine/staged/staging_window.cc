@@ -1,0 +1,90 @@
+#include "engine/staged/staging_window.h"
+
+namespace kvx::engine {
+
+Result<std::unique_ptr<StagingWindow>> StagingWindow::create(
+    Transport& transport, std::shared_ptr<gpu::StagingAllocator> memory, std::uint32_t slots,
+    std::uint64_t slotBytes) {
+  if (slots == 0 || slotBytes == 0) {
+    return invalidArgument("a staging window needs slots (" + std::to_string(slots) +
+                           ") and bytes per slot (" + std::to_string(slotBytes) + ")");
+  }
+  const std::uint64_t bytes = slotBytes * slots;
+  KVX_ASSIGN_OR_RETURN(void* base, memory->allocate(static_cast<std::size_t>(bytes)));
+  std::unique_ptr<StagingWindow> window(
+      new StagingWindow(memory, static_cast<std::byte*>(base), slots, slotBytes));
+  // Host memory to the transport: peers put and get it, this side's copy engine fills it.
+  auto registration = transport.registerMemory(base, bytes, MemoryKind::kHost, -1);
+  if (!registration.isOk()) {
+    return registration.status().withContext("registering the staging window (" +
+                                             std::to_string(slots) + " x " +
+                                             std::to_string(slotBytes) + " bytes)");
+  }
+  window->registration_ = std::move(registration).value();
+  return window;
+}
+
+StagingWindow::StagingWindow(std::shared_ptr<gpu::StagingAllocator> memory, std::byte* base,
+                             std::uint32_t slots, std::uint64_t slotBytes)
+    : memory_(std::move(memory)), base_(base), slotBytes_(slotBytes), leases_(slots) {}
+
+StagingWindow::~StagingWindow() {
+  registration_.reset();  // deregister before the memory goes
+  memory_->release(base_);
+}
+
+StagingWindowMetadata StagingWindow::metadata() const {
+  StagingWindowMetadata out;
+  out.address = reinterpret_cast<std::uintptr_t>(base_);
+  out.slotBytes = slotBytes_;
+  out.slots = slots();
+  const auto key = registration_->packedRemoteKey();
+  out.packedKey.assign(key.begin(), key.end());
+  return out;
+}
+
+std::optional<std::uint32_t> StagingWindow::lend(Lease lease) {
+  for (std::uint32_t i = 0; i < leases_.size(); ++i) {
+    if (!leases_[i]) {
+      leases_[i] = std::move(lease);
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
+StagingWindow::Lease* StagingWindow::held(std::uint32_t slot, const std::string& peer,
+                                          std::uint64_t requestId) {
+  if (slot >= leases_.size() || !leases_[slot]) return nullptr;
+  Lease& lease = *leases_[slot];
+  if (lease.peer != peer || lease.requestId != requestId) return nullptr;
+  return &lease;
+}
+
+StagingWindow::Lease* StagingWindow::at(std::uint32_t slot) {
+  if (slot >= leases_.size() || !leases_[slot]) return nullptr;
+  return &*leases_[slot];
+}
+
+void StagingWindow::giveBack(std::uint32_t slot) {
+  if (slot < leases_.size()) leases_[slot].reset();
+}
+
+std::size_t StagingWindow::giveBackAllOf(const std::string& peer) {
+  std::size_t given = 0;
+  for (auto& lease : leases_) {
+    if (lease && lease->peer == peer && !lease->copying) {
+      lease.reset();
+      ++given;
+    }
+  }
+  return given;
+}
+
+std::size_t StagingWindow::lent() const {
+  std::size_t n = 0;
+  for (const auto& lease : leases_) n += lease ? 1 : 0;
+  return n;
+}
+
+}  // namespace kvx::engine

@@ -1,0 +1,106 @@
+#pragma once
+
+// WindowServer: the target side of target-side staging (staging_message.h has the protocol).
+// It answers peers' requests against this agent's StagingWindow: it checks each request
+// against the region it names (exposed, GPU memory the transport cannot reach, the range
+// inside the region and inside one slot) and against the slot table (a peer may name only a
+// slot lent to it for that request), copies between slots and device memory with the
+// region's copy engine, and replies. A request that fails a check is answered kFailed with a
+// message naming what was wrong; nothing outside the named region is ever copied, and the
+// server goes on serving others. Requests for a slot wait, in order of arrival, while every
+// slot is lent.
+//
+// Threads: onRequest() is called from the transport's message handler and only queues;
+// peerGone() from any thread, also only queues; pump() does the work, on a thread that holds
+// no transport lock (the engine's progress), one caller at a time (others return at once).
+// Copy completions arrive on the copy engine's thread, are queued, and call `wake`.
+// Lifetime: owned by the engine. REQUIRES: close() returns before the copy engines, the
+// registry or the window go.
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/memory/memory_registry.h"
+#include "engine/staged/staging_message.h"
+#include "engine/staged/staging_service.h"
+#include "engine/staged/staging_window.h"
+
+namespace kvx::engine {
+
+class WindowServer {
+ public:
+  // Sends `payload` as a staging reply to `peer` (dropped when the peer is unknown).
+  using ReplySender = std::function<void(const std::string& peer, std::vector<std::uint8_t>)>;
+
+  WindowServer(std::unique_ptr<StagingWindow> window, MemoryRegistry& registry,
+               StagingService& staging, ReplySender reply, std::function<void()> wake);
+  ~WindowServer();
+
+  WindowServer(const WindowServer&) = delete;
+  WindowServer& operator=(const WindowServer&) = delete;
+
+  StagingWindowMetadata metadata() const { return metadata_; }
+
+  void onRequest(const std::string& peer, std::span<const std::uint8_t> payload);
+  // The peer left: its waiting requests are dropped and its idle slots given back.
+  void peerGone(const std::string& peer);
+  // Handles what was queued; true if there was anything.
+  bool pump();
+  // Stops serving: later requests and copy completions are ignored. The copy engines must
+  // then be closed (they wait for running copies) before the server is destroyed.
+  void close();
+
+  // For tests: slots lent now, and requests refused so far.
+  std::size_t slotsLent();
+  std::uint64_t refused() const;
+
+ private:
+  struct Inbound {
+    std::string peer;
+    std::vector<std::uint8_t> payload;  // empty: the peer left
+  };
+  struct CopyDone {
+    std::uint32_t slot;
+    Status status;
+  };
+  struct Waiting {
+    std::string peer;
+    StagingRequest request;
+    std::shared_ptr<LocalRegion> region;
+  };
+
+  void handle(const std::string& peer, const StagingRequest& request);
+  void handleCopyDone(const CopyDone& done);
+  // The region a kWrite/kRead request names, checked, or why it is refused.
+  Result<std::shared_ptr<LocalRegion>> checkRange(const StagingRequest& request);
+  void startCopy(std::uint32_t slot);
+  void serveWaiting();
+  void refuse(const std::string& peer, const StagingRequest& request, Status why);
+  void send(const std::string& peer, const StagingReply& reply);
+
+  const StagingWindowMetadata metadata_;
+  MemoryRegistry& registry_;
+  StagingService& staging_;
+  const ReplySender reply_;
+  const std::function<void()> wake_;
+
+  std::mutex pumpMutex_;  // held by the one thread in pump(); guards the state below it
+  std::unique_ptr<StagingWindow> window_;
+  std::deque<Waiting> waiting_;
+
+  std::mutex queueMutex_;  // leaf lock: guards the queues and flags below
+  std::deque<Inbound> inbound_;
+  std::deque<CopyDone> copiesDone_;
+  bool closed_ = false;
+
+  std::atomic<std::uint64_t> refused_{0};
+};
+
+}  // namespace kvx::engine
