@@ -30,6 +30,9 @@ struct WorkloadConfig {
   std::uint64_t maxTokens = 4096;
   double prefixShare = 0.5;  // probability that a request starts with a shared prefix
   double timeScale = 1;      // replay speed: timestamps are divided by it
+  // Trace: prompts longer than this are cut to it, their prefix hashes with them (0: kept
+  // whole). Lets a trace with a few huge prompts replay into a pool that cannot hold them.
+  std::uint64_t clipTokens = 0;
   std::uint64_t maxOutstanding = 32;
   std::string layerwise = "off";          // on | off | mixed
   double layerMs = 0;                     // simulated compute per layer

@@ -187,6 +187,8 @@ void addAgentOptions(CLI::App& app, AgentConfig& c) {
   addOption(app, "--prefix-share", w.prefixShare,
             "synthetic: probability a prompt starts with a shared prefix", workload)
       ->check(CLI::Range(0.0, 1.0));
+  addOption(app, "--clip-tokens", w.clipTokens,
+            "with --trace: cut longer prompts to this many tokens (0: keep them whole)", workload);
   addOption(app, "--time-scale", w.timeScale, "replay speed: timestamps are divided by it",
             workload);
   addOption(app, "--max-outstanding", w.maxOutstanding, "requests in flight at most", workload);

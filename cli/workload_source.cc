@@ -7,12 +7,22 @@
 
 namespace kvx::cli {
 
+void clipPrompt(workload::TraceRecord& record, std::uint64_t tokens) {
+  if (record.inputLength <= tokens) return;
+  record.inputLength = tokens;
+  const std::uint64_t chunks = workload::chunkCount(tokens);
+  if (record.hashIds.size() > chunks) record.hashIds.resize(chunks);
+}
+
 Result<std::vector<workload::TraceRecord>> loadWorkload(const WorkloadConfig& config) {
   if (!config.trace.empty()) {
     auto records = workload::readTraceFile(config.trace);
     if (!records.isOk()) return records.status();
     if (config.requests != 0 && records->size() > config.requests) {
       records->resize(config.requests);
+    }
+    if (config.clipTokens > 0) {
+      for (workload::TraceRecord& r : *records) clipPrompt(r, config.clipTokens);
     }
     return records;
   }

@@ -37,8 +37,8 @@ struct BenchCase {
   bool verify = true;
   // Each agent's pool holds at most this many bytes (0: no bound), and at least one request.
   std::uint64_t poolBudgetBytes = 0;
-  // Populate the pools' pages at start-up, as a deployment does. False for trace replays,
-  // whose pools are sized for the longest prompt and would not fit in memory populated.
+  // Populate the pools' pages at start-up, as a deployment does (every scenario; a pool is
+  // bounded by poolBudgetBytes, so two populated pools fit in this machine's memory).
   bool populate = true;
 
   // The bare reference: run it beside this case (false for cases whose figure is a latency

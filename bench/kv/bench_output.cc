@@ -33,6 +33,7 @@ nlohmann::json caseJson(const CaseOutcome& o) {
                 {"failed", m.failed},
                 {"errors", m.errors},
                 {"problems", o.kvx->problems},
+                {"notes", o.kvx->notes},
                 {"bytes", m.bytes},
                 {"wallSeconds", m.wallSeconds},
                 {"busySeconds", m.busySeconds},
@@ -129,6 +130,7 @@ std::string renderTable(const RunHeader& header, const std::vector<CaseOutcome>&
       out += fmt::format("{:<34} bare reference failed: {}\n", "", o.bareError.toString());
     }
     for (const std::string& p : o.kvx->problems) out += fmt::format("{:<34} {}\n", "", p);
+    for (const std::string& n : o.kvx->notes) out += fmt::format("{:<34} note: {}\n", "", n);
     for (const std::string& e : m.errors) out += fmt::format("{:<34} {}\n", "", e);
   }
   out +=

@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 
 #include "agent/kv/model_shape.h"
 #include "bench/kv/agent_process.h"
+#include "workload/trace_reader.h"
 
 namespace kvx::bench {
 namespace {
@@ -39,16 +41,32 @@ std::vector<std::string> commonArgs(const BenchCase& c, const std::string& model
   return args;
 }
 
+// "N of M prompts cut to T tokens (the longest had L): ..." for the requests of `c`'s
+// trace the prefill agent replays; empty when none is longer than `tokens`.
+Result<std::string> clippedPromptsNote(const BenchCase& c, std::uint64_t tokens) {
+  KVX_ASSIGN_OR_RETURN(auto records, workload::readTraceFile(c.trace));
+  if (c.requests != 0 && records.size() > c.requests) records.resize(c.requests);
+  std::uint64_t clipped = 0, longest = 0;
+  for (const workload::TraceRecord& r : records) {
+    if (r.inputLength > tokens) ++clipped;
+    longest = std::max(longest, r.inputLength);
+  }
+  if (clipped == 0) return std::string();
+  return fmt::format(
+      "{} of {} prompts cut to {} tokens, what the prefill pool holds (the longest had {})",
+      clipped, records.size(), tokens, longest);
+}
+
 }  // namespace
 
 std::uint64_t CaseRunner::poolBlocks(const agent::kv::ModelShape& shape, std::uint64_t tokens,
                                      std::uint64_t window, std::uint64_t budgetBytes) {
-  constexpr std::uint64_t kSlack = 16;
   const std::uint64_t perRequest = shape.blocksForTokens(tokens);
-  const std::uint64_t wanted = perRequest * (window + 1) + kSlack;
+  const std::uint64_t wanted = perRequest * (window + 1) + kPoolSlackBlocks;
   const std::uint64_t blockBytes = shape.segmentBytes() * shape.kvCount() * shape.layers;
   if (budgetBytes == 0 || blockBytes == 0) return wanted;
-  const std::uint64_t affordable = std::max(budgetBytes / blockBytes, perRequest + kSlack);
+  const std::uint64_t affordable =
+      std::max(budgetBytes / blockBytes, perRequest + kPoolSlackBlocks);
   return std::min(wanted, affordable);
 }
 
@@ -58,12 +76,19 @@ Result<CaseRun> CaseRunner::run(const BenchCase& c) const {
   CaseRun run;
   run.segmentBytes = shape.segmentBytes() / std::max<std::uint32_t>(1, c.decodeTp);
   const std::uint64_t trafficWindow = c.window * c.prefills;
-  // A trace's prompts vary: size pools for its longest likely prompt (32k tokens).
+  // A trace's prompts vary: size pools for a long prompt (32k tokens), within the budget.
   const std::uint64_t tokens = c.trace.empty() ? c.tokens : 32768;
   const std::uint64_t decodeBlocks =
       poolBlocks(shape, tokens, trafficWindow, c.poolBudgetBytes) + c.prefixCacheBlocks;
   const std::uint64_t prefillBlocks = poolBlocks(shape, tokens, c.window, c.poolBudgetBytes);
   const std::string dir = options_.workDir;
+  // A trace prompt longer than the prefill pool can hold could never be placed: it is cut
+  // to what fits, and the output says how many were.
+  const std::uint64_t clipTokens = (prefillBlocks - kPoolSlackBlocks) * shape.tokensPerBlock;
+  if (!c.trace.empty()) {
+    KVX_ASSIGN_OR_RETURN(std::string note, clippedPromptsNote(c, clipTokens));
+    if (!note.empty()) run.notes.push_back(std::move(note));
+  }
 
   std::vector<AgentProcess> decodes;
   std::vector<std::string> peerArgs;
@@ -115,7 +140,8 @@ Result<CaseRun> CaseRunner::run(const BenchCase& c) const {
                                "--min-tokens", std::to_string(c.tokens), "--max-tokens",
                                std::to_string(c.tokens), "--prefix-share", num(c.prefixShare)});
     } else {
-      args.insert(args.end(), {"--trace", c.trace, "--time-scale", num(c.timeScale)});
+      args.insert(args.end(), {"--trace", c.trace, "--time-scale", num(c.timeScale),
+                               "--clip-tokens", std::to_string(clipTokens)});
     }
     if (!c.verify) args.push_back("--no-fill");
     if (c.prefillTp > 1 || c.decodeTp > 1) {

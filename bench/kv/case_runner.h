@@ -20,6 +20,9 @@
 
 namespace kvx::bench {
 
+// Blocks every pool holds beyond the requests it is sized for.
+inline constexpr std::uint64_t kPoolSlackBlocks = 16;
+
 struct CaseRunnerOptions {
   std::string kvxBinary;  // the `kvx` executable (normally /proc/self/exe)
   std::string workDir;    // reports and model files go here
@@ -30,6 +33,7 @@ struct CaseRunnerOptions {
 struct CaseRun {
   CaseMetrics metrics;
   std::vector<std::string> problems;  // agents that failed to start or exited badly
+  std::vector<std::string> notes;     // what a reader should know ("3 prompts clipped ...")
   std::uint64_t segmentBytes = 0;     // one (block, layer, K or V) segment of the model
 };
 
