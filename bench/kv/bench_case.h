@@ -19,8 +19,8 @@ struct BenchCase {
   std::string model = "llama3-8b";  // a built-in name or a JSON shape
   std::string layout = "nhd";
   std::string transport = "shm";
-  std::string mode = "push";  // push | pull
-  std::uint64_t tokens = 4096;
+  std::string mode = "push";    // push | pull
+  std::uint64_t tokens = 4096;  // per prompt; for a trace, the longest its pools are sized for
   std::uint64_t requests = 8;
   std::uint64_t window = 1;               // requests in flight per prefill agent
   std::string blockOrder = "contiguous";  // contiguous | random (source blocks shuffled)

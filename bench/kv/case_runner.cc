@@ -76,8 +76,7 @@ Result<CaseRun> CaseRunner::run(const BenchCase& c) const {
   CaseRun run;
   run.segmentBytes = shape.segmentBytes() / std::max<std::uint32_t>(1, c.decodeTp);
   const std::uint64_t trafficWindow = c.window * c.prefills;
-  // A trace's prompts vary: size pools for a long prompt (32k tokens), within the budget.
-  const std::uint64_t tokens = c.trace.empty() ? c.tokens : 32768;
+  const std::uint64_t tokens = c.tokens;  // a trace's: the prompt length pools are sized for
   const std::uint64_t decodeBlocks =
       poolBlocks(shape, tokens, trafficWindow, c.poolBudgetBytes) + c.prefixCacheBlocks;
   const std::uint64_t prefillBlocks = poolBlocks(shape, tokens, c.window, c.poolBudgetBytes);

@@ -183,6 +183,9 @@ void trace(Builder& b) {
     c.requests = b.quick() ? 8 : 60;
     c.prefixCacheBlocks = 1024;
     c.bareReference = false;
+    // Pools sized for prompts this long (within the budget); longer ones are cut to fit.
+    c.tokens = b.quick() ? 4096 : 32768;
+    c.populate = !b.quick();  // a smoke run: its figures do not count
     b.add(c);
   }
 }
