@@ -97,7 +97,7 @@ TEST_CASE("every scenario runs, verifies and reports in quick mode", "[bench]") 
     CHECK((!f["value"].is_null() || (timingBound && !f["why"].get<std::string>().empty())));
   }
   CHECK(groups == std::set<std::string>{"registration", "metadata", "handshake", "descriptors",
-                                        "abort", "peer death"});
+                                        "fixed overhead", "abort", "peer death"});
   std::ifstream controlCsv((dir / "bench-control.csv").string());
   std::getline(controlCsv, header);
   CHECK_THAT(header, Catch::StartsWith("scenario,group,figure"));
