@@ -44,18 +44,6 @@ RequestLoop::RequestLoop(BareUcpNode& node, const BareUcpOptions& options, std::
     free_.push_back(&inFlight_[i]);
   }
   ready_.reserve(2 * std::size_t{options.window});
-  if (options.fixedOverhead) {
-    ucp_am_handler_param_t am{};
-    am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
-                    UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    am.id = kAckAmId;
-    am.flags = UCP_AM_FLAG_WHOLE_MSG;
-    am.cb = &RequestLoop::onAck;
-    am.arg = this;
-    // Cannot fail for a valid id on a worker with the AM feature; a failure would show as
-    // the loop's deadline passing with no acknowledgement.
-    (void)ucp_worker_set_am_recv_handler(node.worker(), &am);
-  }
 }
 
 RequestLoop::~RequestLoop() {
@@ -196,6 +184,18 @@ Status RequestLoop::advance(InFlight& r) {
 }
 
 Result<LoopFigures> RequestLoop::run(const LoopRun& run, Deadline deadline) {
+  if (options_.fixedOverhead) {
+    ucp_am_handler_param_t am{};
+    am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                    UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    am.id = kAckAmId;
+    am.flags = UCP_AM_FLAG_WHOLE_MSG;
+    am.cb = &RequestLoop::onAck;
+    am.arg = this;
+    KVX_RETURN_IF_ERROR(
+        fromUcs(ucp_worker_set_am_recv_handler(node_.worker(), &am),
+                "ucp_worker_set_am_recv_handler for the target's acknowledgements"));
+  }
   LoopFigures figures;
   figures_ = &figures;
   nextId_ = run.firstId;

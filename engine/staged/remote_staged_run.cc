@@ -1,7 +1,8 @@
 #include "engine/staged/remote_staged_run.h"
 
 #include <algorithm>
-#include <atomic>
+
+#include "engine/transport/countdown_completion.h"
 
 namespace kvx::engine {
 namespace {
@@ -56,27 +57,17 @@ class RemoteStagedRun::ChunkWire final : public gpu::StagedWire {
       return;
     }
     struct Countdown {
-      std::atomic<std::size_t> remaining;
-      std::mutex mutex;
-      Status error;
+      GroupOutcome group;
       gpu::WireCallback done;
     };
     auto countdown = std::make_shared<Countdown>();
-    countdown->remaining.store(pieces.size());
+    countdown->group.expect(pieces.size());
     countdown->done = std::move(done);
     for (const RemotePiece& piece : pieces) {
       wire_.post(piece, [countdown](Status status) {
-        if (!status.isOk()) {
-          std::lock_guard lock(countdown->mutex);
-          if (countdown->error.isOk()) countdown->error = std::move(status);
+        if (auto outcome = countdown->group.arrive(std::move(status))) {
+          countdown->done(std::move(*outcome));
         }
-        if (countdown->remaining.fetch_sub(1) != 1) return;
-        Status outcome;
-        {
-          std::lock_guard lock(countdown->mutex);
-          outcome = std::move(countdown->error);
-        }
-        countdown->done(std::move(outcome));
       });
     }
   }

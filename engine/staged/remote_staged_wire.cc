@@ -1,33 +1,18 @@
 #include "engine/staged/remote_staged_wire.h"
 
-#include <atomic>
-
 #include "engine/staged/owned_message.h"
+#include "engine/transport/countdown_completion.h"
 
 namespace kvx::engine {
 
 // The RMA operations of one piece's move (a put and its flush, or a get). With the last
 // completion it queues the outcome on the wire and deletes itself.
-struct RemoteStagedWire::RmaSink final : Completion {
+struct RemoteStagedWire::RmaSink final : CountdownCompletion {
   RemoteStagedWire* wire = nullptr;
   std::uint64_t requestId = 0;
-  std::atomic<int> remaining{0};
-  std::mutex mutex;  // guards error
-  Status error;
 
-  void onComplete(Status status) override {
-    if (!status.isOk()) {
-      std::lock_guard lock(mutex);
-      if (error.isOk()) error = std::move(status);
-    }
-    if (remaining.fetch_sub(1) != 1) return;
-    Status outcome;
-    {
-      std::lock_guard lock(mutex);
-      outcome = std::move(error);
-    }
+  void finished(Status outcome) override {
     wire->queue(Event{Event::Kind::kRmaDone, requestId, {}, std::move(outcome)});
-    delete this;
   }
 };
 
@@ -234,11 +219,11 @@ void RemoteStagedWire::startMove(std::uint64_t requestId) {
   if (config_.write) {
     // The flush makes the put complete at the peer before the copy request, which the
     // endpoint orders after it, can reach the peer.
-    sink->remaining.store(2);
+    sink->expect(2);
     endpoint.put(op, sink);
     endpoint.flush(sink);
   } else {
-    sink->remaining.store(1);
+    sink->expect(1);
     endpoint.get(op, sink);
   }
   config_.notify();

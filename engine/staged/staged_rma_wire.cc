@@ -1,33 +1,17 @@
 #include "engine/staged/staged_rma_wire.h"
 
 #include <algorithm>
-#include <atomic>
+
+#include "engine/transport/countdown_completion.h"
 
 namespace kvx::engine {
 
-// The RMA operations of one chunk. It counts them down as they complete and, with the last,
-// queues the chunk's outcome on the wire and deletes itself.
-struct StagedRmaWire::Chunk final : Completion {
+// The RMA operations of one chunk: with the last, it queues the chunk's outcome on the wire.
+struct StagedRmaWire::Chunk final : CountdownCompletion {
   StagedRmaWire* wire = nullptr;
   gpu::WireCallback done;
-  std::atomic<std::size_t> remaining{0};
-  std::mutex mutex;  // guards error: completions of one chunk may come from several threads
-  Status error;
 
-  void onComplete(Status status) override {
-    if (!status.isOk()) {
-      std::lock_guard lock(mutex);
-      if (error.isOk()) error = std::move(status);
-    }
-    if (remaining.fetch_sub(1) != 1) return;
-    Status outcome;
-    {
-      std::lock_guard lock(mutex);
-      outcome = std::move(error);
-    }
-    wire->completed(std::move(done), std::move(outcome));
-    delete this;
-  }
+  void finished(Status outcome) override { wire->completed(std::move(done), std::move(outcome)); }
 };
 
 StagedRmaWire::StagedRmaWire(std::shared_ptr<PeerLink> link, std::span<const PlannedOp> ops,
@@ -81,7 +65,7 @@ void StagedRmaWire::postWire(std::byte* staging, std::uint64_t offset, std::size
   auto* chunk = new Chunk();
   chunk->wire = this;
   chunk->done = std::move(done);
-  chunk->remaining.store(batch.size());
+  chunk->expect(batch.size());
   link_->endpoint().postBatch(batch, write_, chunk);
   // Posted from a copy engine's thread, perhaps: the progress driver may be asleep, and the
   // operations need it. (The wire is still alive here: only this call's caller, the
