@@ -1,3 +1,4 @@
+#include "kvx/agent_options.h"
 #include "kvx/memory.h"
 #include "kvx/transfer.h"
 
@@ -14,6 +15,22 @@ std::string_view toString(MemoryKind kind) {
 std::optional<MemoryKind> parseMemoryKind(std::string_view text) {
   if (text == "host") return MemoryKind::kHost;
   if (text == "cuda") return MemoryKind::kCuda;
+  return std::nullopt;
+}
+
+std::string_view toString(GpuPath path) {
+  switch (path) {
+    case GpuPath::kAuto: return "auto";
+    case GpuPath::kDirect: return "direct";
+    case GpuPath::kStaged: return "staged";
+  }
+  return "unknown";
+}
+
+std::optional<GpuPath> parseGpuPath(std::string_view text) {
+  if (text == "auto") return GpuPath::kAuto;
+  if (text == "direct") return GpuPath::kDirect;
+  if (text == "staged") return GpuPath::kStaged;
   return std::nullopt;
 }
 

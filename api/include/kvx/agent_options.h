@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace kvx {
 
@@ -30,6 +32,19 @@ struct ControlTlsOptions {
   std::string keyFile;
   std::string caFile;
 };
+
+// How GPU memory moves (a region registered or allocated as MemoryKind::kCuda).
+//   kAuto:   directly when the transport can register GPU memory (a UCX built with CUDA:
+//            cuda_ipc on one node, GPUDirect RDMA across nodes), staged through pinned host
+//            buffers otherwise;
+//   kDirect: directly, or not at all: registering GPU memory the transport cannot move fails
+//            with FAILED_PRECONDITION naming the reason (e.g. "UCX 1.13.1 was built without
+//            CUDA support");
+//   kStaged: always staged through host buffers, even when the transport could move it (the
+//            "GPUDirect off" side of a comparison, or a way around a broken direct path).
+enum class GpuPath : std::uint8_t { kAuto = 0, kDirect = 1, kStaged = 2 };
+std::string_view toString(GpuPath path);  // "auto", "direct", "staged"
+std::optional<GpuPath> parseGpuPath(std::string_view text);
 
 struct AgentOptions {
   // Unique name of this agent among the agents it talks to.
@@ -97,6 +112,9 @@ struct AgentOptions {
   std::string authTokenFile;
   bool allowUnauthenticated = false;
   ControlTlsOptions tls;
+
+  // How this agent's GPU memory moves (see GpuPath).
+  GpuPath gpuPath = GpuPath::kAuto;
 
   // How many RMA operations one transfer keeps in flight at a time.
   std::uint32_t maxOpsInFlight = 256;
