@@ -7,6 +7,10 @@
 
 namespace kvx {
 
+Agent::Impl& agentImpl(Agent& agent) { return *agent.impl_; }
+
+engine::Engine& agent::engineOf(Agent& agent) { return *agentImpl(agent).engine; }
+
 Agent::Agent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Agent::~Agent() = default;
 
@@ -19,8 +23,7 @@ const std::string& Agent::name() const { return impl_->options.name; }
 std::string Agent::listenAddress() const { return impl_->channel->listenAddress(); }
 
 Result<std::string> Agent::dataPathDescription(const std::string& peer) const {
-  KVX_ASSIGN_OR_RETURN(auto remote, impl_->engine->peer(peer));
-  return remote->dataPathDescription();
+  return impl_->engine->dataPathDescription(peer);
 }
 
 Result<RegionId> Agent::registerMemory(const MemoryRegionSpec& spec) {
@@ -47,8 +50,12 @@ Result<RegionInfo> Agent::regionInfo(RegionId region) const {
 }
 
 Result<std::string> Agent::connect(const std::string& address) {
+  return connect(address, deadlineIn(impl_->options.connectTimeout));
+}
+
+Result<std::string> Agent::connect(const std::string& address, Deadline deadline) {
   KVX_ASSIGN_OR_RETURN(auto remote,
-                       impl_->channel->connect(address, impl_->engine->localMetadata()));
+                       impl_->channel->connect(address, impl_->engine->localMetadata(), deadline));
   std::string peerName = remote.name;
   KVX_RETURN_IF_ERROR(impl_->engine->addOrUpdatePeer(std::move(remote)));
   return peerName;

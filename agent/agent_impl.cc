@@ -50,6 +50,7 @@ Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
   engineOptions.progressSpin = impl->options.progressSpin;
   engineOptions.cancelGrace = impl->options.cancelGrace;
   engineOptions.maxOpsInFlight = impl->options.maxOpsInFlight;
+  engineOptions.gpuPath = impl->options.gpuPath;
   auto engine = engine::Engine::create(std::move(engineOptions));
   if (!engine.isOk()) return engine.status().withContext("agent '" + impl->options.name + "'");
   impl->engine = std::move(engine).value();

@@ -38,4 +38,12 @@ struct Agent::Impl {
   bool channelRetired = false;
 };
 
+namespace agent {
+
+// The engine behind a live Agent, for the agent layer's own code (KvPool's host copies into
+// GPU memory), through Agent's friend agentImpl. REQUIRES: `agent` is alive; the engine
+// lives as long as it.
+engine::Engine& engineOf(Agent& agent);
+
+}  // namespace agent
 }  // namespace kvx

@@ -81,6 +81,16 @@ Result<std::span<std::byte>> KvAgent::segment(std::uint64_t block, std::uint32_t
   return impl_->pool->segment(block, layer, kv);
 }
 
+Status KvAgent::writeSegment(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
+                             std::span<const std::byte> bytes, Deadline deadline) {
+  return impl_->pool->writeSegment(block, layer, kv, bytes, deadline);
+}
+
+Status KvAgent::readSegment(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
+                            std::span<std::byte> out, Deadline deadline) const {
+  return impl_->pool->readSegment(block, layer, kv, out, deadline);
+}
+
 Result<std::vector<std::uint64_t>> KvAgent::allocateBlocks(std::uint64_t count) {
   return impl_->loop->call<std::vector<std::uint64_t>>(
       [this, count]() -> Result<std::vector<std::uint64_t>> {

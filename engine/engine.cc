@@ -47,10 +47,12 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   }
   KVX_ASSIGN_OR_RETURN(engine->transport_, createTransport(engine->options_.transport,
                                                            engine->options_.transportOptions));
-  engine->gpuReach_.cudaDirect = engine->transport_->supportsMemoryKind(MemoryKind::kCuda);
-  engine->gpuReach_.whyNotCuda = engine->transport_->whyNotMemoryKind(MemoryKind::kCuda);
+  engine->gpuReach_ =
+      gpuReachOf(engine->transport_->supportsMemoryKind(MemoryKind::kCuda),
+                 engine->transport_->whyNotMemoryKind(MemoryKind::kCuda), engine->options_.gpuPath);
   spdlog::info("{}: {}", engine->options_.name, describeGpuDirect(engine->gpuReach_));
-  engine->registry_ = std::make_unique<MemoryRegistry>(*engine->transport_, *engine->gpu_);
+  engine->registry_ = std::make_unique<MemoryRegistry>(*engine->transport_, *engine->gpu_,
+                                                       engine->options_.gpuPath);
   engine->staging_ = std::make_unique<StagingService>(*engine->transport_, *engine->gpu_,
                                                       engine->options_.staging);
   engine->notificationHeader_ = encodeNotificationHeader(engine->options_.name);
@@ -217,7 +219,12 @@ Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
     redundant->fail(restarted);
     emitPeerEvent(PeerEvent::Kind::kLeft, peerName, redundant->incarnation(), restarted);
   }
-  if (joined) emitPeerEvent(PeerEvent::Kind::kJoined, peerName, incarnation, Status::ok());
+  if (joined) {
+    if (auto path = dataPathDescription(peerName); path.isOk()) {
+      spdlog::info("{}: data path to peer '{}': {}", name(), peerName, *path);
+    }
+    emitPeerEvent(PeerEvent::Kind::kJoined, peerName, incarnation, Status::ok());
+  }
   return Status::ok();
 }
 

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -51,6 +52,11 @@ struct EngineOptions {
   // Where GPU memory is probed, copied and staged; null: this process's runtime
   // (gpu::gpuRuntime()). Tests pass a gpu::FakeGpuRuntime, whose device memory is host memory.
   std::shared_ptr<gpu::GpuRuntime> gpuRuntime;
+  // How this agent's CUDA regions move (AgentOptions::gpuPath): kAuto registers them with a
+  // transport that moves CUDA memory and stages them otherwise; kDirect refuses to register
+  // or allocate what the transport cannot move (FAILED_PRECONDITION with its reason);
+  // kStaged never registers them with the transport, and gpuReach() then says direct is off.
+  GpuPath gpuPath = GpuPath::kAuto;
   // Staging buffers for GPU memory the transport cannot move, on this side and, through
   // this agent's staging window, for peers.
   StagingOptions staging;
@@ -65,8 +71,8 @@ class Engine {
   const std::string& name() const { return options_.name; }
   std::uint64_t incarnation() const { return incarnation_; }
   Transport& transport() { return *transport_; }
-  // Whether the transport moves CUDA memory itself, and why not; describeGpuDirect() of it
-  // is logged at start-up.
+  // Whether this agent moves CUDA memory directly (the transport can, and gpuPath is not
+  // kStaged), and why not; describeGpuDirect() of it is logged at start-up.
   const GpuReach& gpuReach() const { return gpuReach_; }
 
   // ---- memory ----
@@ -75,6 +81,17 @@ class Engine {
   Status deregisterMemory(RegionId id);
   Result<RegionInfo> regionInfo(RegionId id) const;
   PeerMetadata localMetadata() const;
+  // Copies `bytes` into region `id` at `offset`, or the region's bytes there out into `out`:
+  // a memcpy for host memory, the copy engine of the region's device for CUDA memory (from
+  // or to a buffer of its own, so that the caller's memory is never touched after return).
+  // Synchronous; for filling and checking contents from the host, not a data path.
+  // NOT_FOUND for an unknown region; INVALID_ARGUMENT for a range outside it; TIMED_OUT when
+  // a copy is not done by `deadline` (it may still land; the region stays pinned until it
+  // has); the copy engine's error otherwise.
+  Status copyIntoRegion(RegionId id, std::uint64_t offset, std::span<const std::byte> bytes,
+                        Deadline deadline);
+  Status copyFromRegion(RegionId id, std::uint64_t offset, std::span<std::byte> out,
+                        Deadline deadline);
 
   // ---- peers ----
   // Adds a peer, or updates its regions if the same incarnation is known already. A known
@@ -87,6 +104,11 @@ class Engine {
   Status removePeer(const std::string& name, Status why);
   Result<std::shared_ptr<RemotePeer>> peer(const std::string& name) const;
   std::vector<std::string> peerNames() const;
+  // The live data path to `peer`: the transport's endpoint description ("ucx: tcp/lo ..."),
+  // then how GPU memory moves between the two (describeGpuMemory: this agent's CUDA regions,
+  // the peer's exposed ones, with or without a transport key, and its staging window).
+  // Logged at info level when the peer joins. NOT_FOUND for an unknown peer.
+  Result<std::string> dataPathDescription(const std::string& peer) const;
   // From now on hands every peer join and departure (a restart is a departure of the old
   // incarnation, then a join of the new one) to `handler`, on the thread that changed the
   // peer set (normally the control channel's), outside every engine lock. Events about one

@@ -1,8 +1,11 @@
-// Engine: target-side staging (the staging window peers reach this agent's GPU memory
-// through) and the routing of staging messages.
+// Engine: GPU memory outside the transfer path: target-side staging (the staging window
+// peers reach this agent's GPU memory through), the routing of staging messages, host
+// copies into and out of regions, and the description of how GPU memory moves per peer.
 #include <spdlog/spdlog.h>
 
 #include "engine/engine.h"
+#include "engine/memory/region_copy.h"
+#include "engine/memory/staged_only_memory.h"
 #include "engine/staged/owned_message.h"
 
 namespace kvx::engine {
@@ -82,6 +85,39 @@ void Engine::sendStagingReply(const std::string& peerName, std::vector<std::uint
   if (!link.isOk()) return;
   sendOwnedMessage((*link)->endpoint(), stagingReplyHeader_, std::move(payload),
                    "staging reply to '" + peerName + "'");
+}
+
+Status Engine::copyIntoRegion(RegionId id, std::uint64_t offset, std::span<const std::byte> bytes,
+                              Deadline deadline) {
+  return engine::copyIntoRegion(
+      *registry_, [this](int device) { return staging_->copyEngine(device); }, id, offset, bytes,
+      deadline);
+}
+
+Status Engine::copyFromRegion(RegionId id, std::uint64_t offset, std::span<std::byte> out,
+                              Deadline deadline) {
+  return engine::copyFromRegion(
+      *registry_, [this](int device) { return staging_->copyEngine(device); }, id, offset, out,
+      deadline);
+}
+
+Result<std::string> Engine::dataPathDescription(const std::string& peerName) const {
+  KVX_ASSIGN_OR_RETURN(auto remote, peer(peerName));
+  GpuMemorySides sides;
+  sides.reach = gpuReach_;
+  for (const auto& region : registry_->regions()) {
+    if (region->info.kind != MemoryKind::kCuda) continue;
+    const bool staged = dynamic_cast<const StagedOnlyMemory*>(region->memory.get()) != nullptr;
+    ++(staged ? sides.localStaged : sides.localDirect);
+  }
+  for (const RegionInfo& info : remote->regions()) {
+    if (info.kind != MemoryKind::kCuda) continue;
+    auto region = remote->resolve(MemoryRange{info.id, 0, info.length}, 0, "remote");
+    if (!region.isOk()) continue;  // withdrawn meanwhile
+    ++((*region)->packedKey.empty() ? sides.peerUnkeyed : sides.peerKeyed);
+  }
+  sides.peerWindow = remote->stagingWindow() != nullptr;
+  return remote->dataPathDescription() + "; " + describeGpuMemory(sides);
 }
 
 }  // namespace kvx::engine

@@ -1,5 +1,7 @@
 #include "agent/kv/kv_pool.h"
 
+#include "agent/agent_impl.h"
+
 namespace kvx::agent::kv {
 
 namespace {
@@ -99,6 +101,32 @@ Result<std::span<std::byte>> KvPool::segment(std::uint64_t block, std::uint32_t 
   KVX_RETURN_IF_ERROR(layout_.appendRanges(block, layer, kv, {}, pieces));
   const TensorRange& r = pieces.front();
   return std::span<std::byte>(bases_[r.tensor] + r.offset, r.length);
+}
+
+Result<MemoryRange> KvPool::segmentRange(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
+                                         std::size_t length) const {
+  std::vector<TensorRange> pieces;
+  KVX_RETURN_IF_ERROR(layout_.appendRanges(block, layer, kv, {}, pieces));
+  const TensorRange& r = pieces.front();
+  if (length != r.length) {
+    return invalidArgument("segment (block " + std::to_string(block) + ", layer " +
+                           std::to_string(layer) + ", " + (kv == 0 ? "K" : "V") + ") is " +
+                           std::to_string(r.length) + " bytes; got a span of " +
+                           std::to_string(length));
+  }
+  return MemoryRange{regions_[r.tensor], r.offset, r.length};
+}
+
+Status KvPool::writeSegment(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
+                            std::span<const std::byte> bytes, Deadline deadline) const {
+  KVX_ASSIGN_OR_RETURN(MemoryRange range, segmentRange(block, layer, kv, bytes.size()));
+  return engineOf(agent_).copyIntoRegion(range.region, range.offset, bytes, deadline);
+}
+
+Status KvPool::readSegment(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
+                           std::span<std::byte> out, Deadline deadline) const {
+  KVX_ASSIGN_OR_RETURN(MemoryRange range, segmentRange(block, layer, kv, out.size()));
+  return engineOf(agent_).copyFromRegion(range.region, range.offset, out, deadline);
 }
 
 std::vector<MemoryRange> KvPool::allSegmentRanges() const {

@@ -6,7 +6,8 @@
 //
 // Ownership: the pool deregisters its regions on destruction; the Agent must outlive it.
 // Thread safety: immutable after create(); segment() hands out views the caller
-// synchronises itself.
+// synchronises itself; writeSegment and readSegment may be called from any thread (the
+// caller keeps them from racing with moves of the same segment).
 
 #include <memory>
 #include <span>
@@ -37,6 +38,14 @@ class KvPool {
   // The bytes of one whole segment (host pools only).
   Result<std::span<std::byte>> segment(std::uint64_t block, std::uint32_t layer,
                                        std::uint32_t kv) const;
+  // Copies `bytes` into one whole segment, or the segment out into `out`: a memcpy for host
+  // pools, the engine's copy engine for CUDA pools (Engine::copyIntoRegion), synchronous and
+  // bounded by `deadline` (TIMED_OUT). INVALID_ARGUMENT for a segment outside the pool or a
+  // span that is not exactly one segment long.
+  Status writeSegment(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
+                      std::span<const std::byte> bytes, Deadline deadline) const;
+  Status readSegment(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
+                     std::span<std::byte> out, Deadline deadline) const;
   // Every segment of the pool as local ranges, in order() (for a prepared list).
   std::vector<MemoryRange> allSegmentRanges() const;
   // Every segment of a peer's pool as ranges in the peer's regions, in its order.
@@ -44,6 +53,9 @@ class KvPool {
 
  private:
   KvPool(Agent& agent, PoolLayout layout, KvPoolSpec spec);
+  // The region range of one whole segment, checked against the pool and `length`.
+  Result<MemoryRange> segmentRange(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
+                                   std::size_t length) const;
 
   Agent& agent_;
   PoolLayout layout_;

@@ -2,6 +2,7 @@
 
 #include <condition_variable>
 #include <cstdlib>
+#include <utility>
 
 namespace kvx::engine::gpu {
 
@@ -59,7 +60,8 @@ class FakeCopyHandle final : public CopyEngine {
 
 }  // namespace
 
-FakeGpuRuntime::FakeGpuRuntime(int devices, FakeCopyOptions copyOptions) : devices_(devices) {
+FakeGpuRuntime::FakeGpuRuntime(int devices, FakeCopyOptions copyOptions, std::string origin)
+    : devices_(devices), origin_(std::move(origin)) {
   for (int d = 0; d < devices; ++d)
     engines_.push_back(std::make_unique<FakeCopyEngine>(copyOptions));
 }
@@ -72,8 +74,8 @@ FakeGpuRuntime::~FakeGpuRuntime() {
 }
 
 std::string FakeGpuRuntime::describe() const {
-  return "fake GPU runtime (" + std::to_string(devices_) +
-         " device(s); host memory stands in for device memory)";
+  return "fake GPU runtime (" + (origin_.empty() ? std::string() : origin_ + "; ") +
+         "test double, device memory is host memory; " + std::to_string(devices_) + " device(s))";
 }
 
 Result<int> FakeGpuRuntime::deviceCount() const { return devices_; }

@@ -6,6 +6,9 @@
 // registration check. Each device has one FakeCopyEngine (memcpy on a worker thread) that
 // tests reach through copyEngine() to pause it or fail copies; the engines that
 // createCopyEngine() returns are handles on it. Staging memory is plain host memory.
+// describe() says it is a test double, so that no report made with it passes for a GPU run.
+// Tests inject one (EngineOptions::gpuRuntime), or a whole process runs on one when
+// KVX_GPU_RUNTIME=fake (gpuRuntime(), gpu_runtime_registry.cc).
 //
 // Thread safety: every member may be called from any thread. Lifetime: owned by the test; it
 // must outlive every handle, allocation and engine that uses it.
@@ -14,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "engine/gpu/fake_copy_engine.h"
@@ -23,7 +27,9 @@ namespace kvx::engine::gpu {
 
 class FakeGpuRuntime final : public GpuRuntime {
  public:
-  explicit FakeGpuRuntime(int devices = 1, FakeCopyOptions copyOptions = {});
+  // `origin` says where the fake came from, for describe() ("KVX_GPU_RUNTIME=fake").
+  explicit FakeGpuRuntime(int devices = 1, FakeCopyOptions copyOptions = {},
+                          std::string origin = {});
   ~FakeGpuRuntime() override;
 
   FakeGpuRuntime(const FakeGpuRuntime&) = delete;
@@ -53,6 +59,7 @@ class FakeGpuRuntime final : public GpuRuntime {
   };
 
   const int devices_;
+  const std::string origin_;
   std::vector<std::unique_ptr<FakeCopyEngine>> engines_;
   mutable std::mutex mutex_;
   std::map<std::uintptr_t, Range> ranges_;  // GUARDED_BY(mutex_), by start address

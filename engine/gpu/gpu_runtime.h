@@ -10,8 +10,10 @@
 // until the process exits.
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "engine/gpu/copy_engine.h"
 #include "engine/gpu/memory_probe.h"
@@ -43,6 +45,21 @@ class GpuRuntime {
       const CopyEngineOptions& options) = 0;
 };
 
+// The process's runtime, chosen at the first call: the CUDA runtime in a build with CUDA,
+// HostOnlyGpuRuntime in one without; or, when the environment variable KVX_GPU_RUNTIME is
+// "fake", a FakeGpuRuntime of kFakeDevices devices whose device memory is host memory and
+// whose copies are FakeCopyEngine memcpys (agent processes with CUDA pools, in tests on a
+// machine without a GPU; its describe() says so). Another value than those
+// parseGpuRuntimeChoice accepts is reported once on stderr and ignored.
 GpuRuntime& gpuRuntime();
+
+inline constexpr const char* kGpuRuntimeVariable = "KVX_GPU_RUNTIME";
+// As many devices as a large GPU node, so that any device ordinal a test gives works.
+inline constexpr int kFakeDevices = 8;
+
+enum class GpuRuntimeChoice : std::uint8_t { kNative, kFake };
+// KVX_GPU_RUNTIME's value: unset or empty, "auto" or "cuda": the native runtime; "fake":
+// the fake one; anything else: INVALID_ARGUMENT naming the accepted values.
+Result<GpuRuntimeChoice> parseGpuRuntimeChoice(std::string_view value);
 
 }  // namespace kvx::engine::gpu

@@ -98,11 +98,26 @@ Result<RegionId> MemoryRegistry::add(const MemoryRegionSpec& spec) {
       std::move(memory).value());
 }
 
+Result<bool> MemoryRegistry::transportMoves(MemoryKind kind) const {
+  if (kind == MemoryKind::kHost) return true;
+  if (gpuPath_ == GpuPath::kStaged) return false;
+  if (transport_.supportsMemoryKind(kind)) return true;
+  if (gpuPath_ == GpuPath::kDirect) {
+    return failedPrecondition(
+        "gpu path 'direct' (AgentOptions::gpuPath) needs a transport that moves " +
+        std::string(toString(kind)) + " memory, and " + transport_.whyNotMemoryKind(kind) +
+        "; use gpu path 'auto' or 'staged' to stage it through host buffers, or a UCX built "
+        "with CUDA");
+  }
+  return false;
+}
+
 Result<std::unique_ptr<TransportMemory>> MemoryRegistry::registerRange(void* address,
                                                                        std::uint64_t length,
                                                                        MemoryKind kind,
                                                                        int device) {
-  if (kind != MemoryKind::kHost && !transport_.supportsMemoryKind(kind)) {
+  KVX_ASSIGN_OR_RETURN(const bool direct, transportMoves(kind));
+  if (!direct) {
     return std::unique_ptr<TransportMemory>(
         std::make_unique<StagedOnlyMemory>(address, length, kind));
   }
@@ -112,10 +127,9 @@ Result<std::unique_ptr<TransportMemory>> MemoryRegistry::registerRange(void* add
 Result<std::unique_ptr<TransportMemory>> MemoryRegistry::allocateRange(std::uint64_t length,
                                                                        MemoryKind kind,
                                                                        int device) {
-  if (kind == MemoryKind::kHost || transport_.supportsMemoryKind(kind)) {
-    return transport_.allocateMemory(length, kind, device);
-  }
-  // The transport cannot allocate what it cannot move: the GPU runtime does.
+  KVX_ASSIGN_OR_RETURN(const bool direct, transportMoves(kind));
+  if (direct) return transport_.allocateMemory(length, kind, device);
+  // Memory the transport does not register is the GPU runtime's to allocate.
   KVX_ASSIGN_OR_RETURN(void* address, gpu_.allocateDevice(length, device));
   return std::unique_ptr<TransportMemory>(
       std::make_unique<StagedOnlyMemory>(address, length, kind, &gpu_));
@@ -208,6 +222,17 @@ std::vector<std::shared_ptr<LocalRegion>> MemoryRegistry::exposedRegions() const
     for (const auto& [id, region] : regions_) {
       if (region->info.exposed) out.push_back(region);
     }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a->info.id < b->info.id; });
+  return out;
+}
+
+std::vector<std::shared_ptr<LocalRegion>> MemoryRegistry::regions() const {
+  std::vector<std::shared_ptr<LocalRegion>> out;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, region] : regions_) out.push_back(region);
   }
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return a->info.id < b->info.id; });

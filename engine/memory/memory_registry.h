@@ -17,6 +17,7 @@
 #include "engine/gpu/gpu_runtime.h"
 #include "engine/memory/local_region.h"
 #include "engine/transport/transport.h"
+#include "kvx/agent_options.h"
 #include "kvx/memory.h"
 #include "kvx/result.h"
 
@@ -24,11 +25,15 @@ namespace kvx::engine {
 
 // GPU memory the transport cannot move (memory kinds it does not support) is not registered
 // with it: the region gets a StagedOnlyMemory instead, and transfers stage it through host
-// buffers. Declared kinds are checked against what `gpu` says the memory is.
+// buffers. `gpuPath` changes that for CUDA memory: kStaged never registers it with the
+// transport (always StagedOnlyMemory); kDirect refuses, with FAILED_PRECONDITION naming the
+// transport's reason, what the transport cannot move instead of staging it. Declared kinds
+// are checked against what `gpu` says the memory is.
 class MemoryRegistry {
  public:
   // REQUIRES: `transport` and `gpu` outlive the registry and its regions.
-  MemoryRegistry(Transport& transport, gpu::GpuRuntime& gpu) : transport_(transport), gpu_(gpu) {}
+  MemoryRegistry(Transport& transport, gpu::GpuRuntime& gpu, GpuPath gpuPath = GpuPath::kAuto)
+      : transport_(transport), gpu_(gpu), gpuPath_(gpuPath) {}
   explicit MemoryRegistry(Transport& transport) : MemoryRegistry(transport, gpu::gpuRuntime()) {}
 
   Result<RegionId> add(const MemoryRegionSpec& spec);
@@ -48,6 +53,8 @@ class MemoryRegistry {
 
   // The exposed regions with their packed keys, in id order.
   std::vector<std::shared_ptr<LocalRegion>> exposedRegions() const;
+  // Every region, exposed or not, in id order.
+  std::vector<std::shared_ptr<LocalRegion>> regions() const;
   std::size_t size() const;
 
  private:
@@ -59,9 +66,13 @@ class MemoryRegistry {
                                                          MemoryKind kind, int device);
   Result<std::unique_ptr<TransportMemory>> allocateRange(std::uint64_t length, MemoryKind kind,
                                                          int device);
+  // Whether the transport registers memory of `kind` under gpuPath_; FAILED_PRECONDITION
+  // when gpuPath_ is kDirect and it cannot.
+  Result<bool> transportMoves(MemoryKind kind) const;
 
   Transport& transport_;
   gpu::GpuRuntime& gpu_;
+  const GpuPath gpuPath_;
   mutable std::mutex mutex_;
   std::uint64_t nextId_ = 1;
   std::unordered_map<RegionId, std::shared_ptr<LocalRegion>> regions_;

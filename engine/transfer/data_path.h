@@ -25,6 +25,7 @@
 #include <string>
 #include <string_view>
 
+#include "kvx/agent_options.h"
 #include "kvx/memory.h"
 #include "kvx/status.h"
 
@@ -45,12 +46,21 @@ inline bool stagedRemotely(DataPath path) {
 
 std::string_view toString(DataPath path);
 
-// What this side's transport can move, for the decision. `whyNotCuda` is the transport's
-// reason ("UCX 1.13.1 was built without CUDA support ..."), empty when it moves CUDA memory.
+// What this side moves directly, for the decision. `cudaDirect`: its CUDA regions are
+// registered with the transport, and it reaches peers' registered CUDA regions. `whyNotCuda`
+// is the reason when not ("UCX 1.13.1 was built without CUDA support ...", or the choice of
+// `path`), empty otherwise. `path` is what AgentOptions::gpuPath asked for.
 struct GpuReach {
   bool cudaDirect = false;
   std::string whyNotCuda;
+  GpuPath path = GpuPath::kAuto;
 };
+
+// The reach of an agent whose transport moves CUDA memory (`transportMovesCuda`, else
+// `transportWhyNot`) under `path`: kStaged turns direct off even when the transport could;
+// kAuto and kDirect take the transport's answer (kDirect then refuses GPU memory it cannot
+// move, in the registry, rather than staging it).
+GpuReach gpuReachOf(bool transportMovesCuda, std::string transportWhyNot, GpuPath path);
 
 // `remoteKeyed`: the peer published a transport key for the remote region, i.e. its own
 // transport registered the memory (a peer whose transport cannot move CUDA memory
@@ -70,9 +80,26 @@ inline DataPath chooseDataPath(MemoryKind local, MemoryKind remote, bool remoteK
   return DataPath::kDirect;
 }
 
-// "GPUDirect: on (the transport moves CUDA memory itself)", or
-// "GPUDirect: off, staged through host: <why>".
+// "GPUDirect: on (the transport moves CUDA memory itself)",
+// "GPUDirect: off, staged through host: <why>", or, under gpuPath direct, "GPUDirect: off,
+// and GPU memory is refused (gpu path 'direct'): <why>".
 std::string describeGpuDirect(const GpuReach& reach);
+
+// What one agent and one of its peers have of GPU memory, for describeGpuMemory.
+struct GpuMemorySides {
+  GpuReach reach;               // this agent's
+  std::size_t localDirect = 0;  // this agent's CUDA regions registered with the transport
+  std::size_t localStaged = 0;  // ... and those it stages (StagedOnlyMemory)
+  std::size_t peerKeyed = 0;    // the peer's exposed CUDA regions with a transport key
+  std::size_t peerUnkeyed = 0;  // ... and without one (its transport cannot move them)
+  bool peerWindow = false;      // the peer publishes a staging window
+};
+
+// How GPU memory moves between this agent and the peer, as the data paths chooseDataPath
+// would pick: "no GPU memory on either side", or "GPU memory: staged through host (<why>);
+// peer's GPU memory: through its staging window", with "direct (the transport moves it
+// itself)", "none here", "none exposed", or why the peer's cannot be reached.
+std::string describeGpuMemory(const GpuMemorySides& sides);
 
 // FAILED_PRECONDITION for a pair that needs target-side staging its peer does not offer:
 // names the descriptor, the remote region and its peer, why it cannot go direct, and what to

@@ -45,7 +45,10 @@ class Agent final {
   const std::string& name() const;
   // The bound control address ("127.0.0.1:41234"); empty when not listening.
   std::string listenAddress() const;
-  // The UCX transports selected for `peer`, as UCX reports them (for logs and benchmarks).
+  // The live data path to `peer` (for logs, status and benchmark headers): the transports
+  // UCX selected, then how GPU memory moves with it, e.g. "...; GPU memory: staged through
+  // host (UCX 1.13.1 was built without CUDA support); peer's GPU memory: through its staging
+  // window", or "...; no GPU memory on either side". NOT_FOUND for an unknown peer.
   Result<std::string> dataPathDescription(const std::string& peer) const;
 
   // ---- memory ----
@@ -57,8 +60,10 @@ class Agent final {
 
   // ---- peers ----
   // Connects over the control channel to `address` ("host:port"), exchanges metadata both
-  // ways and returns the peer's name.
+  // ways and returns the peer's name. Without a deadline, AgentOptions::connectTimeout
+  // bounds it; TIMED_OUT when the deadline passes first.
   Result<std::string> connect(const std::string& address);
+  Result<std::string> connect(const std::string& address, Deadline deadline);
   // This agent's metadata (name, data-path address, exposed regions with packed keys).
   Result<std::vector<std::uint8_t>> exportMetadata() const;
   // Loads a peer's exported metadata without a control channel; returns the peer's name.
@@ -141,6 +146,7 @@ class Agent final {
 
  private:
   struct Impl;
+  friend Impl& agentImpl(Agent& agent);  // for kvx's own layers (agent/agent_impl.h)
   explicit Agent(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -42,6 +42,12 @@ struct ControlTlsOptions {
 //            CUDA support");
 //   kStaged: always staged through host buffers, even when the transport could move it (the
 //            "GPUDirect off" side of a comparison, or a way around a broken direct path).
+//            This agent then counts as one that cannot move GPU memory directly: it reaches
+//            a peer's GPU memory through the peer's staging window only, so a peer that
+//            registered its GPU memory with its transport (kAuto or kDirect with a UCX built
+//            with CUDA) is refused that memory; give both agents the same path to compare.
+// The engine logs its choice at start-up ("GPUDirect: ..."), and
+// Agent::dataPathDescription says per peer how GPU memory moves.
 enum class GpuPath : std::uint8_t { kAuto = 0, kDirect = 1, kStaged = 2 };
 std::string_view toString(GpuPath path);  // "auto", "direct", "staged"
 std::optional<GpuPath> parseGpuPath(std::string_view text);

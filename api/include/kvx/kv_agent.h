@@ -61,6 +61,16 @@ class KvAgent final {
   // not contiguous (none today) or for CUDA pools: FAILED_PRECONDITION.
   Result<std::span<std::byte>> segment(std::uint64_t block, std::uint32_t layer,
                                        std::uint32_t kv) const;
+  // Copies `bytes` (exactly one segment's length) into segment (block, layer, kv), or the
+  // segment out into `out`, for host and CUDA pools alike (CUDA: through the GPU runtime's
+  // copy engine, synchronously, bounded by `deadline`). For filling and checking KV content
+  // from the host (tests, benchmarks); not a data path. INVALID_ARGUMENT for a block, layer
+  // or kv out of range or a span of the wrong length; TIMED_OUT when a CUDA copy is not done
+  // by `deadline` (`out` is then left alone, and a late copy lands from a buffer of its own).
+  Status writeSegment(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
+                      std::span<const std::byte> bytes, Deadline deadline);
+  Status readSegment(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
+                     std::span<std::byte> out, Deadline deadline) const;
   // Blocks for a new prompt (prefill) from the pool's allocator, contiguous when possible.
   Result<std::vector<std::uint64_t>> allocateBlocks(std::uint64_t count);
   Status freeBlocks(std::span<const std::uint64_t> blocks);
