@@ -17,6 +17,7 @@
 #include "cli/prefill_driver.h"
 #include "cli/prefill_report.h"
 #include "cli/workload_source.h"
+#include "engine/gpu/gpu_runtime.h"
 
 namespace kvx::cli {
 namespace {
@@ -32,6 +33,18 @@ void printStats(nlohmann::json stats, const KvAgent& agent) {
   stats["name"] = agent.name();
   stats["role"] = std::string(toString(agent.role()));
   printLine("STATS " + stats.dump());
+}
+
+// Where the pool lives and how its GPU memory moves, for the reports (what `kvx bench` shows
+// in its header). The GPU runtime is the process's: a test double says so.
+nlohmann::json memoryJson(const AgentConfig& config) {
+  nlohmann::json memory = {{"kind", config.memory}};
+  if (config.memory == "cuda") {
+    memory["device"] = std::max(config.device, 0);
+    memory["gpuPath"] = config.gpuPath;
+    memory["gpuRuntime"] = engine::gpu::gpuRuntime().describe();
+  }
+  return memory;
 }
 
 std::string stopReason(const StopSignal& stop) { return "agent stopping on " + stop.reason(); }
@@ -62,9 +75,10 @@ int runDecode(KvAgent& agent, const AgentConfig& config, const TpPlan& tp, StopS
   }
   const DecodeStats& d = loop.stats();
   if (!config.report.empty()) {
-    const nlohmann::json report =
+    nlohmann::json report =
         decodeReport(config.name, loop.arrivals(), cpuStart,
                      loop.cpuAfterLastArrival().value_or(processCpuTime()), readyCpuUs);
+    report["memory"] = memoryJson(config);
     if (Status s = writeJsonFile(config.report, report); !s.isOk()) {
       spdlog::error("report: {}", s.toString());
     }
@@ -114,7 +128,8 @@ int replayWorkload(KvAgent& agent, const AgentConfig& config, const TpPlan& tp,
   const std::vector<KvPeerStatus> peers = agent.peers();
   shutdown(agent, result.stopped ? stopReason(stop) : "agent finished its workload");
   const KvPoolUsage usage = agent.usage();
-  const nlohmann::json report = replayReport(config.name, result, tp, peers, usage);
+  nlohmann::json report = replayReport(config.name, result, tp, peers, usage);
+  report["memory"] = memoryJson(config);
   if (!config.report.empty()) {
     if (Status s = writeJsonFile(config.report, report); !s.isOk()) {
       spdlog::error("report: {}", s.toString());
@@ -223,8 +238,15 @@ int runAgentCommand(CLI::App& app, AgentConfig& config, StopSignal& stop) {
   }
   auto created = KvAgent::create(std::move(options).value());
   if (!created.isOk()) {
-    spdlog::error("cannot start the {} agent '{}': {}", config.role, config.name,
-                  created.status().toString());
+    const Status& s = created.status();
+    spdlog::error("cannot start the {} agent '{}': {}", config.role, config.name, s.toString());
+    // On stdout too, so that a parent (kvx bench) can report the reason and its code.
+    printLine("STATS " + nlohmann::json{{"name", config.name},
+                                        {"role", config.role},
+                                        {"error", s.toString()},
+                                        {"code", std::string(toString(s.code()))},
+                                        {"message", s.message()}}
+                             .dump());
     return 1;
   }
   std::unique_ptr<KvAgent> agent = std::move(created).value();
@@ -235,6 +257,10 @@ int runAgentCommand(CLI::App& app, AgentConfig& config, StopSignal& stop) {
       config.role, config.name, agent->listenAddress(), pool.model, pool.blocks,
       pool.blockBytes >> 10, pool.layout,
       static_cast<double>(pool.blocks * pool.blockBytes) / (1u << 30), config.transport);
+  if (config.memory == "cuda") {
+    spdlog::info("pool in CUDA device {} memory, GPU path {}; GPU runtime: {}",
+                 std::max(config.device, 0), config.gpuPath, engine::gpu::gpuRuntime().describe());
+  }
   if (tp->size > 1) {
     spdlog::info("TP rank {} of {}: global KV heads [{}, {}) of {}", tp->rank, tp->size,
                  tp->heads().first, tp->heads().end(), tp->totalHeads);

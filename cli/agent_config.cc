@@ -1,5 +1,6 @@
 #include "cli/agent_config.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -48,6 +49,33 @@ Result<agent::kv::ModelShape> shapeOfText(const std::string& text) {
   return shape;
 }
 
+// Where the pool lives and how its GPU memory moves.
+Status validateMemory(const AgentConfig& c) {
+  if (!parseMemoryKind(c.memory)) {
+    return invalidArgument("--memory '" + c.memory + "' is not host or cuda");
+  }
+  if (!parseGpuPath(c.gpuPath)) {
+    return invalidArgument("--gpu-path '" + c.gpuPath + "' is not auto, direct or staged");
+  }
+  if (c.memory == "cuda") {
+    if (c.device < -1) {
+      return invalidArgument("--device " + std::to_string(c.device) +
+                             " is not a CUDA device (0, 1, ...; CUDA_VISIBLE_DEVICES order)");
+    }
+    return Status::ok();
+  }
+  if (c.device != -1) {
+    return invalidArgument("--device " + std::to_string(c.device) +
+                           " applies to --memory cuda; this pool is in host memory");
+  }
+  if (c.gpuPath != "auto") {
+    return invalidArgument("--gpu-path " + c.gpuPath +
+                           " applies to --memory cuda (how the pool's GPU memory moves); a host "
+                           "pool always moves directly");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status finishAgentConfig(CLI::App& app, AgentConfig& config) {
@@ -69,6 +97,7 @@ Status validateAgentConfig(const AgentConfig& c) {
         "block of 16 tokens is 2 MiB)");
   }
   if (c.model.empty()) return invalidArgument("--model must not be empty");
+  KVX_RETURN_IF_ERROR(validateMemory(c));
   const int tlsFiles = int(isSet(c.tlsCert)) + int(isSet(c.tlsKey)) + int(isSet(c.tlsCa));
   if (tlsFiles != 0 && tlsFiles != 3) {
     return invalidArgument(
@@ -166,6 +195,9 @@ Result<KvAgentOptions> toKvAgentOptions(const AgentConfig& c) {
   options.pool.layout = c.layout;
   options.pool.blocks = c.blocks;
   options.pool.populate = !c.noPopulate;
+  options.pool.kind = parseMemoryKind(c.memory).value_or(MemoryKind::kHost);
+  options.pool.device = options.pool.kind == MemoryKind::kCuda ? std::max(c.device, 0) : -1;
+  options.agent.gpuPath = parseGpuPath(c.gpuPath).value_or(GpuPath::kAuto);
   options.defaultMode = c.mode == "pull" ? KvMode::kPull : KvMode::kPush;
   options.requestTimeout = std::chrono::milliseconds(c.timeoutMs);
   options.leaseTimeout = std::chrono::milliseconds(c.leaseMs);

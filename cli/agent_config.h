@@ -51,9 +51,15 @@ struct AgentConfig {
   std::string layout = "nhd";       // nhd | hnd | blocks-first | cross-layer
   std::uint64_t blocks = 0;         // pool size (required)
   bool noPopulate = false;          // leave the pool's pages to first use
-  std::vector<std::string> peers;   // prefill: decode agents to connect to
-  std::string transport = "shm";    // shm | tcp
-  std::string mode = "push";        // push | pull | mixed (prefill workloads alternate)
+  // Where the pool lives (KvPoolSpec::kind and device) and how its GPU memory moves
+  // (AgentOptions::gpuPath): host | cuda; the CUDA device (-1: not given, 0 with cuda);
+  // auto | direct | staged (cuda only).
+  std::string memory = "host";
+  int device = -1;
+  std::string gpuPath = "auto";
+  std::vector<std::string> peers;  // prefill: decode agents to connect to
+  std::string transport = "shm";   // shm | tcp
+  std::string mode = "push";       // push | pull | mixed (prefill workloads alternate)
   std::uint64_t leaseMs = 30000;
   std::uint64_t timeoutMs = 30000;
   std::uint64_t connectTimeoutMs = 30000;  // prefill: how long to retry --peer

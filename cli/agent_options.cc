@@ -24,7 +24,9 @@ constexpr const char* kDescription =
     "same workload so that the parts meet on the decode ranks.\n"
     "\n"
     "Output: stdout carries exactly one line 'LISTENING <host:port>' once the agent serves,\n"
-    "and one line 'STATS {json}' when it stops (SIGINT/SIGTERM, or the workload's end).\n"
+    "and one line 'STATS {json}' when it stops (SIGINT/SIGTERM, or the workload's end; with\n"
+    "\"error\" and its \"code\" when it could not start, e.g. --gpu-path direct where UCX\n"
+    "cannot move GPU memory).\n"
     "Logs go to stderr: peers and their data path, a summary every 5 s while busy, each\n"
     "request at --log-level debug.";
 
@@ -131,6 +133,19 @@ void addAgentOptions(CLI::App& app, AgentConfig& c) {
           "do not populate the pool's pages at start-up: first transfers fault them in (for "
           "pools far larger than what will be used at once)",
           pool);
+  addOption(app, "--memory", c.memory,
+            "where the pool lives: host, or cuda (device memory of --device; filled and "
+            "verified through copies)",
+            pool)
+      ->check(CLI::IsMember({"host", "cuda"}));
+  addOption(app, "--device", c.device,
+            "with --memory cuda: the CUDA device of the pool (-1: not given, device 0)", pool);
+  addOption(app, "--gpu-path", c.gpuPath,
+            "with --memory cuda: how the pool's GPU memory moves: auto (directly when UCX can "
+            "move CUDA memory, else staged through pinned host buffers), direct (GPUDirect or "
+            "fail at start-up with the reason), staged (always through host buffers)",
+            pool)
+      ->check(CLI::IsMember({"auto", "direct", "staged"}));
   addOption(app, "--prefix-cache-blocks", c.prefixCacheBlocks,
             "decode: released blocks kept for prefix reuse (0: no prefix cache)", pool);
 

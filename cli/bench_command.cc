@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -90,7 +91,9 @@ void addBenchOptions(CLI::App& app, BenchOptions& o) {
              "  kvx bench --scenario sweep --segment-bytes 4096,65536 --segments 256 "
              "--window 1,8\n  kvx bench --scenario control   (control plane: registration, "
              "metadata,\n    handshake, descriptor CPU, abort, peer death)\n"
-             "  kvx bench --scenario all --quick   (seconds per scenario)\n");
+             "  kvx bench --scenario all --quick   (seconds per scenario)\n"
+             "  kvx bench --scenario llama8b --memory cuda --gpu-path direct   (GPUDirect on;\n"
+             "    --gpu-path staged: off)\n");
   app.add_option("--scenario", o.scenarios, "scenario name(s), 'sweep' or 'all'")
       ->required()
       ->delimiter(',');
@@ -124,11 +127,48 @@ void addBenchOptions(CLI::App& app, BenchOptions& o) {
   app.add_option("--sweep-mode", o.sweep.modes, "sweep: push and/or pull")->delimiter(',');
   app.add_option("--sweep-order", o.sweep.order, "sweep: random or contiguous source blocks")
       ->check(CLI::IsMember({"random", "contiguous"}));
+  app.add_option("--memory", o.memory,
+                 "where the agents' pools live: host, or cuda (GPU memory; the bare reference "
+                 "still moves host memory)")
+      ->check(CLI::IsMember({"host", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--device", o.device, "with --memory cuda: the agents' CUDA device (default 0)");
+  app.add_option("--gpu-path", o.gpuPath,
+                 "with --memory cuda: direct (GPUDirect; the run fails at once, with the reason, "
+                 "where UCX cannot move GPU memory), staged (through pinned host buffers), or "
+                 "auto (direct when possible)")
+      ->check(CLI::IsMember({"auto", "direct", "staged"}))
+      ->capture_default_str();
   app.add_option("--control-step", o.controlStep, "internal: one step of 'control'")->group("");
+}
+
+Status validateBenchOptions(const BenchOptions& o) {
+  if (o.memory == "cuda") {
+    if (o.device < -1) {
+      return invalidArgument("--device " + std::to_string(o.device) +
+                             " is not a CUDA device (0, 1, ...)");
+    }
+    return Status::ok();
+  }
+  if (o.device != -1) {
+    return invalidArgument("--device " + std::to_string(o.device) +
+                           " applies to --memory cuda; this run's pools are in host memory");
+  }
+  if (o.gpuPath != "auto") {
+    return invalidArgument("--gpu-path " + o.gpuPath +
+                           " applies to --memory cuda (how the pools' GPU memory moves); host "
+                           "pools always move directly");
+  }
+  return Status::ok();
 }
 
 int runBenchCommand(const BenchOptions& o, const std::string& commandLine, StopSignal& stop) {
   if (!o.controlStep.empty()) return runControlStep(o);
+  if (Status s = validateBenchOptions(o); !s.isOk()) {
+    std::fprintf(stderr, "kvx bench: %s\n", s.message().c_str());
+    return 2;
+  }
+  const bench::MemorySetting memory{o.memory, std::max(o.device, 0), o.gpuPath};
   bench::ScenarioOptions scenarioOptions;
   scenarioOptions.transports = o.transport == "both" ? std::vector<std::string>{"shm", "tcp"}
                                                      : std::vector<std::string>{o.transport};
@@ -161,6 +201,9 @@ int runBenchCommand(const BenchOptions& o, const std::string& commandLine, StopS
       return 2;
     }
     for (bench::BenchCase& c : *expanded) {
+      c.memory = memory.kind;
+      c.device = memory.device;
+      c.gpuPath = memory.gpuPath;
       if (name == "sweep") {
         for (const std::string& transport : scenarioOptions.transports) {
           bench::BenchCase t = c;
@@ -190,12 +233,14 @@ int runBenchCommand(const BenchOptions& o, const std::string& commandLine, StopS
   session.bareBinary = o.noBare ? "" : findBareBinary(o.bareBinary);
   std::vector<std::string> allNames = names;
   if (control) allNames.push_back("control");
-  const bench::RunHeader header =
-      bench::describeRun(scenarioOptions.transports, allNames, commandLine);
+  bench::RunHeader header =
+      bench::describeRun(scenarioOptions.transports, allNames, commandLine, memory);
   for (const std::string& line : header.lines) std::fprintf(stderr, "%s\n", line.c_str());
   const auto outcomes =
       cases.empty() ? std::vector<bench::CaseOutcome>{}
                     : bench::BenchSession(session).run(cases, [&stop] { return stop.requested(); });
+  // The data path the agents reported replaces what was expected before they ran.
+  bench::addLivePath(header, outcomes, memory);
   if (o.workDir.empty()) {
     std::error_code ignored;
     std::filesystem::remove_all(workDir, ignored);

@@ -33,6 +33,11 @@ struct BenchOptions {
   std::string logLevel = "warn";
   std::uint64_t timeoutSeconds = 600;
   std::string workDir;  // empty: a temporary directory, removed afterwards
+  // The agents' pools: host or cuda (device `device`; -1: not given, 0), and how their GPU
+  // memory moves: auto | direct | staged (kvx agent --memory, --device, --gpu-path).
+  std::string memory = "host";
+  int device = -1;
+  std::string gpuPath = "auto";
   bench::SweepOptions sweep;
   // Internal: run one step of the `control` scenario in this process and print its figures
   // as one JSON line (how `control` runs each step in a process of its own).
@@ -40,6 +45,10 @@ struct BenchOptions {
 };
 
 void addBenchOptions(CLI::App& app, BenchOptions& options);
+
+// The checks of the options CLI11 cannot make alone (--device and --gpu-path need --memory
+// cuda): INVALID_ARGUMENT naming the option.
+Status validateBenchOptions(const BenchOptions& options);
 
 // 0 when every case ran, every request was released and every block verified; 1 otherwise;
 // 2 for usage errors.

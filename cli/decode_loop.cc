@@ -89,7 +89,7 @@ void DecodeLoop::verify(const KvArrival& arrival, ArrivalRecord& record) {
   const KvContent content(
       arrival.id, arrival.tokens, arrival.prefixHashes,
       geometryOf(agent_.pool(), prefixChunkTokens_, heads.first, heads.count, tp_.totalHeads));
-  const SegmentAccessor segments = segmentsOf(agent_);
+  const SegmentStore segments = segmentsOf(agent_);
   for (std::uint64_t index = 0; index < arrival.blocks.size(); ++index) {
     auto problem = content.checkBlock(segments, index, arrival.blocks[index]);
     if (!problem.isOk()) {

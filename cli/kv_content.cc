@@ -1,5 +1,6 @@
 #include "cli/kv_content.h"
 
+#include <chrono>
 #include <cstring>
 
 namespace kvx::cli {
@@ -17,6 +18,7 @@ std::uint8_t* asBytes(std::span<std::byte> bytes) {
 }
 
 constexpr std::uint64_t kWordStep = 0x9e3779b97f4a7c15ULL;
+constexpr auto kCopyTimeout = std::chrono::seconds(10);
 
 // Word i of a piece is seed + i * kWordStep (little-endian; a partial last word keeps its low
 // bytes). One addition per 8 bytes: the seed, unique per piece, is what carries the identity.
@@ -85,10 +87,46 @@ std::uint64_t fnv1a(std::string_view text) {
 
 std::uint64_t mix(std::uint64_t a, std::uint64_t b) { return splitmix64(a ^ splitmix64(b)); }
 
-SegmentAccessor segmentsOf(const KvAgent& agent) {
-  return [&agent](std::uint64_t block, std::uint32_t layer, std::uint32_t kv) {
-    return agent.segment(block, layer, kv);
-  };
+SegmentStore::SegmentStore(SegmentAccessor inPlace) : inPlace_(std::move(inPlace)) {}
+
+SegmentStore::SegmentStore(std::uint64_t segmentBytes, SegmentReader read, SegmentWriter write)
+    : segmentBytes_(segmentBytes), read_(std::move(read)), write_(std::move(write)) {}
+
+Result<std::span<std::byte>> SegmentStore::open(std::uint64_t block, std::uint32_t layer,
+                                                std::uint32_t kv, std::vector<std::byte>& buffer,
+                                                bool load) const {
+  if (inPlace_) return inPlace_(block, layer, kv);
+  buffer.resize(segmentBytes_);
+  const std::span<std::byte> bytes(buffer);
+  if (load) KVX_RETURN_IF_ERROR(read_(block, layer, kv, bytes));
+  return bytes;
+}
+
+Status SegmentStore::commit(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
+                            std::span<const std::byte> bytes) const {
+  if (inPlace_) return Status::ok();
+  return write_(block, layer, kv, bytes);
+}
+
+SegmentStore segmentsOf(KvAgent& agent) {
+  // Host pools are filled and checked in place: a copy per segment would double the CPU
+  // the content costs. A pool whose segment the host cannot address (CUDA memory) refuses
+  // segment() and is copied instead.
+  if (agent.segment(0, 0, 0).isOk()) {
+    return SegmentStore([&agent](std::uint64_t block, std::uint32_t layer, std::uint32_t kv) {
+      return agent.segment(block, layer, kv);
+    });
+  }
+  return SegmentStore(
+      agent.pool().segmentBytes,
+      [&agent](std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
+               std::span<std::byte> out) {
+        return agent.readSegment(block, layer, kv, out, deadlineIn(kCopyTimeout));
+      },
+      [&agent](std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
+               std::span<const std::byte> in) {
+        return agent.writeSegment(block, layer, kv, in, deadlineIn(kCopyTimeout));
+      });
 }
 
 KvGeometry geometryOf(const KvPoolInfo& pool, std::uint32_t prefixChunkTokens,
@@ -140,7 +178,7 @@ Result<std::size_t> KvContent::pieceBytes(std::size_t segmentBytes) const {
   return segmentBytes / pieces;
 }
 
-Status KvContent::fillLayer(const SegmentAccessor& segments, std::span<const std::uint64_t> blocks,
+Status KvContent::fillLayer(const SegmentStore& segments, std::span<const std::uint64_t> blocks,
                             std::uint32_t layer, std::uint32_t firstHead,
                             std::uint32_t headCount) const {
   if (firstHead > geometry_.heads || headCount > geometry_.heads - firstHead) {
@@ -149,10 +187,12 @@ Status KvContent::fillLayer(const SegmentAccessor& segments, std::span<const std
                            std::to_string(geometry_.heads));
   }
   const std::uint32_t endHead = firstHead + headCount;
+  const bool partial = headCount != geometry_.heads;
+  std::vector<std::byte> buffer;
   for (std::uint64_t index = 0; index < blocks.size(); ++index) {
     const std::uint64_t seed = blockSeed(index);
     for (std::uint32_t kv = 0; kv < geometry_.kvCount; ++kv) {
-      auto bytes = segments(blocks[index], layer, kv);
+      auto bytes = segments.open(blocks[index], layer, kv, buffer, partial);
       if (!bytes.isOk()) return bytes.status();
       auto piece = pieceBytes(bytes->size());
       if (!piece.isOk()) return piece.status();
@@ -164,12 +204,13 @@ Status KvContent::fillLayer(const SegmentAccessor& segments, std::span<const std
                                pieceSeed(segment, t, geometry_.firstHead + h));
                      return true;
                    });
+      KVX_RETURN_IF_ERROR(segments.commit(blocks[index], layer, kv, *bytes));
     }
   }
   return Status::ok();
 }
 
-Status KvContent::fillAll(const SegmentAccessor& segments,
+Status KvContent::fillAll(const SegmentStore& segments,
                           std::span<const std::uint64_t> blocks) const {
   for (std::uint32_t layer = 0; layer < geometry_.layers; ++layer) {
     KVX_RETURN_IF_ERROR(fillLayer(segments, blocks, layer));
@@ -177,12 +218,13 @@ Status KvContent::fillAll(const SegmentAccessor& segments,
   return Status::ok();
 }
 
-Result<std::string> KvContent::checkBlock(const SegmentAccessor& segments, std::uint64_t index,
+Result<std::string> KvContent::checkBlock(const SegmentStore& segments, std::uint64_t index,
                                           std::uint64_t block) const {
   const std::uint64_t seed = blockSeed(index);
+  std::vector<std::byte> buffer;
   for (std::uint32_t layer = 0; layer < geometry_.layers; ++layer) {
     for (std::uint32_t kv = 0; kv < geometry_.kvCount; ++kv) {
-      auto bytes = segments(block, layer, kv);
+      auto bytes = segments.open(block, layer, kv, buffer, true);
       if (!bytes.isOk()) return bytes.status();
       auto piece = pieceBytes(bytes->size());
       if (!piece.isOk()) return piece.status();

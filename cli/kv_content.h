@@ -21,7 +21,7 @@
 // data path, while the per-piece seed catches a missing, stale or misplaced piece. The
 // pieces lie as the pool's layout orders them: [token][head] in token-major layouts (NHD,
 // blocks-first, cross-layer), [head][token] in HND.
-// Pure functions over a SegmentAccessor; safe from any thread for distinct blocks.
+// Pure functions over a SegmentStore; safe from any thread for distinct blocks.
 
 #include <cstdint>
 #include <functional>
@@ -39,11 +39,47 @@ std::uint64_t fnv1a(std::string_view text);
 // A 64-bit mixing function (splitmix64 finaliser over both inputs): order matters.
 std::uint64_t mix(std::uint64_t a, std::uint64_t b);
 
-// The bytes of segment (block, layer, kv) of a pool.
+// The bytes of segment (block, layer, kv) of a pool the host can address.
 using SegmentAccessor = std::function<Result<std::span<std::byte>>(
     std::uint64_t block, std::uint32_t layer, std::uint32_t kv)>;
-// KvAgent::segment of `agent`, which must outlive the accessor.
-SegmentAccessor segmentsOf(const KvAgent& agent);
+// Copies segment (block, layer, kv) of a pool out into `out`, or `in` into it (exactly one
+// segment's bytes).
+using SegmentReader = std::function<Status(std::uint64_t block, std::uint32_t layer,
+                                           std::uint32_t kv, std::span<std::byte> out)>;
+using SegmentWriter = std::function<Status(std::uint64_t block, std::uint32_t layer,
+                                           std::uint32_t kv, std::span<const std::byte> in)>;
+
+// How KvContent reaches a pool's segments: in place through an accessor (no copy: host
+// pools), or through a host buffer that a reader and a writer copy out of and into the pool
+// (pools the host cannot address: CUDA memory). Filling some heads of a copied segment reads
+// it first, so that its other heads keep their bytes, as they do in place.
+// Immutable; safe from any thread when its functions are.
+class SegmentStore {
+ public:
+  // An accessor is an in-place store.
+  SegmentStore(SegmentAccessor inPlace);  // NOLINT(google-explicit-constructor)
+  SegmentStore(std::uint64_t segmentBytes, SegmentReader read, SegmentWriter write);
+
+  bool inPlace() const { return static_cast<bool>(inPlace_); }
+  // The bytes to read or fill: the segment itself, or `buffer` (resized to one segment)
+  // holding a copy of it when `load` (else unspecified bytes).
+  Result<std::span<std::byte>> open(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
+                                    std::vector<std::byte>& buffer, bool load) const;
+  // After filling what open() returned: copies it into the pool (nothing in place).
+  Status commit(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
+                std::span<const std::byte> bytes) const;
+
+ private:
+  SegmentAccessor inPlace_;
+  std::uint64_t segmentBytes_ = 0;
+  SegmentReader read_;
+  SegmentWriter write_;
+};
+
+// The segments of `agent`'s pool, which must outlive the store: in place (KvAgent::segment)
+// when the host can address them (host pools), else copied with KvAgent::readSegment and
+// writeSegment (CUDA pools; each copy bounded by a 10 s deadline).
+SegmentStore segmentsOf(KvAgent& agent);
 
 // The geometry the content depends on. A segment holds tokensPerBlock x heads pieces of equal
 // size (segment bytes / (tokensPerBlock x heads): one head of one token).
@@ -77,20 +113,20 @@ class KvContent {
 
   // Fills layer `layer` (K and V) of every block; blocks[i] is the pool block of index i.
   // INVALID_ARGUMENT when a segment's size is not tokensPerBlock x heads equal pieces.
-  Status fillLayer(const SegmentAccessor& segments, std::span<const std::uint64_t> blocks,
+  Status fillLayer(const SegmentStore& segments, std::span<const std::uint64_t> blocks,
                    std::uint32_t layer) const {
     return fillLayer(segments, blocks, layer, 0, geometry_.heads);
   }
   // Only the pool's local heads [firstHead, firstHead + headCount) (those a sliced request
   // moves); INVALID_ARGUMENT also when they are not within the pool's heads.
-  Status fillLayer(const SegmentAccessor& segments, std::span<const std::uint64_t> blocks,
+  Status fillLayer(const SegmentStore& segments, std::span<const std::uint64_t> blocks,
                    std::uint32_t layer, std::uint32_t firstHead, std::uint32_t headCount) const;
-  Status fillAll(const SegmentAccessor& segments, std::span<const std::uint64_t> blocks) const;
+  Status fillAll(const SegmentStore& segments, std::span<const std::uint64_t> blocks) const;
 
   // Checks every segment of block index `index` (pool block `block`): "" when it holds its
   // content, else "layer L K|V token T head G: <what differs>" (G global). Errors: the
-  // accessor's, or a segment of the wrong size.
-  Result<std::string> checkBlock(const SegmentAccessor& segments, std::uint64_t index,
+  // store's, or a segment of the wrong size.
+  Result<std::string> checkBlock(const SegmentStore& segments, std::uint64_t index,
                                  std::uint64_t block) const;
 
  private:

@@ -55,7 +55,7 @@ void PrefillDriver::produce(std::vector<Part>& parts, const workload::TraceRecor
   const KvContent content(parts[0].record->destinationId, trace.inputLength, trace.hashIds,
                           geometryOf(agent_.pool(), options_.prefixChunkTokens, own.first,
                                      own.count, options_.tp.totalHeads));
-  const SegmentAccessor segments = segmentsOf(agent_);
+  const SegmentStore segments = segmentsOf(agent_);
   const std::uint32_t layers = agent_.pool().layers;
   const auto layerTime = fromMs(options_.layerMs);
   // Only the heads a part moves need their content.

@@ -8,6 +8,26 @@ namespace kvx::bench {
 
 using std::chrono::milliseconds;
 
+namespace {
+
+// The agent's reason for not starting, from its STATS line ({"code", "message"}), with its
+// code: FAILED_PRECONDITION for a data path it cannot have (--gpu-path direct without a UCX
+// that moves GPU memory) must reach the bench as such.
+Status startFailure(const std::string& name, const std::string& stats) {
+  const auto json = nlohmann::json::parse(stats, nullptr, false);
+  const std::string code = json.is_object() ? json.value("code", std::string()) : std::string();
+  const std::string message =
+      json.is_object() ? json.value("message", std::string()) : std::string(stats);
+  StatusCode parsed = StatusCode::kInternal;
+  for (auto c = static_cast<std::uint8_t>(StatusCode::kInvalidArgument);
+       c <= static_cast<std::uint8_t>(StatusCode::kInternal); ++c) {
+    if (toString(static_cast<StatusCode>(c)) == code) parsed = static_cast<StatusCode>(c);
+  }
+  return Status(parsed, "agent '" + name + "' could not start: " + message);
+}
+
+}  // namespace
+
 Result<AgentProcess> AgentProcess::start(const std::string& binary, std::string name,
                                          std::vector<std::string> args, std::string reportPath,
                                          milliseconds timeout) {
@@ -32,6 +52,7 @@ Result<AgentProcess> AgentProcess::start(const std::string& binary, std::string 
       process.address_ = line->substr(10);
       return process;
     }
+    if (line->rfind("STATS ", 0) == 0) return startFailure(process.name_, line->substr(6));
   }
 }
 

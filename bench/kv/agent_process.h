@@ -20,7 +20,8 @@ namespace kvx::bench {
 
 class AgentProcess {
  public:
-  // Starts `binary agent ARGS... --report reportPath` and waits for its LISTENING line.
+  // Starts `binary agent ARGS... --report reportPath` and waits for its LISTENING line. An
+  // agent that cannot start (its STATS line with an error) fails with its code and reason.
   static Result<AgentProcess> start(const std::string& binary, std::string name,
                                     std::vector<std::string> args, std::string reportPath,
                                     std::chrono::milliseconds timeout);

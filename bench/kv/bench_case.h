@@ -2,9 +2,9 @@
 
 // BenchCase: one measured configuration of `kvx bench`: what the agent processes run (model,
 // layout, transport, PUSH or PULL, prompt size, requests in flight, block order, layer-wise
-// compute, tensor-parallel sizes, how many prefill and decode agents) and what the bare UCP
-// reference beside it runs. Scenarios (scenarios.h) expand into lists of cases.
-// Plain data.
+// compute, tensor-parallel sizes, how many prefill and decode agents, host or GPU memory) and what
+// the bare UCP reference beside it runs. Scenarios (scenarios.h) expand into lists of cases. Plain
+// data.
 
 #include <cstdint>
 #include <string>
@@ -40,6 +40,11 @@ struct BenchCase {
   // Populate the pools' pages at start-up, as a deployment does (every scenario; a pool is
   // bounded by poolBudgetBytes, so two populated pools fit in this machine's memory).
   bool populate = true;
+  // Where every agent's pool lives: "host", or "cuda" (device `device`), and how its GPU
+  // memory moves: "auto", "direct" (GPUDirect) or "staged" (through host buffers).
+  std::string memory = "host";
+  int device = 0;
+  std::string gpuPath = "auto";
 
   // The bare reference: run it beside this case (false for cases whose figure is a latency
   // distribution under load rather than a bandwidth: trace replays).

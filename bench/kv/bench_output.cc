@@ -2,10 +2,29 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace kvx::bench {
 namespace {
 
 double ms(std::chrono::nanoseconds d) { return static_cast<double>(d.count()) / 1e6; }
+
+std::string memoryCell(const BenchCase& c) {
+  return c.memory == "cuda" ? "cuda:" + std::to_string(c.device) : c.memory;
+}
+
+std::string joined(const std::vector<std::string>& texts) {
+  std::string out;
+  for (const std::string& t : texts) out += (out.empty() ? "" : " | ") + t;
+  return out;
+}
+
+// A CSV field's text between double quotes: quotes doubled.
+std::string csvText(const std::string& text) {
+  std::string out;
+  for (const char ch : text) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return out;
+}
 
 nlohmann::json latencyJson(const workload::LatencySummary& s) {
   return {{"count", s.count},
@@ -23,7 +42,9 @@ nlohmann::json caseJson(const CaseOutcome& o) {
       {"tokens", c.tokens},         {"requests", c.requests},   {"window", c.window},
       {"blockOrder", c.blockOrder}, {"layerwise", c.layerwise}, {"layerMs", c.layerMs},
       {"prefillTp", c.prefillTp},   {"decodeTp", c.decodeTp},   {"prefills", c.prefills},
-      {"decodes", c.decodes},       {"verify", c.verify},       {"clean", o.clean()}};
+      {"decodes", c.decodes},       {"verify", c.verify},       {"clean", o.clean()},
+      {"memory", memoryCell(c)}};
+  if (c.memory == "cuda") out["gpuPath"] = c.gpuPath;
   if (!o.kvx) {
     out["error"] = o.error.toString();
     return out;
@@ -52,7 +73,9 @@ nlohmann::json caseJson(const CaseOutcome& o) {
                 {"senderGbps", m.senderGbps},
                 {"jainFairness", m.jainFairness},
                 {"exposedTail", latencyJson(m.exposedTail)},
-                {"donePerMiB", latencyJson(m.donePerMiB)}};
+                {"donePerMiB", latencyJson(m.donePerMiB)},
+                {"dataPaths", o.kvx->dataPaths}};
+  if (!o.kvx->gpuRuntime.empty()) out["kvx"]["gpuRuntime"] = o.kvx->gpuRuntime;
   if (o.bare) {
     out["bare"] = nlohmann::json::parse(toJson(*o.bare));
     out["ratio"] = o.ratio();
@@ -78,8 +101,14 @@ std::string renderTable(const RunHeader& header, const std::vector<CaseOutcome>&
                         bool verified) {
   std::string out;
   for (const std::string& line : header.lines) out += line + "\n";
-  out += verified ? "Every destination block was verified against its source (checksums).\n"
-                  : "NOT verified (--no-verify): destination blocks were not checked.\n";
+  const bool anyRan = std::any_of(outcomes.begin(), outcomes.end(),
+                                  [](const CaseOutcome& o) { return o.kvx.has_value(); });
+  if (!anyRan) {
+    out += "No case ran: nothing was moved or verified.\n";
+  } else {
+    out += verified ? "Every destination block was verified against its source (checksums).\n"
+                    : "NOT verified (--no-verify): destination blocks were not checked.\n";
+  }
   std::string scenario;
   for (const CaseOutcome& o : outcomes) {
     if (o.benchCase.scenario != scenario) {
@@ -152,19 +181,20 @@ std::string toCsv(const std::vector<CaseOutcome>& outcomes) {
       "scenario,case,transport,mode,tokens,window,block_order,kvx_gbps,bare_gbps,ratio,"
       "notify_p50_ms,notify_p99_ms,done_p50_ms,done_p99_ms,descriptors_per_request,"
       "operations_per_request,descriptors_per_second,prefill_cpu_us,decode_cpu_us,released,"
-      "failed,corrupt_blocks\n";
+      "failed,corrupt_blocks,memory,gpu_path,gpu_runtime,data_path\n";
   for (const CaseOutcome& o : outcomes) {
     const BenchCase& c = o.benchCase;
     if (!o.kvx) continue;
     const CaseMetrics& m = o.kvx->metrics;
     out += fmt::format(
         "{},\"{}\",{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.3f},{:.3f},{:.3f},{:.3f},"
-        "{:.1f},{:.1f},{:.0f},{:.1f},{:.1f},{},{},{}\n",
+        "{:.1f},{:.1f},{:.0f},{:.1f},{:.1f},{},{},{},{},{},\"{}\",\"{}\"\n",
         c.scenario, c.label, c.transport, c.mode, c.tokens, c.window, c.blockOrder, m.gbps,
         o.bare ? o.bare->gbps : 0.0, o.ratio(), ms(m.notified.p50), ms(m.notified.p99),
         ms(m.done.p50), ms(m.done.p99), m.descriptorsPerRequest, m.operationsPerRequest,
         m.descriptorsPerSecond, m.prefillCpuUsPerRequest, m.decodeCpuUsPerRequest, m.released,
-        m.failed, m.corruptBlocks);
+        m.failed, m.corruptBlocks, memoryCell(c), c.memory == "cuda" ? c.gpuPath : "-",
+        csvText(o.kvx->gpuRuntime), csvText(joined(o.kvx->dataPaths)));
   }
   return out;
 }

@@ -54,6 +54,13 @@ std::vector<CaseOutcome> BenchSession::run(const std::vector<BenchCase>& cases,
     }
     outcomes.push_back(runOne(c));
     const CaseOutcome& o = outcomes.back();
+    if (!o.kvx && o.error.code() == StatusCode::kFailedPrecondition) {
+      // An agent refused the configuration itself (--gpu-path direct where UCX cannot move
+      // GPU memory): every later case would be refused the same way.
+      std::fprintf(stderr, "    failed to run: %s\nkvx bench: stopping: %zu case(s) not run\n",
+                   o.error.toString().c_str(), cases.size() - i - 1);
+      break;
+    }
     if (!options_.progress) continue;
     if (!o.kvx) {
       std::fprintf(stderr, "    failed to run: %s\n", o.error.toString().c_str());

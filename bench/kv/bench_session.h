@@ -26,7 +26,8 @@ class BenchSession {
  public:
   explicit BenchSession(SessionOptions options) : options_(std::move(options)) {}
 
-  // `stopRequested` is polled between cases.
+  // `stopRequested` is polled between cases. A case an agent refused to start with
+  // FAILED_PRECONDITION (a configuration it cannot have) ends the run there.
   std::vector<CaseOutcome> run(const std::vector<BenchCase>& cases,
                                const std::function<bool()>& stopRequested) const;
 

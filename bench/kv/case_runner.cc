@@ -38,7 +38,26 @@ std::vector<std::string> commonArgs(const BenchCase& c, const std::string& model
                                 "--transport", c.transport,   "--blocks",    std::to_string(blocks),
                                 "--listen",    "127.0.0.1:0", "--log-level", logLevel};
   if (!c.populate) args.push_back("--no-populate");
+  if (c.memory == "cuda") {
+    args.insert(args.end(), {"--memory", "cuda", "--device", std::to_string(c.device), "--gpu-path",
+                             c.gpuPath});
+  }
   return args;
+}
+
+// The data paths and GPU runtime the prefill agents' reports name.
+void readPaths(const std::vector<nlohmann::json>& prefillReports, CaseRun& run) {
+  for (const nlohmann::json& report : prefillReports) {
+    for (const nlohmann::json& peer : report.value("peers", nlohmann::json::array())) {
+      const std::string path = peer.value("dataPath", std::string());
+      if (!path.empty() &&
+          std::find(run.dataPaths.begin(), run.dataPaths.end(), path) == run.dataPaths.end()) {
+        run.dataPaths.push_back(path);
+      }
+    }
+    const nlohmann::json memory = report.value("memory", nlohmann::json::object());
+    if (run.gpuRuntime.empty()) run.gpuRuntime = memory.value("gpuRuntime", std::string());
+  }
 }
 
 // "N of M prompts cut to T tokens (the longest had L): ..." for the requests of `c`'s
@@ -178,6 +197,7 @@ Result<CaseRun> CaseRunner::run(const BenchCase& c) const {
     if (!report.isOk()) return report.status();
     decodeReports.push_back(std::move(report).value());
   }
+  readPaths(prefillReports, run);
   KVX_ASSIGN_OR_RETURN(run.metrics, computeMetrics(c, prefillReports, decodeReports));
   return run;
 }

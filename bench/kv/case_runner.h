@@ -35,6 +35,10 @@ struct CaseRun {
   std::vector<std::string> problems;  // agents that failed to start or exited badly
   std::vector<std::string> notes;     // what a reader should know ("3 prompts clipped ...")
   std::uint64_t segmentBytes = 0;     // one (block, layer, K or V) segment of the model
+  // What the prefill agents reported: the data path to each decode agent (distinct texts,
+  // Agent::dataPathDescription) and, for GPU pools, their GPU runtime.
+  std::vector<std::string> dataPaths;
+  std::string gpuRuntime;
 };
 
 class CaseRunner {

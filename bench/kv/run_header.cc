@@ -5,9 +5,11 @@
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "doctor/ucx_probe.h"
+#include "engine/gpu/gpu_runtime.h"
 #include "engine/transport/ucx/ucx_config.h"
 
 namespace kvx::bench {
@@ -34,10 +36,78 @@ std::string ucxEnvironment() {
   return out.empty() ? "none" : out;
 }
 
+constexpr const char* kGpuDirect = "GPUDirect: ";
+constexpr const char* kGpuMemory = "GPU memory: ";
+constexpr const char* kDataPath = "Data path reported by the agents: ";
+constexpr const char* kBareHost =
+    "bare reference: host memory (kvx-bare-ucp moves host buffers: its ratio compares kvx's GPU "
+    "path with a host-memory loop)";
+
+// The GPUDirect line before the agents ran: what UCX can do and what --gpu-path asks.
+std::string expectedGpuDirect(const MemorySetting& memory, bool ucxCuda) {
+  const std::string noCuda =
+      "UCX " + std::string(ucp_get_version_string()) + " was built without CUDA support";
+  if (memory.kind != "cuda") {
+    return fmt::format("{}off, host memory only: this run's pools are in host memory ({})",
+                       kGpuDirect, ucxCuda ? "UCX can move CUDA memory" : noCuda);
+  }
+  if (memory.gpuPath == "staged") {
+    return fmt::format("{}off, staged through host: --gpu-path staged{}", kGpuDirect,
+                       ucxCuda ? " (UCX could move CUDA memory)" : " (" + noCuda + ")");
+  }
+  if (ucxCuda) return fmt::format("{}on (UCX moves CUDA memory)", kGpuDirect);
+  if (memory.gpuPath == "direct") {
+    return fmt::format("{}requested (--gpu-path direct), but {}: the agents will refuse it",
+                       kGpuDirect, noCuda);
+  }
+  return fmt::format("{}off, staged through host: {}", kGpuDirect, noCuda);
+}
+
+std::string gpuMemoryLine(const MemorySetting& memory, const std::string& runtime) {
+  return fmt::format("{}the agents' pools on CUDA device {}, --gpu-path {}; GPU runtime: {}",
+                     kGpuMemory, memory.device, memory.gpuPath, runtime);
+}
+
+// The GPUDirect line a data path states (Agent::dataPathDescription: "<UCX endpoint>; GPU
+// memory: staged through host (<why>); peer's GPU memory: ..."), or "" when it says nothing
+// of GPU memory.
+std::string liveGpuDirect(const std::string& path) {
+  if (const auto at = path.find(kGpuDirect); at != std::string::npos) return path.substr(at);
+  const std::string gpuMemory = "GPU memory: ";
+  const auto at = path.find(gpuMemory);
+  if (at == std::string::npos) return {};
+  const std::string gpu = path.substr(at + gpuMemory.size());
+  const std::string mine = gpu.substr(0, gpu.find("; peer's GPU memory: "));
+  const std::string staged = "staged through host (";
+  if (mine.rfind(staged, 0) == 0 && mine.back() == ')') {
+    return kGpuDirect + std::string("off, staged through host: ") +
+           mine.substr(staged.size(), mine.size() - staged.size() - 1);
+  }
+  if (mine.rfind("direct", 0) == 0 && mine.find(" and ") == std::string::npos) {
+    std::string endpoint = path.substr(0, at);
+    while (!endpoint.empty() && (endpoint.back() == ' ' || endpoint.back() == ';')) {
+      endpoint.pop_back();
+    }
+    return kGpuDirect + std::string("on (") + endpoint + ")";
+  }
+  return kGpuDirect + gpu;
+}
+
+void replaceLine(RunHeader& header, const std::string& prefix, const std::string& line) {
+  for (std::string& existing : header.lines) {
+    if (existing.rfind(prefix, 0) == 0) {
+      existing = line;
+      return;
+    }
+  }
+  header.lines.push_back(line);
+}
+
 }  // namespace
 
 RunHeader describeRun(const std::vector<std::string>& transports,
-                      const std::vector<std::string>& scenarios, const std::string& commandLine) {
+                      const std::vector<std::string>& scenarios, const std::string& commandLine,
+                      const MemorySetting& memory) {
   RunHeader h;
   utsname uts{};
   ::uname(&uts);
@@ -57,11 +127,16 @@ RunHeader describeRun(const std::vector<std::string>& transports,
   h.lines.push_back("UCX_* in the environment: " + ucxEnvironment());
   auto facts = doctor::makeUcxLibraryProbe()->probe();
   const bool cuda = facts.isOk() && facts->supportsCuda();
-  const std::string gpu = fmt::format(
-      "GPUDirect: off, host memory only: this run's pools are in host memory ({})",
-      cuda ? "UCX can move CUDA memory"
-           : "UCX " + std::string(ucp_get_version_string()) + " was built without CUDA support");
+  const std::string gpu = expectedGpuDirect(memory, cuda);
+  nlohmann::json memoryJson = {{"kind", memory.kind}};
+  if (memory.kind == "cuda") {
+    const std::string runtime = engine::gpu::gpuRuntime().describe();
+    h.lines.push_back(gpuMemoryLine(memory, runtime));
+    memoryJson.update(
+        {{"device", memory.device}, {"gpuPath", memory.gpuPath}, {"gpuRuntime", runtime}});
+  }
   h.lines.push_back(gpu);
+  if (memory.kind == "cuda") h.lines.push_back(kBareHost);
   h.json = {{"commandLine", commandLine},
             {"kvxVersion", KVX_VERSION_STRING},
             {"ucxVersion", ucp_get_version_string()},
@@ -71,8 +146,52 @@ RunHeader describeRun(const std::vector<std::string>& transports,
             {"ucxSettings", settingsJson},
             {"ucxEnvironment", ucxEnvironment()},
             {"gpuDirect", gpu},
+            {"gpuDirectFrom", "expected"},
+            {"memory", memoryJson},
+            {"dataPaths", nlohmann::json::array()},
+            {"bareReference", "host memory"},
             {"scenarios", scenarios}};
   return h;
+}
+
+void addLivePath(RunHeader& header, const std::vector<CaseOutcome>& outcomes,
+                 const MemorySetting& memory) {
+  std::vector<std::string> paths;
+  std::string runtime;
+  for (const CaseOutcome& o : outcomes) {
+    if (!o.kvx) continue;
+    for (const std::string& path : o.kvx->dataPaths) {
+      if (std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(path);
+    }
+    if (runtime.empty()) runtime = o.kvx->gpuRuntime;
+  }
+  if (!paths.empty()) {
+    std::string joined;
+    for (const std::string& path : paths) joined += (joined.empty() ? "" : " | ") + path;
+    replaceLine(header, kDataPath, kDataPath + joined);
+    header.json["dataPaths"] = paths;
+  }
+  if (memory.kind != "cuda") return;
+  if (!runtime.empty()) {
+    replaceLine(header, kGpuMemory, gpuMemoryLine(memory, runtime));
+    header.json["memory"]["gpuRuntime"] = runtime;
+  }
+  // A data path that states GPUDirect's state is the live one; an agent that refused the
+  // path (FAILED_PRECONDITION) says why.
+  std::string live;
+  for (const std::string& path : paths) {
+    if (live.empty()) live = liveGpuDirect(path);
+  }
+  for (const CaseOutcome& o : outcomes) {
+    if (live.empty() && !o.kvx && o.error.code() == StatusCode::kFailedPrecondition) {
+      live = fmt::format("{}refused (--gpu-path {}): {}", kGpuDirect, memory.gpuPath,
+                         o.error.message());
+    }
+  }
+  if (live.empty()) return;
+  replaceLine(header, kGpuDirect, live);
+  header.json["gpuDirect"] = live;
+  header.json["gpuDirectFrom"] = "agents";
 }
 
 }  // namespace kvx::bench

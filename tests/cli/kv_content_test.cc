@@ -34,10 +34,35 @@ struct FakePool {
     };
   }
 
+  // The same pool as a device pool would be reached: through copies, counted.
+  SegmentStore copies() {
+    SegmentAccessor at = accessor();
+    return SegmentStore(
+        segmentBytes,
+        [this, at](std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
+                   std::span<std::byte> out) -> Status {
+          KVX_ASSIGN_OR_RETURN(std::span<std::byte> from, at(block, layer, kv));
+          if (out.size() != from.size()) return invalidArgument("read of the wrong length");
+          std::copy(from.begin(), from.end(), out.begin());
+          ++reads;
+          return Status::ok();
+        },
+        [this, at](std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
+                   std::span<const std::byte> in) -> Status {
+          KVX_ASSIGN_OR_RETURN(std::span<std::byte> to, at(block, layer, kv));
+          if (in.size() != to.size()) return invalidArgument("write of the wrong length");
+          std::copy(in.begin(), in.end(), to.begin());
+          ++writes;
+          return Status::ok();
+        });
+  }
+
   KvGeometry geometry;
   std::uint64_t segmentBytes;
   std::vector<std::byte> bytes;
   std::uint64_t blocks;
+  std::uint64_t reads = 0;
+  std::uint64_t writes = 0;
 };
 
 // One head per segment: 256-byte segments hold 16 pieces of 16 bytes.
@@ -292,4 +317,47 @@ TEST_CASE("a partial last word and odd piece sizes fill and verify", "[kv_conten
   (*pool.accessor()(0, 1, 1))[6 * 9 + 5] ^= std::byte{0x80};  // piece 9 = head 2, token 1
   CHECK_THAT(*content.checkBlock(pool.accessor(), 0, 0),
              Catch::StartsWith("layer 1 V token 1 head 2: byte at offset 5"));
+}
+
+TEST_CASE("a pool reached through copies fills and verifies as one reached in place",
+          "[kv_content]") {
+  FakePool inPlace(8, kGeometry, 256);
+  FakePool copied(8, kGeometry, 256);
+  const SegmentStore store = copied.copies();
+  CHECK_FALSE(store.inPlace());
+  CHECK(SegmentStore(inPlace.accessor()).inPlace());
+  const std::vector<std::uint64_t> blocks{5, 1, 6};
+  const KvContent content("req-copy", 40, {}, kGeometry);
+  REQUIRE(content.fillAll(inPlace.accessor(), blocks).isOk());
+  REQUIRE(content.fillAll(store, blocks).isOk());
+  CHECK(copied.bytes == inPlace.bytes);
+  // A whole-segment fill writes without reading first.
+  CHECK(copied.reads == 0);
+  CHECK(copied.writes == blocks.size() * kGeometry.layers * kGeometry.kvCount);
+  for (std::uint64_t i = 0; i < blocks.size(); ++i)
+    CHECK(content.checkBlock(store, i, blocks[i])->empty());
+  (*copied.accessor()(6, 0, 1))[17] ^= std::byte{0x04};
+  CHECK_THAT(*content.checkBlock(store, 2, 6), Catch::StartsWith("layer 0 V token 1 head 0:"));
+}
+
+TEST_CASE("filling some heads through copies keeps the other heads' bytes", "[kv_content]") {
+  FakePool pool = rankPool(1, rankGeometry(2, 1, true));  // global heads 4-7
+  const SegmentStore store = pool.copies();
+  const KvContent content("req", 4, {}, pool.geometry);
+  const std::vector<std::uint64_t> blocks{0};
+  for (std::uint32_t layer = 0; layer < 2; ++layer) {
+    REQUIRE(content.fillLayer(store, blocks, layer, 0, 2).isOk());
+    REQUIRE(content.fillLayer(store, blocks, layer, 2, 2).isOk());
+  }
+  CHECK(pool.reads == 2 * 2 * 2);  // each partial fill of a segment read it first
+  CHECK(content.checkBlock(store, 0, 0)->empty());
+}
+
+TEST_CASE("a copy that fails is returned", "[kv_content]") {
+  FakePool pool(1, kGeometry, 64);
+  const SegmentStore store = pool.copies();
+  const std::vector<std::uint64_t> blocks{3};  // not a block of the pool
+  const KvContent content("req", 16, {}, kGeometry);
+  CHECK(content.fillAll(store, blocks).code() == StatusCode::kInvalidArgument);
+  CHECK(content.checkBlock(store, 0, 3).status().code() == StatusCode::kInvalidArgument);
 }
