@@ -137,18 +137,41 @@ Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
 
 Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline deadline) {
   if (shutDown.load()) return failedPrecondition("the KV agent is shut down");
-  KVX_ASSIGN_OR_RETURN(std::string peer, agent->connect(address));
-  KVX_RETURN_IF_ERROR(loop->callStatus(
-      [this, peer] {
-        return port->send(peer, HelloMsg{options.role, pool->description(), availableBlocks(),
-                                         false, options.defaultMode});
-      },
-      deadline));
+  const auto started = Clock::now();
+  const auto waited = [&] {
+    return std::to_string(
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
+  };
+  if (started >= deadline) {
+    return timedOut("connecting to " + address + ": the deadline passed before the call");
+  }
+  KVX_ASSIGN_OR_RETURN(std::string peer, agent->connect(address, deadline));
+  // The hello goes out from the service thread, but this call does not wait for that thread
+  // separately: a busy one (a pool being readied) delays the handshake, and the one deadline
+  // below covers both.
+  auto hello = std::make_shared<Status>();
+  loop->post([this, peer, hello] {
+    Status sent = port->send(peer, HelloMsg{options.role, pool->description(), availableBlocks(),
+                                            false, options.defaultMode});
+    if (sent.isOk()) return;
+    {
+      std::lock_guard lock(peersMutex);
+      *hello = std::move(sent);
+    }
+    peersChanged.notify_all();
+  });
   std::unique_lock lock(peersMutex);
-  if (!peersChanged.wait_until(lock, deadline,
-                               [&] { return handshakes.contains(peer) || shutDown.load(); })) {
+  const bool answered = peersChanged.wait_until(lock, deadline, [&] {
+    return handshakes.contains(peer) || !hello->isOk() || shutDown.load();
+  });
+  if (!hello->isOk()) {
+    return hello->withContext("sending the KV hello to '" + peer + "' at " + address);
+  }
+  if (!answered) {
     return timedOut("agent '" + peer + "' at " + address +
-                    " did not answer the KV handshake in time (is it a kvx KV agent?)");
+                    " did not complete the KV handshake within the caller's deadline (" + waited() +
+                    " ms after connect() began; is it a kvx KV agent, and is this agent's KV "
+                    "service thread busy?)");
   }
   if (!handshakes.contains(peer)) return failedPrecondition("the KV agent is shut down");
   const PeerEntry& entry = handshakes.at(peer);

@@ -74,7 +74,11 @@ Status Engine::cancel(std::span<const TransferId> ids) {
         "{}: cancelled transfer(s) {} did not drain within {} ms; resetting the link to "
         "'{}'",
         name(), which, options_.cancelGrace.count(), transfer->peerName());
-    transfer->peer()->resetLink("cancel of transfer(s) " + which).ignore();
+    // The reset is bounded by one more grace: a close that would wait longer for the
+    // transport fails what it has not reported with CANCELLED instead.
+    transfer->peer()
+        ->resetLink("cancel of transfer(s) " + which, Clock::now() + options_.cancelGrace)
+        .ignore();
   }
   if (driver_) driver_->kick();
   stuck = waitAllFinished(std::move(stuck), Clock::now() + kDrainAfterReset);

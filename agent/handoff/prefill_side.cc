@@ -18,6 +18,13 @@ PrefillSide::Request* PrefillSide::find(const std::string& id) {
 
 void PrefillSide::publish(Request& r) { context_.board.publish(r.view); }
 
+Status PrefillSide::sendFailure(const std::string& peer, Status sent) {
+  // The data path forgets a failed peer before its departure reaches this thread: the
+  // request failed because the peer did, which is what its caller should read.
+  if (sent.code() != StatusCode::kNotFound) return sent;
+  return peerFailed("decode agent '" + peer + "' is gone: " + sent.message());
+}
+
 Status PrefillSide::submit(const KvRequestSpec& spec) {
   KVX_RETURN_IF_ERROR(checkRequestId(spec.id));
   if (requests_.contains(spec.id)) {
@@ -106,7 +113,14 @@ void PrefillSide::tryPlace(Request& r) {
                                   r.spec.destination,
                                   r.spec.slice ? 0 : context_.pool.shape.kvHeads,
                                   r.spec.slice && r.spec.slice->sources > 1};
-  const placement::PlacementDecision d = scheduler_.decide(query);
+  placement::PlacementDecision d = scheduler_.decide(query);
+  if (d.verdict == placement::Verdict::kRefuse && d.status.code() == StatusCode::kNotFound &&
+      r.spec.destination && context_.options.reconnect && redialed_.contains(*r.spec.destination)) {
+    // Its destination was lost and is being dialed again: wait for it until the deadline.
+    d.verdict = placement::Verdict::kWait;
+    d.status = resourceExhausted("decode agent '" + *r.spec.destination +
+                                 "' was lost and is being dialed again");
+  }
   if (d.verdict == placement::Verdict::kRefuse) {
     queue_.remove(r.spec.id);
     fail(r, d.status, false);
@@ -139,7 +153,9 @@ void PrefillSide::tryPlace(Request& r) {
   }
   Status sent = context_.port.send(d.peer, place);
   if (!sent.isOk()) {
-    fail(r, sent.withContext("sending the placement of '" + r.spec.id + "' to '" + d.peer + "'"),
+    fail(r,
+         sendFailure(d.peer, std::move(sent))
+             .withContext("sending the placement of '" + r.spec.id + "' to '" + d.peer + "'"),
          false);
     return;
   }
@@ -192,6 +208,7 @@ Status PrefillSide::cancel(const std::string& id, Status why) {
 void PrefillSide::onPeerReady(const std::string& peer, std::uint64_t totalBlocks,
                               std::uint64_t freeBlocks, std::uint32_t kvHeads) {
   peersAlive_[peer] = true;
+  redialed_.erase(peer);
   scheduler_.upsertPeer(peer, totalBlocks, freeBlocks, kvHeads);
   retryQueued();
 }
@@ -262,6 +279,9 @@ void PrefillSide::onRefused(Request& r, const RefusedMsg& m) {
 
 void PrefillSide::onConfirm(Request& r, const ConfirmMsg& m) {
   updateFree(r.view.peer, m.freeBlocks);
+  // A confirmation that crossed our abort: the caller was told of the failure already; the
+  // decode side answers the abort all the same.
+  if (r.failing) return maybeFinish(r.spec.id);
   if (r.mode == KvMode::kPull) {
     r.view.descriptors = m.descriptors;
     r.view.operations = m.operations;
@@ -324,13 +344,13 @@ void PrefillSide::moveLayers(Request& r, std::int64_t layer) {
   const std::string& peer = r.view.peer;
   if (r.mode == KvMode::kPull) {
     Status sent = context_.port.send(peer, ReadyMsg{r.spec.id, layer});
-    if (!sent.isOk()) fail(r, sent, true);
+    if (!sent.isOk()) fail(r, sendFailure(peer, std::move(sent)), true);
     return;
   }
   const std::uint64_t skip = r.view.prefixBlocks;
   if (skip == r.view.blocks) {  // everything is at the destination already
     Status sent = context_.port.send(peer, DataMsg{r.spec.id, layer});
-    if (!sent.isOk()) fail(r, sent, true);
+    if (!sent.isOk()) fail(r, sendFailure(peer, std::move(sent)), true);
     return;
   }
   const std::uint32_t first = layer == kAllLayers ? 0 : static_cast<std::uint32_t>(layer);

@@ -8,13 +8,17 @@
 // data. PULL: this side sends "ready" messages and the decode side READs.
 // Failure: this side first drains its own moves; it frees its source blocks once nothing
 // can touch them any more: at once in PUSH (it is the only mover), after the decode side's
-// abortAck (or its death) in PULL.
+// abortAck (or its death, or the lease) in PULL. The failure is published (state failed,
+// with its Status) as soon as our own moves have drained, without waiting for that
+// acknowledgement: the request then stays live (its id taken, its blocks reserved) only
+// until the acknowledgement comes.
 //
 // Threads: every member runs on the KV service thread.
 
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "agent/handoff/in_flight_moves.h"
 #include "agent/handoff/side_context.h"
@@ -82,6 +86,11 @@ class PrefillSide {
   void onMoveDone(const std::string& id, MoveId move, const MoveResult& result);
   void fail(Request& r, Status why, bool tellPeer);
   void maybeFinish(const std::string& id);
+  // What a failed send to `peer` means for the request: PEER_FAILED for a peer the data
+  // path no longer knows (NOT_FOUND), else `sent` itself.
+  static Status sendFailure(const std::string& peer, Status sent);
+  // Publishes the failure of a failing request whose own moves have drained (once).
+  void reportFailed(Request& r);
   void publish(Request& r);
   Request* find(const std::string& id);
   std::uint32_t layers() const { return context_.pool.shape.layers; }
@@ -91,6 +100,9 @@ class PrefillSide {
   placement::WaitQueue queue_;
   std::map<std::string, Request> requests_;
   std::unordered_map<std::string, bool> peersAlive_;
+  // Peers lost since their last handshake: with KvAgentOptions::reconnect, requests pinned
+  // to one wait for it (until their deadline) instead of failing as for an unknown name.
+  std::unordered_set<std::string> redialed_;
 };
 
 }  // namespace kvx::agent::handoff

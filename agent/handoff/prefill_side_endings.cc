@@ -35,7 +35,13 @@ void PrefillSide::maybeFinish(const std::string& id) {
     r->abortPending = false;
     if (r->ackOwed && alive) (void)context_.port.send(r->view.peer, AbortAckMsg{id, 0});
     r->ackOwed = false;
-    if (r->awaitingAck) return;
+    if (r->awaitingAck) {
+      // The caller learns of the failure now; only the source blocks wait for the
+      // acknowledgement (the decode side may still be reading them, and its own reads can
+      // take until they time out there).
+      reportFailed(*r);
+      return;
+    }
   }
   Status freed = context_.allocator.free(kv::compressBlocks(r->spec.sourceBlocks));
   if (!freed.isOk()) {
@@ -44,15 +50,27 @@ void PrefillSide::maybeFinish(const std::string& id) {
   if (!r->view.peer.empty() && (r->placed || r->placing)) {
     scheduler_.recordFinished(r->view.peer, r->bytesEstimate);
   }
-  r->view.state = r->failing ? KvRequestState::kFailed : KvRequestState::kReleased;
-  if (r->view.latency.count() == 0) r->view.latency = Clock::now() - r->submitted;
-  publish(*r);
+  if (r->failing) {
+    reportFailed(*r);
+  } else {
+    r->view.state = KvRequestState::kReleased;
+    if (r->view.latency.count() == 0) r->view.latency = Clock::now() - r->submitted;
+    publish(*r);
+  }
   requests_.erase(id);
   retryQueued();
 }
 
+void PrefillSide::reportFailed(Request& r) {
+  if (r.view.state == KvRequestState::kFailed) return;
+  r.view.state = KvRequestState::kFailed;
+  if (r.view.latency.count() == 0) r.view.latency = Clock::now() - r.submitted;
+  publish(r);
+}
+
 void PrefillSide::onPeerGone(const std::string& peer, const Status& why) {
   if (peersAlive_.erase(peer) == 0) return;
+  redialed_.insert(peer);
   scheduler_.removePeer(peer);
   std::vector<std::string> affected;
   for (auto& [id, r] : requests_) {

@@ -29,13 +29,22 @@ bool PeerLink::hasKey(const RemoteRegion& region) {
   return keys_.contains(&region);
 }
 
-void PeerLink::close(bool force) {
+void PeerLink::releaseKeys() {
   std::unordered_map<const RemoteRegion*, Entry> keys;
   {
     std::lock_guard lock(mutex_);
     keys.swap(keys_);
   }
   keys.clear();
+}
+
+std::vector<CancelledMessage> PeerLink::closeForReset(Deadline deadline) {
+  releaseKeys();  // not under mutex_: see close()
+  return endpoint_->closeForReset(deadline);
+}
+
+void PeerLink::close(bool force) {
+  releaseKeys();
   // Not under mutex_: a forced close fails in-flight operations right here, and their
   // completions take the peer's lock (Transfer -> RemotePeer::failure), while resetLink holds
   // the peer's lock to ask hasKey(): closing under mutex_ is a lock-order inversion. A key()

@@ -7,7 +7,9 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
+#include "engine/peer/link_endpoint.h"
 #include "engine/peer/remote_region.h"
 #include "engine/transport/endpoint.h"
 #include "kvx/result.h"
@@ -17,7 +19,7 @@ namespace kvx::engine {
 class PeerLink {
  public:
   PeerLink(std::shared_ptr<Endpoint> endpoint, std::uint64_t epoch)
-      : endpoint_(std::move(endpoint)), epoch_(epoch) {}
+      : endpoint_(std::make_shared<LinkEndpoint>(std::move(endpoint))), epoch_(epoch) {}
   // Destroys the keys, then closes the endpoint (UCX requires that order).
   ~PeerLink();
 
@@ -36,9 +38,16 @@ class PeerLink {
 
   // Closes the endpoint now; with `force`, in-flight operations fail before this returns.
   void close(bool force);
+  // Force-closes the endpoint for a reset of our own, waiting for the transport at most
+  // until `deadline`; returns the notifications the close cancelled, for the next link
+  // (LinkEndpoint::closeForReset).
+  std::vector<CancelledMessage> closeForReset(Deadline deadline);
 
  private:
-  std::shared_ptr<Endpoint> endpoint_;
+  // Destroys the keys unpacked on this link (UCX: before the endpoint closes).
+  void releaseKeys();
+
+  std::shared_ptr<LinkEndpoint> endpoint_;
   std::uint64_t epoch_;
   std::mutex mutex_;
   struct Entry {

@@ -3,11 +3,30 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
+#include <vector>
 
 #include "engine/memory/memory_registry.h"
 
 namespace kvx::engine {
+namespace {
+
+// A notification sent again after a reset: owns its bytes until the transport is done.
+struct ResentMessage final : Completion {
+  std::vector<std::uint8_t> header;
+  std::vector<std::uint8_t> payload;
+  std::string peer;
+  void onComplete(Status status) override {
+    if (!status.isOk()) {
+      spdlog::warn("notification to '{}', sent again after a reset, failed: {}", peer,
+                   status.toString());
+    }
+    delete this;
+  }
+};
+
+}  // namespace
 
 RemotePeer::RemotePeer(Transport& transport, PeerMetadata metadata,
                        LinkFailureHandler onLinkFailure)
@@ -147,13 +166,16 @@ Status RemotePeer::unpackKeys(const std::vector<std::shared_ptr<RemoteRegion>>& 
   return Status::ok();
 }
 
-Status RemotePeer::resetLink(const std::string& reason) {
+Status RemotePeer::resetLink(const std::string& reason, Deadline bound) {
   spdlog::info("peer '{}': resetting data path ({})", name_, reason);
+  const auto started = Clock::now();
   // The fresh link goes in before the old one closes: transfers and notifications started
   // meanwhile use it instead of finding no link at all.
   auto fresh = openLink();
   const bool opened = fresh.isOk();
+  const auto openedAt = Clock::now();
   std::shared_ptr<PeerLink> old;
+  std::shared_ptr<PeerLink> next;
   std::vector<std::shared_ptr<RemoteRegion>> regions;
   {
     std::lock_guard lock(mutex_);
@@ -161,7 +183,8 @@ Status RemotePeer::resetLink(const std::string& reason) {
       failure_ = fresh.status().withContext("peer '" + name_ + "': reconnect after " + reason);
       old = std::move(link_);
     } else {
-      old = std::exchange(link_, std::move(fresh).value());
+      next = std::move(fresh).value();
+      old = std::exchange(link_, next);
     }
     for (const auto& [id, region] : regions_) regions.push_back(region);
   }
@@ -172,13 +195,53 @@ Status RemotePeer::resetLink(const std::string& reason) {
   for (const auto& region : regions) {
     if (old && old->hasKey(*region)) keyed.push_back(region);
   }
-  if (old) old->close(true);
+  std::vector<CancelledMessage> cancelled;
+  if (old) cancelled = old->closeForReset(bound);
+  const auto closedAt = Clock::now();
+  resend(std::move(cancelled), next);
   if (!opened) return failure();
-  // Best effort: a key that fails here fails its next transfer with the reason.
-  if (Status s = unpackKeys(keyed); !s.isOk()) {
-    spdlog::warn("peer '{}': after the reset: {}", name_, s.toString());
+  // Best effort, within the bound: a key left out is unpacked at its next transfer, and one
+  // that fails fails that transfer with the reason.
+  std::size_t unpacked = 0;
+  for (const auto& region : keyed) {
+    if (Clock::now() >= bound) break;
+    if (auto key = next->key(region); !key.isOk()) {
+      spdlog::warn("peer '{}': after the reset: {}", name_, key.status().toString());
+    }
+    ++unpacked;
   }
+  const auto ms = [](Clock::duration d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  };
+  // Opening the endpoint is not bounded here (UCX opens it before returning): a reset that
+  // ran past its bound says where the time went.
+  spdlog::log(Clock::now() > bound ? spdlog::level::warn : spdlog::level::debug,
+              "peer '{}': data path reset in {} ms (new endpoint {} ms, closing the old one {} "
+              "ms, {} of {} keys unpacked again)",
+              name_, ms(Clock::now() - started), ms(openedAt - started), ms(closedAt - openedAt),
+              unpacked, keyed.size());
   return Status::ok();
+}
+
+void RemotePeer::resend(std::vector<CancelledMessage> messages,
+                        const std::shared_ptr<PeerLink>& next) {
+  if (messages.empty()) return;
+  spdlog::info("peer '{}': sending {} notification(s) that the reset cancelled again", name_,
+               messages.size());
+  for (CancelledMessage& message : messages) {
+    if (!next) {
+      message.completion->onComplete(failure());
+      continue;
+    }
+    // The sender's completion reports that the copy went out on the new link: it must not
+    // wait on the new link's delivery, which may be as slow as the old one's.
+    auto* copy = new ResentMessage();
+    copy->header = std::move(message.header);
+    copy->payload = std::move(message.payload);
+    copy->peer = name_;
+    next->endpoint().sendMessage(copy->header, copy->payload, copy);
+    message.completion->onComplete(Status::ok());
+  }
 }
 
 void RemotePeer::fail(Status why) {

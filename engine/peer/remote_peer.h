@@ -17,6 +17,7 @@
 #include "engine/peer/remote_region.h"
 #include "engine/transport/transport.h"
 #include "kvx/result.h"
+#include "kvx/transfer.h"
 
 namespace kvx::engine {
 
@@ -61,9 +62,14 @@ class RemotePeer {
   // transfer; on shared memory that maps the peer's memory into this process and populates
   // the mapping (about 0.25 s per GiB here). Regions already unpacked cost nothing.
   Status unpackKeys(const std::vector<std::shared_ptr<RemoteRegion>>& regions);
-  // Force-closes the current link (in-flight operations fail now) and opens a new one, with
-  // the keys the old link had unpacked unpacked again.
-  Status resetLink(const std::string& reason);
+  // Opens a new link and force-closes the current one (in-flight operations fail now), for a
+  // reset of this agent's own (a cancel whose operations did not drain). Notifications the
+  // close cancelled are sent again on the new link, once, each sender's completion reporting
+  // that resend; they may follow messages other threads sent on the new link meanwhile. The
+  // close waits for the transport at most until `bound`, and the keys the old link had
+  // unpacked are unpacked again only until then (the rest at their next transfer). Opening
+  // the new endpoint is not bounded: UCX opens it before returning (1 s under heavy loss).
+  Status resetLink(const std::string& reason, Deadline bound);
   // Declares the peer failed: the link is closed and later calls fail with `why`.
   void fail(Status why);
   Status failure() const;
@@ -74,6 +80,8 @@ class RemotePeer {
   RemotePeer(Transport& transport, PeerMetadata metadata, LinkFailureHandler onLinkFailure);
   Result<std::shared_ptr<PeerLink>> openLink();
   void onLinkFailed(std::uint64_t epoch, const Status& why);
+  // Sends `messages` (cancelled by a reset) on `next`, or fails them when there is none.
+  void resend(std::vector<CancelledMessage> messages, const std::shared_ptr<PeerLink>& next);
 
   Transport& transport_;
   const std::string name_;

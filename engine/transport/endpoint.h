@@ -2,6 +2,7 @@
 
 // Endpoint: a one-way data-path connection from this transport to a peer's transport.
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -60,6 +61,14 @@ class Endpoint {
   // Without it, close waits (bounded by the transport's own timeout) for them to finish.
   // Idempotent; every later post completes at once with FAILED_PRECONDITION.
   virtual void close(bool force) = 0;
+  // close(true), waiting for the transport's side of the close at most until `deadline`:
+  // operations it has not reported by then complete here with CANCELLED, and no byte of them
+  // lands afterwards. For a link reset that must not stall its caller; a transport whose
+  // close does not wait need not override it.
+  virtual void forceClose(std::chrono::steady_clock::time_point deadline) {
+    (void)deadline;
+    close(true);
+  }
 
   // True once the transport saw an error on this endpoint (peer died, link cut).
   virtual bool failed() const = 0;

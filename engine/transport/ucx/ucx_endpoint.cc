@@ -215,7 +215,13 @@ void UcxEndpoint::close(bool force) {
   closeLocked(lock, force);
 }
 
-void UcxEndpoint::closeLocked(std::unique_lock<std::mutex>& lock, bool force) {
+void UcxEndpoint::forceClose(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(worker_->mutex());
+  closeLocked(lock, true, deadline);
+}
+
+void UcxEndpoint::closeLocked(std::unique_lock<std::mutex>& lock, bool force,
+                              std::optional<std::chrono::steady_clock::time_point> until) {
   if (closed_) return;
   closed_ = true;
   // UCX requires the keys unpacked on an endpoint to be destroyed before it closes.
@@ -227,18 +233,18 @@ void UcxEndpoint::closeLocked(std::unique_lock<std::mutex>& lock, bool force) {
   param.flags = forced ? UCP_EP_CLOSE_FLAG_FORCE : 0;
   ucs_status_ptr_t request = ucp_ep_close_nbx(ep_, &param);
   ep_ = nullptr;
-  const auto deadline = std::chrono::steady_clock::now() +
-                        (forced ? std::chrono::steady_clock::duration(kForceCloseTimeout)
-                                : std::chrono::steady_clock::duration(kGracefulCloseTimeout));
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline = until.value_or(
+      started + (forced ? std::chrono::steady_clock::duration(kForceCloseTimeout)
+                        : std::chrono::steady_clock::duration(kGracefulCloseTimeout)));
   if (isRequest(request)) {
     const bool done = worker_->progressUntil(
         lock, [&] { return ucp_request_check_status(request) != UCS_INPROGRESS; }, deadline);
     if (!done) {
-      spdlog::warn("{}: closing the UCX endpoint over {} did not finish within {} s",
-                   worker_->agentName(), description_,
-                   std::chrono::duration_cast<std::chrono::seconds>(forced ? kForceCloseTimeout
-                                                                           : kGracefulCloseTimeout)
-                       .count());
+      spdlog::warn(
+          "{}: closing the UCX endpoint over {} did not finish within {} ms", worker_->agentName(),
+          description_,
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - started).count());
     }
     // Frees it now, or (still in progress) when UCX completes it.
     ucp_request_free(request);

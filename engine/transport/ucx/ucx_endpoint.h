@@ -17,8 +17,9 @@
 // when the peer failed; otherwise flush-then-close, which waits for the operations in
 // flight and so for the peer to progress) and
 // progresses the worker until the close request completes or a deadline passes (2 s forced,
-// 5 s graceful). Requests UCX has not completed by then are completed here with CANCELLED
-// (forced) or TIMED_OUT (graceful) and detached, so a late UCX callback only frees them.
+// 5 s graceful; forceClose() takes the caller's). Requests UCX has not completed by then are
+// completed here with CANCELLED (forced) or TIMED_OUT (graceful) and detached, so a late UCX
+// callback only frees them.
 //
 // Use force only to abandon a peer: when the peer also connected back to this transport, UCX
 // pairs the two endpoints into one connection, and a forced close leaves the peer's endpoint
@@ -32,7 +33,9 @@
 #include <ucp/api/ucp.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_set>
@@ -61,6 +64,7 @@ class UcxEndpoint final : public Endpoint, public std::enable_shared_from_this<U
   void sendMessage(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload,
                    Completion* completion) override;
   void close(bool force) override;
+  void forceClose(std::chrono::steady_clock::time_point deadline) override;
   bool failed() const override { return failed_.load(std::memory_order_acquire); }
   std::string description() const override { return description_; }
 
@@ -81,7 +85,9 @@ class UcxEndpoint final : public Endpoint, public std::enable_shared_from_this<U
   void postRma(const RmaOp& op, Completion* completion, UcxOp kind);
   // REQUIRES: the worker's mutex, a postable endpoint.
   void postRmaLocked(const RmaOp& op, Completion* completion, UcxOp kind);
-  void closeLocked(std::unique_lock<std::mutex>& lock, bool force);
+  // `deadline`: how long to progress the close (default: 2 s forced, 5 s graceful).
+  void closeLocked(std::unique_lock<std::mutex>& lock, bool force,
+                   std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
   std::shared_ptr<UcxWorker> worker_;
   EndpointErrorHandler onError_;

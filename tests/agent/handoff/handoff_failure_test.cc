@@ -131,6 +131,48 @@ TEST_CASE("the side that moves data drains its moves before the other side frees
   h.expectClean();
 }
 
+// A failing PULL request ends for its caller as soon as this side's own moves have drained:
+// its Status is published at once, while its source blocks stay reserved (and its id live)
+// until the decode side, whose reads may still be stuck, acknowledges the abort.
+TEST_CASE("a failing pull request reports at once and keeps its blocks until the ack",
+          "[handoff]") {
+  HandoffHarness h;
+  KvAgentOptions prefillOptions = HandoffHarness::defaultOptions();
+  prefillOptions.requestTimeout = 30ms;
+  Side& p = h.addPrefill("p", 32, prefillOptions);
+  Side& d = h.addDecode("d", 32);
+  h.connect("p", "d");
+  h.net().holdLandings(true);  // the decode side's reads are stuck
+  submit(h, p, "a", 20, KvMode::kPull, false);
+  REQUIRE(h.settle());
+  REQUIRE(h.net().movesInFlight() == 1);
+  sleepPast(30ms);
+  h.tick();
+  REQUIRE(h.settle());
+  // The caller knows now, with the reason.
+  const KvRequestStatus failed = HandoffHarness::status(p, "a");
+  CHECK(failed.state == KvRequestState::kFailed);
+  CHECK(failed.status.code() == StatusCode::kTimedOut);
+  CHECK(failed.latency.count() > 0);
+  CHECK(h.net().sent<AbortMsg>("p") == 1);
+  // Nothing the decode side may still read is freed, and the id is still taken.
+  CHECK(p.prefill->liveRequests() == 1);
+  CHECK(p.pool.allocator().freeBlocks() == 32 - 5);
+  KvRequestSpec again = h.request(p, "a", 4);
+  CHECK(p.prefill->submit(again).code() == StatusCode::kAlreadyExists);
+  h.freeSource(p, again);
+  h.expectNoViolations();
+  // The stuck reads drain; the acknowledgement frees the blocks, and the published
+  // failure stays as it was.
+  h.net().holdLandings(false);
+  REQUIRE(h.settle());
+  CHECK(h.net().sent<AbortAckMsg>("d") == 1);
+  CHECK(HandoffHarness::status(p, "a").status.code() == StatusCode::kTimedOut);
+  CHECK(HandoffHarness::status(p, "a").latency == failed.latency);
+  CHECK(HandoffHarness::status(d, "a").state == KvRequestState::kFailed);
+  h.expectClean();
+}
+
 TEST_CASE("a request past its deadline fails on both sides", "[handoff]") {
   const KvMode mode = GENERATE(KvMode::kPush, KvMode::kPull);
   INFO(modeName(mode));
@@ -166,6 +208,42 @@ TEST_CASE("a request past its deadline fails on both sides", "[handoff]") {
   const KvRequestStatus sent = HandoffHarness::status(p, "a");
   CHECK(sent.state == KvRequestState::kFailed);
   CHECK(sent.status.code() == StatusCode::kTimedOut);
+  h.expectClean();
+}
+
+// A request pinned to a decode agent that was lost (and that the agent dials again) waits
+// for it, as for room, until its deadline; a name never connected still fails at once
+// (handoff_backpressure_test).
+TEST_CASE("a request pinned to a peer being dialed again waits for it", "[handoff]") {
+  HandoffHarness h;
+  Side& p = h.addPrefill("p", 32);
+  Side& d = h.addDecode("d", 32);
+  h.connect("p", "d");
+  h.net().dropLink("p", "d");
+  h.tick();
+  KvRequestSpec spec = h.request(p, "a", 20);
+  spec.destination = "d";
+  SECTION("it comes back") {
+    REQUIRE(p.prefill->submit(spec).isOk());
+    REQUIRE(h.settle());
+    CHECK(HandoffHarness::state(p, "a") == KvRequestState::kQueued);
+    h.connect("p", "d");
+    REQUIRE(h.settle());
+    CHECK(HandoffHarness::state(p, "a") == KvRequestState::kReleased);
+    h.verifyArrived(d, "a");
+    HandoffHarness::consumeAndRelease(d, "a");
+  }
+  SECTION("it does not, by the deadline") {
+    spec.timeout = 30ms;
+    REQUIRE(p.prefill->submit(spec).isOk());
+    sleepPast(30ms);
+    h.tick();
+    REQUIRE(h.settle());
+    const KvRequestStatus failed = HandoffHarness::status(p, "a");
+    CHECK(failed.state == KvRequestState::kFailed);
+    CHECK(failed.status.code() == StatusCode::kTimedOut);
+    CHECK_THAT(failed.status.message(), Catch::Contains("being dialed again"));
+  }
   h.expectClean();
 }
 

@@ -9,6 +9,7 @@
 // connects again and goes on. Nothing hangs. Once the loss stops, a request moves and
 // verifies, and the decode agent ends with every block back and none corrupt.
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <map>
 
@@ -87,6 +88,8 @@ TEST_CASE("netns loss: prefill side", "[.]") {
   std::vector<double> latencies;
   std::map<std::string, int> failures;  // by status code
   std::string firstFailure;
+  double latestMs = 0;  // the latest end of a request relative to its deadline
+  std::string latestId;
   int reconnects = 0;
   int next = 0;
   while (next < kRequests || !pending.empty()) {
@@ -122,6 +125,12 @@ TEST_CASE("netns loss: prefill side", "[.]") {
       REQUIRE(isTerminal(state->state));
     }
     INFO(oldest.id << " is " << toString(state->state) << ": " << end.status().toString());
+    // When it ended against its deadline (its latency runs from about when it was submitted).
+    const double late = millis(state->latency) - millis(kRequestTimeout);
+    if (latestId.empty() || late > latestMs) {
+      latestMs = late;
+      latestId = oldest.id;
+    }
     if (state->state == KvRequestState::kReleased) {
       released.push_back(oldest.id);
       latencies.push_back(millis(state->latency));
@@ -172,6 +181,8 @@ TEST_CASE("netns loss: prefill side", "[.]") {
       failed.empty() ? "none failed" : "failed: ", failed.c_str(),
       firstFailure.empty() ? "" : (" (first: " + firstFailure + ")").c_str(), reconnects,
       stats["blocksVerified"].dump().c_str(), stats["blocks"].dump().c_str());
+  std::printf("netns loss: the latest request (%s) ended %.0f ms %s its deadline\n",
+              latestId.c_str(), std::abs(latestMs), latestMs > 0 ? "after" : "before");
   std::fflush(stdout);
   std::filesystem::remove_all(dir);
 }

@@ -1,0 +1,201 @@
+// kvx-test-labels: unit
+// RemotePeer::resetLink, against a scripted transport whose endpoints hold every operation
+// until they are closed: notifications that our own reset cancelled go out again on the new
+// link (once, in send order, their senders told that they did), staging messages and
+// everything a peer failure cancels still fail, and the old endpoint's close is bounded by
+// the deadline the reset was given.
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/notify/notification_header.h"
+#include "engine/peer/remote_peer.h"
+
+using namespace kvx;
+using namespace kvx::engine;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Sent {
+  std::vector<std::uint8_t> header;
+  std::string payload;
+};
+
+// Holds every message until close, which fails them (newest first, as a transport may).
+class HoldingEndpoint final : public Endpoint {
+ public:
+  Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(std::span<const std::uint8_t>) override {
+    return std::unique_ptr<RemoteKey>(new RemoteKey());
+  }
+  void put(const RmaOp&, Completion* completion) override { held_.push_back(completion); }
+  void get(const RmaOp&, Completion* completion) override { held_.push_back(completion); }
+  void flush(Completion* completion) override { held_.push_back(completion); }
+  void sendMessage(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload,
+                   Completion* completion) override {
+    if (closed) return completion->onComplete(failedPrecondition("closed"));
+    sent.push_back({{header.begin(), header.end()}, {payload.begin(), payload.end()}});
+    if (holdMessages) {
+      held_.push_back(completion);
+    } else {
+      completion->onComplete(Status::ok());
+    }
+  }
+  void close(bool force) override {
+    closed = true;
+    forced = forced || force;
+    while (!held_.empty()) {
+      Completion* completion = held_.back();
+      held_.pop_back();
+      completion->onComplete(cancelled("closed with the operation in flight"));
+    }
+  }
+  void forceClose(std::chrono::steady_clock::time_point deadline) override {
+    closeDeadline = deadline;
+    close(true);
+  }
+  bool failed() const override { return false; }
+  std::string description() const override { return "holding"; }
+
+  bool holdMessages = true;
+  bool closed = false;
+  bool forced = false;
+  std::optional<std::chrono::steady_clock::time_point> closeDeadline;
+  std::vector<Sent> sent;
+
+ private:
+  std::vector<Completion*> held_;
+};
+
+class HoldingTransport final : public Transport {
+ public:
+  std::string_view name() const override { return "holding"; }
+  std::vector<std::uint8_t> localAddress() const override { return {1}; }
+  bool supportsMemoryKind(MemoryKind kind) const override { return kind == MemoryKind::kHost; }
+  Result<std::unique_ptr<TransportMemory>> registerMemory(void*, std::uint64_t, MemoryKind,
+                                                          int) override {
+    return unimplemented("no memory here");
+  }
+  Result<std::unique_ptr<TransportMemory>> allocateMemory(std::uint64_t, MemoryKind, int) override {
+    return unimplemented("no memory here");
+  }
+  Result<std::shared_ptr<Endpoint>> connect(std::span<const std::uint8_t>,
+                                            EndpointErrorHandler) override {
+    auto endpoint = std::make_shared<HoldingEndpoint>();
+    endpoints.push_back(endpoint);
+    return std::shared_ptr<Endpoint>(endpoint);
+  }
+  void setMessageHandler(MessageHandler) override {}
+  bool progress() override { return false; }
+  int eventFd() const override { return -1; }
+  bool arm() override { return false; }
+  void wake() override {}
+
+  std::vector<std::shared_ptr<HoldingEndpoint>> endpoints;
+};
+
+// A sender's completion that owns its bytes, as the engine's do.
+struct Message final : Completion {
+  Message(std::vector<std::uint8_t> h, std::string p)
+      : header(std::move(h)), payload(std::move(p)) {}
+  std::vector<std::uint8_t> header;
+  std::string payload;
+  std::vector<Status> ends;
+  void onComplete(Status status) override { ends.push_back(std::move(status)); }
+  std::span<const std::uint8_t> bytes() const {
+    return {reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size()};
+  }
+};
+
+std::shared_ptr<RemotePeer> connectPeer(HoldingTransport& transport) {
+  PeerMetadata metadata;
+  metadata.name = "decode";
+  metadata.incarnation = 7;
+  metadata.transport = "holding";
+  metadata.dataAddress = {2};
+  auto peer = RemotePeer::connect(transport, metadata);
+  REQUIRE(peer.isOk());
+  REQUIRE(transport.endpoints.size() == 1);
+  return *peer;
+}
+
+void send(RemotePeer& peer, Message& message) {
+  auto link = peer.link();
+  REQUIRE(link.isOk());
+  (*link)->endpoint().sendMessage(message.header, message.bytes(), &message);
+}
+
+}  // namespace
+
+TEST_CASE("notifications a reset of our own cancelled go out again on the new link", "[peer]") {
+  HoldingTransport transport;
+  auto peer = connectPeer(transport);
+  Message abort(encodeNotificationHeader("prefill"), "abort r1");
+  Message data(encodeNotificationHeader("prefill"), "data r2");
+  Message staging(encodeMessageHeader(MessageKind::kStagingRequest, "prefill"), "slot please");
+  send(*peer, abort);
+  send(*peer, staging);
+  send(*peer, data);
+  REQUIRE(abort.ends.empty());
+
+  const Deadline bound = Clock::now() + 200ms;
+  REQUIRE(peer->resetLink("a cancel", bound).isOk());
+
+  REQUIRE(transport.endpoints.size() == 2);
+  const HoldingEndpoint& old = *transport.endpoints[0];
+  const HoldingEndpoint& fresh = *transport.endpoints[1];
+  CHECK(old.forced);
+  REQUIRE(old.closeDeadline.has_value());
+  CHECK(*old.closeDeadline == bound);
+  // The two notifications, once each and in the order they were first sent (the old
+  // endpoint failed them newest first); the staging message is its sender's to repeat.
+  REQUIRE(fresh.sent.size() == 2);
+  CHECK(fresh.sent[0].payload == "abort r1");
+  CHECK(fresh.sent[1].payload == "data r2");
+  CHECK(fresh.sent[0].header == abort.header);
+  REQUIRE(abort.ends.size() == 1);
+  CHECK(abort.ends[0].isOk());
+  REQUIRE(data.ends.size() == 1);
+  CHECK(data.ends[0].isOk());
+  REQUIRE(staging.ends.size() == 1);
+  CHECK(staging.ends[0].code() == StatusCode::kCancelled);
+
+  // Messages sent after the reset use the new link and are not tracked by the old one.
+  Message later(encodeNotificationHeader("prefill"), "ready r3");
+  send(*peer, later);
+  CHECK(transport.endpoints[1]->sent.size() == 3);
+  peer->fail(peerFailed("test over"));
+  REQUIRE(later.ends.size() == 1);
+  CHECK(later.ends[0].code() == StatusCode::kCancelled);  // a failure is not resent
+  CHECK(transport.endpoints.size() == 2);
+}
+
+TEST_CASE("a peer failure fails notifications in flight without resending them", "[peer]") {
+  HoldingTransport transport;
+  auto peer = connectPeer(transport);
+  Message abort(encodeNotificationHeader("prefill"), "abort r1");
+  send(*peer, abort);
+  peer->fail(peerFailed("the peer died"));
+  REQUIRE(abort.ends.size() == 1);
+  CHECK_FALSE(abort.ends[0].isOk());
+  CHECK(transport.endpoints.size() == 1);
+  CHECK(transport.endpoints[0]->sent.size() == 1);
+}
+
+TEST_CASE("a message a reset cancels twice is sent on each new link", "[peer]") {
+  HoldingTransport transport;
+  auto peer = connectPeer(transport);
+  Message abort(encodeNotificationHeader("prefill"), "abort r1");
+  send(*peer, abort);
+  REQUIRE(peer->resetLink("first", Clock::now() + 200ms).isOk());
+  REQUIRE(abort.ends.size() == 1);  // the sender heard once, from the first resend
+  // The resend is held on the second link too; a second reset carries it to a third.
+  REQUIRE(peer->resetLink("second", Clock::now() + 200ms).isOk());
+  REQUIRE(transport.endpoints.size() == 3);
+  CHECK(transport.endpoints[1]->sent.size() == 1);
+  REQUIRE(transport.endpoints[2]->sent.size() == 1);
+  CHECK(transport.endpoints[2]->sent[0].payload == "abort r1");
+  CHECK(abort.ends.size() == 1);
+  peer->fail(peerFailed("test over"));
+}
