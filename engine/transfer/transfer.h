@@ -12,7 +12,13 @@
 // Threads: start(), advance() and requestCancel() may be called from any thread; they
 // serialise on the transfer's mutex. Completions arrive on the progress thread with the
 // transport's lock held: they touch only atomics and hand the transfer to the listener,
-// which calls advance() later, outside the transport's lock.
+// which calls advance() later, outside the transport's lock. One advance() posts at most a
+// turn's worth of operations (16 MiB or 4,096 operations), then queues the transfer with
+// the listener for its next turn, so transfers in flight share the link round-robin and
+// post() returns after one turn even where operations complete inline (shared memory).
+// The window of operations in flight is maxOpsInFlight, or fewer where the plan's operations
+// are large: at most 64 MiB in flight per transfer, so one big transfer cannot queue
+// gigabytes on the endpoint ahead of the transfers posted after it.
 // Guarantees: first error wins; the terminal state is reached exactly once per start, and
 // only after every posted operation has completed (so no byte lands after it is reported).
 
@@ -104,7 +110,9 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   void onStagedDone(Status status);
   void deliverStagedCompletions();
   Status refreshKeys();
-  void postOpsLocked();
+  // Posts operations until the window is full, the plan is posted or this turn's budget is
+  // spent; true in the last case (the caller must queue the transfer for another turn).
+  bool postOpsLocked();
   // Returns the self-reference the caller must drop after unlocking.
   std::shared_ptr<Transfer> finishLocked();
 
