@@ -7,6 +7,7 @@
 
 #include "agent/kv/model_shape.h"
 #include "cli/block_order.h"
+#include "cli/gpu_memory_options.h"
 #include "cli/json_config.h"
 
 namespace kvx::cli {
@@ -51,29 +52,7 @@ Result<agent::kv::ModelShape> shapeOfText(const std::string& text) {
 
 // Where the pool lives and how its GPU memory moves.
 Status validateMemory(const AgentConfig& c) {
-  if (!parseMemoryKind(c.memory)) {
-    return invalidArgument("--memory '" + c.memory + "' is not host or cuda");
-  }
-  if (!parseGpuPath(c.gpuPath)) {
-    return invalidArgument("--gpu-path '" + c.gpuPath + "' is not auto, direct or staged");
-  }
-  if (c.memory == "cuda") {
-    if (c.device < -1) {
-      return invalidArgument("--device " + std::to_string(c.device) +
-                             " is not a CUDA device (0, 1, ...; CUDA_VISIBLE_DEVICES order)");
-    }
-    return Status::ok();
-  }
-  if (c.device != -1) {
-    return invalidArgument("--device " + std::to_string(c.device) +
-                           " applies to --memory cuda; this pool is in host memory");
-  }
-  if (c.gpuPath != "auto") {
-    return invalidArgument("--gpu-path " + c.gpuPath +
-                           " applies to --memory cuda (how the pool's GPU memory moves); a host "
-                           "pool always moves directly");
-  }
-  return Status::ok();
+  return validateGpuMemoryOptions(c.memory, c.device, c.gpuPath, "this pool is");
 }
 
 }  // namespace

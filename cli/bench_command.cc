@@ -16,6 +16,7 @@
 #include "bench/kv/control/control_scenario.h"
 #include "bench/kv/control/control_step.h"
 #include "bench/kv/run_header.h"
+#include "cli/gpu_memory_options.h"
 
 namespace kvx::cli {
 namespace {
@@ -143,23 +144,7 @@ void addBenchOptions(CLI::App& app, BenchOptions& o) {
 }
 
 Status validateBenchOptions(const BenchOptions& o) {
-  if (o.memory == "cuda") {
-    if (o.device < -1) {
-      return invalidArgument("--device " + std::to_string(o.device) +
-                             " is not a CUDA device (0, 1, ...)");
-    }
-    return Status::ok();
-  }
-  if (o.device != -1) {
-    return invalidArgument("--device " + std::to_string(o.device) +
-                           " applies to --memory cuda; this run's pools are in host memory");
-  }
-  if (o.gpuPath != "auto") {
-    return invalidArgument("--gpu-path " + o.gpuPath +
-                           " applies to --memory cuda (how the pools' GPU memory moves); host "
-                           "pools always move directly");
-  }
-  return Status::ok();
+  return validateGpuMemoryOptions(o.memory, o.device, o.gpuPath, "this run's pools are");
 }
 
 int runBenchCommand(const BenchOptions& o, const std::string& commandLine, StopSignal& stop) {

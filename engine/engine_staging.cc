@@ -6,7 +6,7 @@
 #include "engine/engine.h"
 #include "engine/memory/region_copy.h"
 #include "engine/memory/staged_only_memory.h"
-#include "engine/staged/owned_message.h"
+#include "engine/transport/owned_message.h"
 
 namespace kvx::engine {
 

@@ -8,25 +8,9 @@
 #include <vector>
 
 #include "engine/memory/memory_registry.h"
+#include "engine/transport/owned_message.h"
 
 namespace kvx::engine {
-namespace {
-
-// A notification sent again after a reset: owns its bytes until the transport is done.
-struct ResentMessage final : Completion {
-  std::vector<std::uint8_t> header;
-  std::vector<std::uint8_t> payload;
-  std::string peer;
-  void onComplete(Status status) override {
-    if (!status.isOk()) {
-      spdlog::warn("notification to '{}', sent again after a reset, failed: {}", peer,
-                   status.toString());
-    }
-    delete this;
-  }
-};
-
-}  // namespace
 
 RemotePeer::RemotePeer(Transport& transport, PeerMetadata metadata,
                        LinkFailureHandler onLinkFailure)
@@ -51,7 +35,6 @@ Result<std::shared_ptr<RemotePeer>> RemotePeer::connect(Transport& transport, Pe
   if (!link.isOk()) return link.status().withContext("connecting to peer '" + peer->name_ + "'");
   std::lock_guard lock(peer->mutex_);
   peer->link_ = std::move(link).value();
-  spdlog::info("peer '{}': data path {}", peer->name_, peer->link_->endpoint().description());
   return peer;
 }
 
@@ -235,11 +218,8 @@ void RemotePeer::resend(std::vector<CancelledMessage> messages,
     }
     // The sender's completion reports that the copy went out on the new link: it must not
     // wait on the new link's delivery, which may be as slow as the old one's.
-    auto* copy = new ResentMessage();
-    copy->header = std::move(message.header);
-    copy->payload = std::move(message.payload);
-    copy->peer = name_;
-    next->endpoint().sendMessage(copy->header, copy->payload, copy);
+    sendOwnedMessage(next->endpoint(), std::move(message.header), std::move(message.payload),
+                     "notification to '" + name_ + "', sent again after a reset,");
     message.completion->onComplete(Status::ok());
   }
 }

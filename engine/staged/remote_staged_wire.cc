@@ -1,6 +1,6 @@
 #include "engine/staged/remote_staged_wire.h"
 
-#include "engine/staged/owned_message.h"
+#include "engine/transport/owned_message.h"
 #include "engine/transport/countdown_completion.h"
 
 namespace kvx::engine {

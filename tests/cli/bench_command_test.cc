@@ -10,33 +10,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "examples/pair_transfer/child_process.h"
-#include "tests/support/kvx_binary.h"
+#include "tests/support/kvx_run.h"
 
-using kvx::test::kvxBinary;
-using pair_transfer::ChildProcess;
 using std::chrono::seconds;
 
-namespace {
-
-// Runs `kvx ARGS`; returns its exit code and stdout.
-std::pair<int, std::string> run(const std::vector<std::string>& args, seconds timeout) {
-  auto child = ChildProcess::spawn(kvxBinary(), args);
-  REQUIRE(child.isOk());
-  std::string output;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto line = child->readLine(std::chrono::milliseconds(500));
-    if (line.isOk()) {
-      output += *line + "\n";
-    } else if (line.status().code() != kvx::StatusCode::kTimedOut) {
-      break;
-    }
-  }
-  return {child->waitExit(seconds(30)), output};
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("every scenario runs, verifies and reports in quick mode", "[bench]") {
   const auto dir =
@@ -52,9 +30,10 @@ TEST_CASE("every scenario runs, verifies and reports in quick mode", "[bench]") 
   }
   const std::string json = (dir / "bench.json").string();
   const std::string csv = (dir / "bench.csv").string();
-  auto [code, output] = run({"bench", "--scenario", "all", "--quick", "--trace", trace, "--json",
-                             json, "--csv", csv, "--log-level", "error"},
-                            seconds(900));
+  auto [code, output] =
+      kvx::test::runKvx({"bench", "--scenario", "all", "--quick", "--trace", trace, "--json", json,
+                         "--csv", csv, "--log-level", "error"},
+                        seconds(900));
   INFO(output);
   CHECK(code == 0);
   CHECK_THAT(output, Catch::Contains("Every destination block was verified"));

@@ -10,11 +10,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "examples/pair_transfer/child_process.h"
-#include "tests/support/kvx_binary.h"
+#include "tests/support/kvx_run.h"
 
-using kvx::test::kvxBinary;
-using pair_transfer::ChildProcess;
 using std::chrono::seconds;
 
 namespace {
@@ -22,19 +19,7 @@ namespace {
 // Runs `kvx ARGS` with the fake GPU runtime; returns its exit code and stdout.
 std::pair<int, std::string> run(const std::vector<std::string>& args, seconds timeout) {
   ::setenv("KVX_GPU_RUNTIME", "fake", 1);
-  auto child = ChildProcess::spawn(kvxBinary(), args);
-  REQUIRE(child.isOk());
-  std::string output;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto line = child->readLine(std::chrono::milliseconds(500));
-    if (line.isOk()) {
-      output += *line + "\n";
-    } else if (line.status().code() != kvx::StatusCode::kTimedOut) {
-      break;
-    }
-  }
-  return {child->waitExit(seconds(30)), output};
+  return kvx::test::runKvx(args, timeout);
 }
 
 class TempDir {

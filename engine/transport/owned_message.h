@@ -1,9 +1,9 @@
 #pragma once
 
 // sendOwnedMessage: sends one data-path message whose bytes the call owns until the
-// transport is done with them, for fire-and-forget control messages (staging requests and
-// replies). A failed send is logged with `what`; the caller learns of a lost peer otherwise
-// (deadlines, link failures).
+// transport is done with them, for fire-and-forget messages (staging requests and replies,
+// notifications sent again on a new link after a reset). A failed send is logged with `what`; the
+// caller learns of a lost peer otherwise (deadlines, link failures).
 //
 // Threads: any thread, never in transport completion or message-handler context.
 

@@ -1,4 +1,4 @@
-#include "engine/staged/owned_message.h"
+#include "engine/transport/owned_message.h"
 
 #include <spdlog/spdlog.h>
 
