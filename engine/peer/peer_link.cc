@@ -3,11 +3,9 @@
 namespace kvx::engine {
 
 PeerLink::~PeerLink() {
-  {
-    std::lock_guard lock(mutex_);
-    keys_.clear();
-  }
-  endpoint_->close(false);
+  endpoint_->close(false);  // before the key objects, as in close()
+  std::lock_guard lock(mutex_);
+  keys_.clear();
 }
 
 Result<const RemoteKey*> PeerLink::key(const std::shared_ptr<RemoteRegion>& region) {
@@ -39,17 +37,22 @@ void PeerLink::releaseKeys() {
 }
 
 std::vector<CancelledMessage> PeerLink::closeForReset(Deadline deadline) {
-  releaseKeys();  // not under mutex_: see close()
-  return endpoint_->closeForReset(deadline);
+  std::vector<CancelledMessage> cancelled = endpoint_->closeForReset(deadline);  // see close()
+  releaseKeys();
+  return cancelled;
 }
 
 void PeerLink::close(bool force) {
-  releaseKeys();
-  // Not under mutex_: a forced close fails in-flight operations right here, and their
-  // completions take the peer's lock (Transfer -> RemotePeer::failure), while resetLink holds
-  // the peer's lock to ask hasKey(): closing under mutex_ is a lock-order inversion. A key()
-  // racing with this close is released by the endpoint's own close before the endpoint goes.
+  // The endpoint closes first, and the key objects go after it: a transfer may still hold
+  // this link's key pointers and be about to post with them; once the endpoint is closed it
+  // refuses every post before it looks at a key, while a key destroyed under an open endpoint
+  // would be read after its free (UBSan saw it under peer_kill_test). The endpoint's close
+  // destroys the transport's handles of these keys itself, before the endpoint goes, as UCX
+  // requires. Not under mutex_: a forced close fails in-flight operations right here, and
+  // their completions take the peer's lock (Transfer -> RemotePeer::failure), while resetLink
+  // holds the peer's lock to ask hasKey(): closing under mutex_ is a lock-order inversion.
   endpoint_->close(force);
+  releaseKeys();
 }
 
 }  // namespace kvx::engine

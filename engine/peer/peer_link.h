@@ -20,7 +20,8 @@ class PeerLink {
  public:
   PeerLink(std::shared_ptr<Endpoint> endpoint, std::uint64_t epoch)
       : endpoint_(std::make_shared<LinkEndpoint>(std::move(endpoint))), epoch_(epoch) {}
-  // Destroys the keys, then closes the endpoint (UCX requires that order).
+  // Closes the endpoint (which destroys the transport handles of its keys first, as UCX
+  // requires), then the key objects: a post racing with the close finds it closed.
   ~PeerLink();
 
   Endpoint& endpoint() { return *endpoint_; }
