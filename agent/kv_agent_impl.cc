@@ -70,7 +70,14 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
 
 KvAgent::Impl::~Impl() {
   if (loop) (void)shutdown(deadlineIn(std::chrono::seconds(2)), "the agent is being destroyed");
-  reconnector.reset();  // waits for an attempt in progress, which needs the loop
+  // Destroying the reconnector waits for an attempt in progress, which needs the loop, so the
+  // loop still runs here and may be in forgetPeer: take the reconnector out under its lock.
+  std::unique_ptr<agent::PeerReconnector> gone;
+  {
+    std::lock_guard lock(reconnectorMutex);
+    gone = std::move(reconnector);
+  }
+  gone.reset();
   if (agent) {
     agent->setNotificationHandler(nullptr);
     agent->setPeerEventHandler(nullptr);
@@ -289,6 +296,7 @@ void KvAgent::Impl::forgetPeer(const std::string& name, const Status& why) {
     std::lock_guard lock(peersMutex);
     handshakes.erase(name);
   }
+  std::lock_guard lock(reconnectorMutex);
   if (reconnector && !shutDown.load()) reconnector->lost(name);
 }
 

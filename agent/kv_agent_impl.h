@@ -87,6 +87,9 @@ struct KvAgent::Impl {
   std::unique_ptr<agent::handoff::TaskLoop> loop;
   // Dials lost peers again (options.reconnect); null when off. Uses the loop: goes before it.
   std::unique_ptr<agent::PeerReconnector> reconnector;
+  // Guards `reconnector` between the destructor, which takes it out, and forgetPeer on the
+  // loop; the other uses are on the caller's thread before destruction.
+  std::mutex reconnectorMutex;
   std::atomic<bool> accepting{true};
   std::atomic<bool> shutDown{false};
 };
