@@ -28,6 +28,7 @@ TEST_CASE("staged: WRITE from GPU memory lands byte for byte in the peer's host 
   REQUIRE(id.isOk());
   REQUIRE(p.a->post(*id).isOk());
   REQUIRE(p.a->wait(*id, deadlineIn(10s)).isOk());
+  p.syncB();
   CHECK(firstDifference(p.hostB, expected) == "");
 
   auto stats = p.a->stats(*id);
@@ -137,6 +138,7 @@ TEST_CASE("staged: cancel while copies are held ends the transfer with no byte l
   applyWrite(p, segments, expected);
   REQUIRE(p.a->post(*id).isOk());
   REQUIRE(p.a->wait(*id, deadlineIn(10s)).isOk());
+  p.syncB();
   CHECK(firstDifference(p.hostB, expected) == "");
 }
 
@@ -155,6 +157,7 @@ TEST_CASE("staged: a wait's deadline passes while copies are held, then the move
   CHECK(p.a->poll(*id).state == TransferState::kPending);
   p.copiesA().resume();
   REQUIRE(p.a->wait(*id, deadlineIn(10s)).isOk());
+  p.syncB();
   CHECK(firstDifference(p.hostB, expected) == "");
 }
 

@@ -99,6 +99,21 @@ struct StagedPair {
     return TransferSegment{{local, localOffset, length}, {remote, remoteOffset, length}};
   }
 
+  // Call before the test reads b's memory after a's wait. A notification sent by a now
+  // follows everything a's finished transfers put there, so once b takes it, b's memory is
+  // complete: how b's user learns that (the API's contract), and an ordering ThreadSanitizer
+  // can see. a's wait alone is not one on shared memory: UCX orders the data before a's
+  // completion through its own shared-memory ring, which is not instrumented.
+  void syncB() {
+    REQUIRE(a->sendNotification("b", "sync").isOk());
+    const Deadline deadline = deadlineIn(std::chrono::seconds(10));
+    while (true) {
+      auto note = b->waitNotification(deadline);
+      REQUIRE(note.isOk());
+      if (note->payload == "sync") return;  // earlier notifications left unread are skipped
+    }
+  }
+
   TransferRequest request(TransferOp op, std::vector<TransferSegment> segments) const {
     TransferRequest r;
     r.peer = "b";

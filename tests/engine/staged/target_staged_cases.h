@@ -55,6 +55,7 @@ TEST_CASE("target staging: WRITE from host memory lands byte for byte in the pee
   REQUIRE(id.isOk());
   REQUIRE(p.a->post(*id).isOk());
   REQUIRE(p.a->wait(*id, deadlineIn(10s)).isOk());
+  p.syncB();
   CHECK(firstDifference(p.deviceB, expected) == "");
 
   auto stats = p.a->stats(*id);
@@ -94,6 +95,7 @@ TEST_CASE("target staging: GPU to GPU is staged on both sides, both ways", "[sta
   REQUIRE(write.isOk());
   REQUIRE(p.a->post(*write).isOk());
   REQUIRE(p.a->wait(*write, deadlineIn(10s)).isOk());
+  p.syncB();
   CHECK(firstDifference(p.deviceB, expected) == "");
   auto stats = p.a->stats(*write);
   CHECK(stats->stagedBytes == 300000 + 65536 * 2 + 9);
@@ -253,6 +255,7 @@ TEST_CASE("target staging: a hostile peer's requests are refused and the target 
   REQUIRE(id.isOk());
   REQUIRE(p.a->post(*id).isOk());
   REQUIRE(p.a->wait(*id, deadlineIn(10s)).isOk());
+  p.syncB();
   CHECK(firstDifference(p.deviceB, expected) == "");
 }
 
@@ -284,6 +287,7 @@ TEST_CASE("target staging: cancel while the peer's copies are held leaves no lat
   const std::vector<std::uint8_t> expected = afterWriteToDeviceB(p, segments);
   REQUIRE(p.a->post(*id).isOk());
   REQUIRE(p.a->wait(*id, deadlineIn(10s)).isOk());
+  p.syncB();
   CHECK(firstDifference(p.deviceB, expected) == "");
   waitSlotsFree(p);
 }
@@ -307,6 +311,7 @@ TEST_CASE("target staging: a peer that stops answering fails the transfer at the
   const std::vector<std::uint8_t> expected = afterWriteToDeviceB(p, segments);
   REQUIRE(p.a->post(*id).isOk());
   REQUIRE(p.a->wait(*id, deadlineIn(10s)).isOk());
+  p.syncB();
   CHECK(firstDifference(p.deviceB, expected) == "");
 }
 
