@@ -114,6 +114,12 @@ struct StagedPair {
     }
   }
 
+  // The test is done reading b's device memory until its next transfer: b's copy engine takes
+  // its lock before each copy, so taking it here orders these reads before the next write
+  // (the request that causes it travels through shared memory, which ThreadSanitizer does
+  // not see).
+  void doneReadingB() { (void)copiesB().copiesSubmitted(); }
+
   TransferRequest request(TransferOp op, std::vector<TransferSegment> segments) const {
     TransferRequest r;
     r.peer = "b";

@@ -139,6 +139,7 @@ TEST_CASE("target staging: a mixed transfer notifies only once the bytes are in 
     CHECK(note->payload == *r.notification);
     CHECK(firstDifference(p.deviceB, expectedDevice) == "");
     CHECK(firstDifference(p.hostB, expectedHost) == "");
+    p.doneReadingB();
     REQUIRE(p.a->wait(*id, deadlineIn(10s)).isOk());
     REQUIRE(p.a->release(*id).isOk());
   }
