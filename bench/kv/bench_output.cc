@@ -74,6 +74,9 @@ nlohmann::json caseJson(const CaseOutcome& o) {
                 {"jainFairness", m.jainFairness},
                 {"exposedTail", latencyJson(m.exposedTail)},
                 {"donePerMiB", latencyJson(m.donePerMiB)},
+                {"placing", latencyJson(m.placing)},
+                {"moving", latencyJson(m.moving)},
+                {"submitLag", latencyJson(m.submitLag)},
                 {"dataPaths", o.kvx->dataPaths}};
   if (!o.kvx->gpuRuntime.empty()) out["kvx"]["gpuRuntime"] = o.kvx->gpuRuntime;
   if (o.bare) {
@@ -154,6 +157,11 @@ std::string renderTable(const RunHeader& header, const std::vector<CaseOutcome>&
           "{:<34} tail: done p99/p50 {:.2f} (raw), {:.2f} per MiB moved ({:.2f}/{:.2f} ms/MiB)\n",
           "", tailRatio(m.done), tailRatio(m.donePerMiB), ms(m.donePerMiB.p50),
           ms(m.donePerMiB.p99));
+      out += fmt::format(
+          "{:<34} where it waits, p50/p99 ms: placing {:.1f}/{:.1f}, moving {:.1f}/{:.1f}; "
+          "submitted after its arrival by {:.1f}/{:.1f}\n",
+          "", ms(m.placing.p50), ms(m.placing.p99), ms(m.moving.p50), ms(m.moving.p99),
+          ms(m.submitLag.p50), ms(m.submitLag.p99));
     }
     if (!o.bareError.isOk()) {
       out += fmt::format("{:<34} bare reference failed: {}\n", "", o.bareError.toString());

@@ -59,7 +59,7 @@ Result<CaseMetrics> computeMetrics(const BenchCase& c,
   }
   std::map<std::string, std::int64_t> firstSubmit;  // per destination id
   std::map<std::string, std::int64_t> lastLayer;    // per destination id, layer-wise only
-  workload::LatencyRecorder done, notified, tail, perMiB;
+  workload::LatencyRecorder done, notified, tail, perMiB, placing, moving, submitLag;
   std::vector<double> perRequestGbps;
   std::vector<std::pair<std::int64_t, std::int64_t>> busy;  // [submit, done] per request
   std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = 0;
@@ -85,6 +85,12 @@ Result<CaseMetrics> computeMetrics(const BenchCase& c,
       descriptors += r.value("descriptors", std::uint64_t{0});
       operations += r.value("operations", std::uint64_t{0});
       done.add(nanoseconds(end - submit));
+      const std::int64_t placed = std::clamp<std::int64_t>(r.value("queuedNs", std::int64_t{0}), 0,
+                                                           std::max<std::int64_t>(0, end - submit));
+      placing.add(nanoseconds(placed));
+      moving.add(nanoseconds(std::max<std::int64_t>(0, end - submit - placed)));
+      const double lagMs = r.value("submittedAtMs", 0.0) - r.value("arrivalMs", 0.0);
+      submitLag.add(nanoseconds(static_cast<std::int64_t>(std::max(0.0, lagMs) * 1e6)));
       busy.emplace_back(submit, end);
       if (end > submit) perRequestGbps.push_back(static_cast<double>(bytes) / (end - submit));
       if (bytes > 0) {
@@ -124,6 +130,9 @@ Result<CaseMetrics> computeMetrics(const BenchCase& c,
   std::sort(m.notifiedMs.begin(), m.notifiedMs.end());
   m.exposedTail = tail.summary();
   m.donePerMiB = perMiB.summary();
+  m.placing = placing.summary();
+  m.moving = moving.summary();
+  m.submitLag = submitLag.summary();
   if (last > first) m.wallSeconds = static_cast<double>(last - first) / 1e9;
   std::sort(busy.begin(), busy.end());
   std::int64_t busyNs = 0, coveredUntil = std::numeric_limits<std::int64_t>::min();

@@ -58,6 +58,14 @@ struct CaseMetrics {
   // how unequal the prompts are; this one says how much the load slowed a request beyond
   // its size (queueing behind others, unfair service).
   workload::LatencySummary donePerMiB;
+  // Where a request's done latency goes: waiting to be placed (submit -> the scheduler chose
+  // its destination blocks: the placement round trip, a full decode pool) and moving (placed
+  // -> done: its bytes on a link shared with the other requests in flight). And how late
+  // after its (scaled) trace arrival it was submitted (the in-flight window, a full prefill
+  // pool): time the done latency does not count.
+  workload::LatencySummary placing;
+  workload::LatencySummary moving;
+  workload::LatencySummary submitLag;
 };
 
 // The metrics of `c` from its reports. PROTOCOL_ERROR names a report that lacks a field it

@@ -125,6 +125,29 @@ TEST_CASE("latency per MiB moved separates load from prompt size", "[bench]") {
   CHECK(queued->donePerMiB.max == std::chrono::milliseconds(6));
 }
 
+TEST_CASE("done latency splits into placing and moving; late submits are counted apart",
+          "[bench]") {
+  // a: placed after 1 ms, done at 5 ms, submitted 2 ms after its arrival.
+  json a = request("a", 0, 5'000'000, 1);
+  a["queuedNs"] = 1'000'000;
+  a["arrivalMs"] = 10.0;
+  a["submittedAtMs"] = 12.0;
+  // b: a placement that claims more than the whole latency is capped at it; submitted
+  // "before" its arrival (clock rounding) counts as no lag.
+  json b = request("b", 0, 3'000'000, 1);
+  b["queuedNs"] = 9'000'000;
+  b["arrivalMs"] = 20.0;
+  b["submittedAtMs"] = 19.5;
+  auto m = computeMetrics(BenchCase{}, {prefillReport({a, b}, 0)}, {});
+  REQUIRE(m.isOk());
+  CHECK(m->placing.min == std::chrono::milliseconds(1));
+  CHECK(m->placing.max == std::chrono::milliseconds(3));
+  CHECK(m->moving.min == std::chrono::milliseconds(0));
+  CHECK(m->moving.max == std::chrono::milliseconds(4));
+  CHECK(m->submitLag.min == std::chrono::milliseconds(0));
+  CHECK(m->submitLag.max == std::chrono::milliseconds(2));
+}
+
 TEST_CASE("a report without the timing fields is an error naming the field", "[bench]") {
   json bad = request("r", 0, 1, 1);
   bad.erase("submitNs");
