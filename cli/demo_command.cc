@@ -92,12 +92,14 @@ nlohmann::json readJsonFile(const std::string& path) {
 }
 
 // The agents take their options from the demo's command line only: a KVX_PEERS or KVX_TRACE
-// meant for another run would make a decode agent refuse to start.
+// meant for another run would make a decode agent refuse to start. KVX_GPU_RUNTIME is not an
+// option but the choice of the process's GPU runtime (a test double), so it is kept.
 void clearAgentEnvironment() {
   std::vector<std::string> names;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string text = *entry;
-    if (text.rfind("KVX_", 0) == 0) names.push_back(text.substr(0, text.find('=')));
+    const std::string name = text.substr(0, text.find('='));
+    if (name.rfind("KVX_", 0) == 0 && name != "KVX_GPU_RUNTIME") names.push_back(name);
   }
   for (const std::string& name : names) ::unsetenv(name.c_str());
 }
@@ -119,7 +121,8 @@ void addDemoOptions(CLI::App& app, DemoOptions& o) {
       "\nThe agents get every option from here: KVX_* variables are not passed on to them.\n"
       "\nExamples:\n  kvx demo\n  kvx demo --requests 50 --transport tcp --mode pull\n"
       "  kvx demo --trace conversation_trace.jsonl --requests 100 --time-scale 4\n"
-      "  kvx demo --prefill-tp 2 --decode-tp 4\n");
+      "  kvx demo --prefill-tp 2 --decode-tp 4\n"
+      "  kvx demo --memory cuda --gpu-path staged\n");
   auto* requests =
       app.add_option("--requests", o.requests, "requests (with --trace: the first N of the trace)");
   requests->capture_default_str();
@@ -176,6 +179,17 @@ void addDemoOptions(CLI::App& app, DemoOptions& o) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
       ->capture_default_str();
   app.add_option("--json", o.json, "also write the report as JSON to this file");
+  app.add_option("--memory", o.memory,
+                 "where every agent's pool lives: host, or cuda (GPU memory; each agent's data "
+                 "path with each peer is in the report)")
+      ->check(CLI::IsMember({"host", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--device", o.device, "with --memory cuda: the agents' CUDA device (default 0)");
+  app.add_option("--gpu-path", o.gpuPath,
+                 "with --memory cuda: direct (GPUDirect; the agents refuse to start where UCX "
+                 "cannot move GPU memory), staged (through pinned host buffers), or auto")
+      ->check(CLI::IsMember({"auto", "direct", "staged"}))
+      ->capture_default_str();
 }
 
 int runDemoCommand(const DemoOptions& o, StopSignal& stop) {

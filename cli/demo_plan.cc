@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "cli/agent_config.h"
+#include "cli/gpu_memory_options.h"
 
 namespace kvx::cli {
 namespace {
@@ -17,9 +18,15 @@ constexpr double kDefaultRate = 100;
 constexpr double kGatherRate = 5;
 
 std::vector<std::string> poolArgs(const DemoOptions& o, std::uint64_t blocks) {
-  return {"--model",     o.model,     "--layout", o.layout,
-          "--transport", o.transport, "--blocks", std::to_string(blocks),
-          "--log-level", o.logLevel,  "--listen", "127.0.0.1:0"};
+  std::vector<std::string> args = {"--model",     o.model,     "--layout", o.layout,
+                                   "--transport", o.transport, "--blocks", std::to_string(blocks),
+                                   "--log-level", o.logLevel,  "--listen", "127.0.0.1:0",
+                                   "--memory",    o.memory};
+  if (o.memory == "cuda") {
+    args.insert(args.end(),
+                {"--device", std::to_string(std::max(o.device, 0)), "--gpu-path", o.gpuPath});
+  }
+  return args;
 }
 
 std::vector<std::string> tpArgs(std::uint32_t size, std::uint32_t rank) {
@@ -33,6 +40,7 @@ void append(std::vector<std::string>& to, const std::vector<std::string>& more) 
 }  // namespace
 
 Result<DemoPlan> planDemo(const DemoOptions& o) {
+  KVX_RETURN_IF_ERROR(validateGpuMemoryOptions(o.memory, o.device, o.gpuPath, "the pools are"));
   DemoPlan plan;
   plan.prefillTp = o.prefillTp;
   plan.decodeTp = o.decodeTp;
@@ -119,12 +127,16 @@ Result<DemoPlan> planDemo(const DemoOptions& o) {
                plan.prefillBlocks)
          : fmt::format("{} decode agents of {} blocks, prefill pool of {}", decodes,
                        plan.decodeBlocks, plan.prefillBlocks);
+  const std::string memory =
+      o.memory == "cuda"
+          ? fmt::format(" in CUDA device {} memory (GPU path {})", std::max(o.device, 0), o.gpuPath)
+          : "";
   plan.title = fmt::format(
-      "kvx demo: {} requests of {}; {} ({} layout) over {}; mode {}, "
+      "kvx demo: {} requests of {}; {} ({} layout){} over {}; mode {}, "
       "layer-wise {}; {}",
       o.requests,
       o.trace.empty() ? fmt::format("a synthetic workload at {}/s", plan.rate) : o.trace, o.model,
-      o.layout, o.transport, o.mode, o.layerwise, agents);
+      o.layout, memory, o.transport, o.mode, o.layerwise, agents);
   return plan;
 }
 

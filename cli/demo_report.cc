@@ -184,15 +184,32 @@ void DemoReport::summarizeRequests() {
     first = false;
   }
   std::string paths;
+  nlohmann::json pathsJson = nlohmann::json::array();
   for (const PrefillOutcome& p : inputs_.prefills) {
     if (!p.report.is_object() || !p.report.contains("peers")) continue;
     for (const auto& peer : p.report["peers"]) {
       paths += fmt::format("{}{}{}: {}", paths.empty() ? "" : "; ",
                            inputs_.prefills.size() > 1 ? p.name + " -> " : "",
                            peer.value("name", "?"), peer.value("dataPath", "?"));
+      pathsJson.push_back({{"from", p.name},
+                           {"to", peer.value("name", "?")},
+                           {"dataPath", peer.value("dataPath", "?")}});
+    }
+  }
+  // Where the pools live, as the (first) prefill agent reported it; GPU pools name the GPU
+  // runtime, so that a run on a test double says so.
+  if (!inputs_.prefills.empty() && inputs_.prefills[0].report.is_object()) {
+    const nlohmann::json memory =
+        inputs_.prefills[0].report.value("memory", nlohmann::json::object());
+    json_["memory"] = memory;
+    if (memory.value("kind", "host") == "cuda") {
+      lines_.push_back(line(
+          "memory", fmt::format("CUDA device {}, GPU path {}; {}", memory.value("device", 0),
+                                memory.value("gpuPath", "?"), memory.value("gpuRuntime", "?"))));
     }
   }
   if (!paths.empty()) lines_.push_back(line("data path", paths));
+  json_["dataPaths"] = std::move(pathsJson);
   json_["requests"] = {{"ok", ok}, {"failed", failed}, {"failureReasons", reasons}};
   json_["latency"] = latencyJson(lat);
   json_["queueing"] = latencyJson(que);

@@ -101,3 +101,33 @@ TEST_CASE("explicit pool sizes win, and TP sizes must split the model's heads", 
   options.model = "deepseek-v3";
   CHECK_FALSE(planDemo(options).isOk());
 }
+
+TEST_CASE("GPU pools: every agent gets the memory, device and GPU path", "[demo_plan]") {
+  DemoOptions o;
+  o.memory = "cuda";
+  o.device = 3;
+  o.gpuPath = "staged";
+  auto plan = planDemo(o);
+  REQUIRE(plan.isOk());
+  for (const auto* agents : {&plan->decodes, &plan->prefills}) {
+    for (const DemoAgent& agent : *agents) {
+      CHECK(valueOf(agent.args, "--memory") == "cuda");
+      CHECK(valueOf(agent.args, "--device") == "3");
+      CHECK(valueOf(agent.args, "--gpu-path") == "staged");
+    }
+  }
+  CHECK_THAT(plan->title, Catch::Contains("CUDA device 3 memory (GPU path staged)"));
+
+  // Host pools (the default) take no device or GPU path, and say nothing of them.
+  auto host = planDemo(DemoOptions{});
+  REQUIRE(host.isOk());
+  CHECK(valueOf(host->prefills[0].args, "--memory") == "host");
+  CHECK_FALSE(has(host->prefills[0].args, "--gpu-path"));
+  CHECK_THAT(host->title, !Catch::Contains("CUDA"));
+
+  DemoOptions wrong;
+  wrong.device = 1;  // without --memory cuda
+  auto refused = planDemo(wrong);
+  CHECK(refused.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(refused.status().message(), Catch::Contains("--device"));
+}

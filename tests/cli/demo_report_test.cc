@@ -72,6 +72,27 @@ TEST_CASE("a clean run passes and reports its figures", "[demo_report]") {
                        Catch::EndsWith("RESULT: PASS\n"));
 }
 
+TEST_CASE("GPU pools: the report names the memory, the GPU runtime and each peer's path",
+          "[demo_report]") {
+  DemoInputs in = cleanRun();
+  in.prefills[0].report["memory"] = {{"kind", "cuda"},
+                                     {"device", 2},
+                                     {"gpuPath", "staged"},
+                                     {"gpuRuntime", "fake GPU runtime (a test double)"}};
+  in.prefills[0].report["peers"][0]["dataPath"] = "GPU memory staged through host buffers";
+  const DemoReport report(std::move(in));
+  const std::string text = report.text();
+  CHECK_THAT(text, Catch::Contains("CUDA device 2, GPU path staged; fake GPU runtime"));
+  CHECK_THAT(text, Catch::Contains("decode-0: GPU memory staged through host buffers"));
+  const json& j = report.json();
+  CHECK(j["memory"]["gpuPath"] == "staged");
+  REQUIRE(j["dataPaths"].size() == 1);
+  CHECK(j["dataPaths"][0]["to"] == "decode-0");
+
+  // Host pools: no memory line.
+  CHECK_THAT(DemoReport(cleanRun()).text(), !Catch::Contains("GPU path"));
+}
+
 TEST_CASE("failed requests are grouped by reason and fail the run", "[demo_report]") {
   DemoInputs in = cleanRun();
   in.prefills[0].report["requests"].push_back(

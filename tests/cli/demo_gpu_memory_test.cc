@@ -1,0 +1,50 @@
+// kvx-test-labels: multiprocess
+// `kvx demo --memory cuda` with the fake GPU runtime (KVX_GPU_RUNTIME=fake: device memory is
+// host memory, a test double that names itself): the demo's agents keep that choice although
+// they get no other KVX_* variable, every pool is in "device" memory, every block moves
+// through the staging path and verifies, and the report says which path each peer uses.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/kvx_run.h"
+
+using std::chrono::seconds;
+
+TEST_CASE("kvx demo with GPU pools moves and verifies every block through the staged path",
+          "[multiprocess]") {
+  ::setenv("KVX_GPU_RUNTIME", "fake", 1);
+  // Options meant for another run are not passed on: this one would stop the decode agents.
+  ::setenv("KVX_PEERS", "127.0.0.1:1", 1);
+  const std::string report = (std::filesystem::temp_directory_path() /
+                              ("kvx-demo-gpu-" + std::to_string(::getpid()) + ".json"))
+                                 .string();
+  auto [code, output] =
+      kvx::test::runKvx({"demo", "--requests", "6", "--min-tokens", "64", "--max-tokens", "300",
+                         "--decode-blocks", "128", "--prefill-blocks", "128", "--memory", "cuda",
+                         "--gpu-path", "staged", "--json", report},
+                        seconds(240));
+  ::unsetenv("KVX_PEERS");
+  INFO(output);
+  CHECK(code == 0);
+  CHECK_THAT(output, Catch::Contains("CUDA device 0 memory (GPU path staged)"));
+  CHECK_THAT(output, Catch::Contains("staged"));
+
+  std::ifstream file(report);
+  REQUIRE(file);
+  const nlohmann::json json = nlohmann::json::parse(file);
+  std::filesystem::remove(report);
+  CHECK(json["requests"]["ok"] == 6);
+  CHECK(json["requests"]["failed"] == 0);
+  INFO(json.dump(2));
+  const std::string dump = json.dump();
+  CHECK_THAT(dump, Catch::Contains("test double"));
+}
+
+TEST_CASE("kvx demo refuses GPU options for host pools before starting anything",
+          "[multiprocess]") {
+  auto [code, output] = kvx::test::runKvx({"demo", "--gpu-path", "staged"}, seconds(30));
+  CHECK(code == 2);
+}
