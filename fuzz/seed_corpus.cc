@@ -190,17 +190,21 @@ void stagingMessages() {
   using engine::StagingReplyKind;
   write("staging_message", "write",
         engine::encodeStagingRequest(
-            {StagingOp::kWrite, 0, (std::uint64_t{1} << 32) | 5, 3, 4096, 65536}));
-  write("staging_message", "copy-in",
-        engine::encodeStagingRequest({StagingOp::kCopyIn, 2, 7, 3, 0, 100}));
+            {StagingOp::kWrite, 0, (std::uint64_t{1} << 32) | 5, {{3, 4096, 65536}}}));
+  write("staging_message", "read-3-ranges",
+        engine::encodeStagingRequest(
+            {StagingOp::kRead, 0, 11, {{3, 0, 1000}, {4, 8192, 24}, {3, 1 << 20, 4096}}}));
+  write("staging_message", "copy-in", engine::encodeStagingRequest({StagingOp::kCopyIn, 2, 7, {}}));
+  write("staging_message", "version-1",
+        Bytes{1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0});
   write("staging_message", "granted",
         engine::encodeStagingReply({StagingReplyKind::kGranted, 1, 9, {}}));
   write("staging_message", "failed",
         engine::encodeStagingReply(
             {StagingReplyKind::kFailed, 0, 9, invalidArgument("range exceeds region 'kv'")}));
-  write("staging_message", "bad-version", Bytes{2, 1, 0, 0});
+  write("staging_message", "bad-version", Bytes{3, 1, 0, 0});
   write("staging_message", "long-message",
-        Bytes{1, 4, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 13, 0, 0, 0, 0xff, 0xff, 0, 0, 'x'});
+        Bytes{2, 4, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 13, 0, 0, 0, 0xff, 0xff, 0, 0, 'x'});
 }
 
 void modelShapes() {

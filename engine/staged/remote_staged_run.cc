@@ -7,18 +7,53 @@
 namespace kvx::engine {
 namespace {
 
-RemotePiece pieceOf(const TransferPlan& plan, const PlannedOp& op, std::uint64_t into,
-                    std::uint64_t length, void* local, const TransportMemory* localMemory) {
+RemotePart partOf(const TransferPlan& plan, const PlannedOp& op, std::uint64_t into,
+                  std::uint64_t length, void* local, const TransportMemory* localMemory) {
   const RemoteRegion& remote = *plan.remoteRegions[op.remoteSlot];
-  return RemotePiece{local, localMemory, remote.info.id,
-                     op.remoteAddress - remote.info.address + into, length};
+  return RemotePart{local, localMemory, remote.info.id,
+                    op.remoteAddress - remote.info.address + into, length};
 }
+
+// Packs parts into pieces of at most one slot (and kMaxStagingRanges parts) each, in order.
+class PiecePacker {
+ public:
+  explicit PiecePacker(std::uint64_t slotBytes) : slotBytes_(slotBytes) {}
+
+  // Bytes the next part may have: what is left of the current piece, or a whole slot when
+  // the next part starts another.
+  std::uint64_t room() const {
+    return full() || pieces_.empty() ? slotBytes_ : slotBytes_ - inPiece_;
+  }
+  // Adds a part of at most room() bytes.
+  void add(const RemotePart& part) {
+    if (pieces_.empty() || inPiece_ == slotBytes_ ||
+        pieces_.back().parts.size() == kMaxStagingRanges) {
+      pieces_.emplace_back();
+      inPiece_ = 0;
+    }
+    pieces_.back().parts.push_back(part);
+    inPiece_ += part.length;
+  }
+  // Whether the current piece is full: the next part starts another.
+  bool full() const {
+    return !pieces_.empty() &&
+           (inPiece_ == slotBytes_ || pieces_.back().parts.size() == kMaxStagingRanges);
+  }
+  std::size_t pieces() const { return pieces_.size(); }
+  std::vector<RemotePiece> take() { return std::move(pieces_); }
+
+ private:
+  const std::uint64_t slotBytes_;
+  std::vector<RemotePiece> pieces_;
+  std::uint64_t inPiece_ = 0;
+};
 
 }  // namespace
 
 // The pipeline's wire for the both-staged part: a chunk in one of this side's staging
-// buffers goes on through the window as one piece per slot-sized part of each operation it
-// intersects; the chunk is done when all of them are.
+// buffers goes on through the window in pieces of at most a slot, each packing the parts of
+// the operations the chunk intersects (with the default sizes, a chunk is one piece); the
+// chunk is done when all of them are.
 class RemoteStagedRun::ChunkWire final : public gpu::StagedWire {
  public:
   ChunkWire(const TransferPlan& plan, RemoteStagedWire& wire, const StagingLease& lease)
@@ -38,7 +73,7 @@ class RemoteStagedRun::ChunkWire final : public gpu::StagedWire {
                          " is not in a registered staging buffer"));
       return;
     }
-    std::vector<RemotePiece> pieces;
+    PiecePacker packer(wire_.slotBytes());
     std::size_t index = static_cast<std::size_t>(
         std::upper_bound(starts_.begin(), starts_.end(), offset) - starts_.begin() - 1);
     std::size_t placed = 0;
@@ -46,11 +81,12 @@ class RemoteStagedRun::ChunkWire final : public gpu::StagedWire {
       const PlannedOp& op = plan_.bothStagedOps[index];
       const std::uint64_t into = offset + placed - starts_[index];
       const std::uint64_t take =
-          std::min({op.length - into, std::uint64_t{length - placed}, wire_.slotBytes()});
-      pieces.push_back(pieceOf(plan_, op, into, take, staging + placed, registration));
+          std::min({op.length - into, std::uint64_t{length - placed}, packer.room()});
+      packer.add(partOf(plan_, op, into, take, staging + placed, registration));
       placed += take;
       if (into + take == op.length) ++index;
     }
+    std::vector<RemotePiece> pieces = packer.take();
     if (placed != length) {
       done(internalError("staged chunk [" + std::to_string(offset) + "+" + std::to_string(length) +
                          ") runs past the staged operations"));
@@ -175,18 +211,23 @@ void RemoteStagedRun::feed() {
     std::lock_guard lock(mutex_);
     if (hostReported_) return;
     const std::vector<PlannedOp>& ops = plan_.remoteStagedOps;
-    while (!cancelled_ && error_.isOk() && nextOp_ < ops.size() && hostInFlight_ < wire_->slots()) {
+    // Each piece packs the next operations (or parts of one) up to a slot.
+    PiecePacker packer(wire_->slotBytes());
+    while (!cancelled_ && error_.isOk() && nextOp_ < ops.size()) {
+      if (packer.full() || packer.pieces() == 0) {
+        if (hostInFlight_ + packer.pieces() >= wire_->slots()) break;
+      }
       const PlannedOp& op = ops[nextOp_];
-      const std::uint64_t take = std::min(op.length - nextOffset_, wire_->slotBytes());
-      pieces.push_back(
-          pieceOf(plan_, op, nextOffset_, take, op.local + nextOffset_, op.localMemory));
+      const std::uint64_t take = std::min(op.length - nextOffset_, packer.room());
+      packer.add(partOf(plan_, op, nextOffset_, take, op.local + nextOffset_, op.localMemory));
       nextOffset_ += take;
       if (nextOffset_ == op.length) {
         ++nextOp_;
         nextOffset_ = 0;
       }
-      ++hostInFlight_;
     }
+    pieces = packer.take();
+    hostInFlight_ += pieces.size();
     const bool stopped = cancelled_ || !error_.isOk() || nextOp_ == ops.size();
     if (pieces.empty() && hostInFlight_ == 0 && stopped) {
       hostReported_ = true;

@@ -1,7 +1,7 @@
 #include "engine/staged/remote_staged_wire.h"
 
-#include "engine/transport/owned_message.h"
 #include "engine/transport/countdown_completion.h"
+#include "engine/transport/owned_message.h"
 
 namespace kvx::engine {
 
@@ -20,19 +20,30 @@ RemoteStagedWire::RemoteStagedWire(Config config) : config_(std::move(config)) {
 
 RemoteStagedWire::~RemoteStagedWire() = default;
 
+std::uint64_t RemotePiece::bytes() const {
+  std::uint64_t total = 0;
+  for (const RemotePart& part : parts) total += part.length;
+  return total;
+}
+
 std::string RemoteStagedWire::describePiece(const Piece& piece) const {
-  return std::string(config_.write ? "staged write to" : "staged read from") + " region " +
-         std::to_string(piece.piece.region.value) + " [" + std::to_string(piece.piece.offset) +
-         "+" + std::to_string(piece.piece.length) + ") of peer '" + config_.peer->name() +
-         "' through its staging window";
+  const RemotePart& first = piece.piece.parts.front();
+  std::string ranges = "region " + std::to_string(first.region.value) + " [" +
+                       std::to_string(first.offset) + "+" + std::to_string(first.length) + ")";
+  if (piece.piece.parts.size() > 1) {
+    ranges += " and " + std::to_string(piece.piece.parts.size() - 1) + " more range(s)";
+  }
+  return std::string(config_.write ? "staged write to " : "staged read from ") + ranges +
+         " of peer '" + config_.peer->name() + "' through its staging window";
 }
 
 void RemoteStagedWire::post(const RemotePiece& piece, gpu::WireCallback done) {
   StagingRequest request;
   request.op = config_.write ? StagingOp::kWrite : StagingOp::kRead;
-  request.region = piece.region.value;
-  request.offset = piece.offset;
-  request.length = piece.length;
+  request.ranges.reserve(piece.parts.size());
+  for (const RemotePart& part : piece.parts) {
+    request.ranges.push_back(StagingRange{part.region.value, part.offset, part.length});
+  }
   {
     std::lock_guard lock(mutex_);
     if (cancelled_) {
@@ -130,7 +141,7 @@ void RemoteStagedWire::handleLocked(Event& event, std::vector<StagingRequest>& s
                                     std::vector<std::uint64_t>& moves) {
   auto it = pieces_.find(event.requestId);
   const auto release = [&](std::uint32_t slot) {
-    send.push_back(StagingRequest{StagingOp::kRelease, slot, event.requestId, 0, 0, 0});
+    send.push_back(StagingRequest{StagingOp::kRelease, slot, event.requestId, {}});
   };
   const auto finish = [&](Status status) {
     finished.push_back(Finished{std::move(it->second.done), std::move(status)});
@@ -163,9 +174,7 @@ void RemoteStagedWire::handleLocked(Event& event, std::vector<StagingRequest>& s
       } else {
         piece.stage = Stage::kCopying;
         piece.deadline = std::chrono::steady_clock::now() + config_.replyTimeout;
-        send.push_back(StagingRequest{StagingOp::kCopyIn, piece.slot, event.requestId,
-                                      piece.piece.region.value, piece.piece.offset,
-                                      piece.piece.length});
+        send.push_back(StagingRequest{StagingOp::kCopyIn, piece.slot, event.requestId, {}});
       }
       return;
     case Event::Kind::kReply: break;
@@ -202,29 +211,43 @@ void RemoteStagedWire::handleLocked(Event& event, std::vector<StagingRequest>& s
 }
 
 void RemoteStagedWire::startMove(std::uint64_t requestId) {
-  RmaOp op;
+  // One RMA operation per run of parts contiguous in local memory (a staging buffer's chunk
+  // is one run), each at its place in the slot.
+  std::vector<RmaOp> ops;
   {
     std::lock_guard lock(mutex_);
     const Piece& piece = pieces_.at(requestId);
-    op.localAddress = piece.piece.local;
-    op.localMemory = piece.piece.localMemory;
-    op.remoteAddress = config_.window->region->info.address + piece.slot * slotBytes();
-    op.remoteKey = config_.windowKey;
-    op.length = piece.piece.length;
+    std::uint64_t remote = config_.window->region->info.address + piece.slot * slotBytes();
+    for (const RemotePart& part : piece.piece.parts) {
+      RmaOp* last = ops.empty() ? nullptr : &ops.back();
+      if (last != nullptr && last->localMemory == part.localMemory &&
+          static_cast<std::byte*>(last->localAddress) + last->length == part.local) {
+        last->length += part.length;
+      } else {
+        RmaOp op;
+        op.localAddress = part.local;
+        op.localMemory = part.localMemory;
+        op.remoteAddress = remote;
+        op.remoteKey = config_.windowKey;
+        op.length = part.length;
+        ops.push_back(op);
+      }
+      remote += part.length;
+    }
   }
   auto* sink = new RmaSink();
   sink->wire = this;
   sink->requestId = requestId;
   Endpoint& endpoint = config_.link->endpoint();
   if (config_.write) {
-    // The flush makes the put complete at the peer before the copy request, which the
-    // endpoint orders after it, can reach the peer.
-    sink->expect(2);
-    endpoint.put(op, sink);
+    // The flush makes the puts complete at the peer before the copy request, which the
+    // endpoint orders after them, can reach the peer.
+    sink->expect(ops.size() + 1);
+    for (const RmaOp& op : ops) endpoint.put(op, sink);
     endpoint.flush(sink);
   } else {
-    sink->expect(1);
-    endpoint.get(op, sink);
+    sink->expect(ops.size());
+    for (const RmaOp& op : ops) endpoint.get(op, sink);
   }
   config_.notify();
 }

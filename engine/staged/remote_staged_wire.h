@@ -2,8 +2,10 @@
 
 // RemoteStagedWire: the initiator's side of target-side staging for one transfer start. It
 // moves pieces (each at most one of the peer's window slots) between memory this side's
-// transport can reach (a registered host region, or a staging buffer) and a GPU region of
-// the peer, through the peer's staging window (staging_message.h has the protocol):
+// transport can reach (a registered host region, or a staging buffer) and GPU regions of
+// the peer, through the peer's staging window (staging_message.h has the protocol). A piece
+// is one or more parts packed back to back in the slot, so that small operations share a
+// slot and its round trips; parts whose local memory is contiguous move as one RMA operation:
 //   write: request a slot -> put the piece into it and flush -> ask for the copy -> copied
 //   read:  request the copy into a slot -> get the piece from it -> release the slot
 // A piece's `done` fires once the bytes are in the peer's device memory (write) or in this
@@ -41,12 +43,18 @@
 
 namespace kvx::engine {
 
-struct RemotePiece {
+struct RemotePart {
   void* local = nullptr;
   const TransportMemory* localMemory = nullptr;  // the registration that contains `local`
   RegionId region;                               // the peer's GPU region
   std::uint64_t offset = 0;                      // into the region
-  std::uint64_t length = 0;                      // at most one slot
+  std::uint64_t length = 0;
+};
+
+struct RemotePiece {
+  std::vector<RemotePart> parts;  // at most kMaxStagingRanges, one slot in all
+
+  std::uint64_t bytes() const;
 };
 
 class RemoteStagedWire {

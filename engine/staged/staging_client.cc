@@ -34,8 +34,8 @@ bool StagingClient::route(const std::string& peer, const StagingReply& reply) {
         reply.kind == StagingReplyKind::kGranted || reply.kind == StagingReplyKind::kReady;
     // Only ids this side handed out are its to release: a reply to anything else is dropped.
     if (!wire && slotReply && wireId != 0 && wireId < nextId_) {
-      orphans_.emplace_back(
-          peer, StagingRequest{StagingOp::kRelease, reply.slot, reply.requestId, 0, 0, 0});
+      orphans_.emplace_back(peer,
+                            StagingRequest{StagingOp::kRelease, reply.slot, reply.requestId, {}});
       hasOrphans_.store(true);
     }
   }

@@ -3,8 +3,9 @@
 namespace kvx::engine {
 namespace {
 
-constexpr std::uint8_t kVersion = 1;
-constexpr std::size_t kRequestBytes = 40;
+constexpr std::uint8_t kVersion = 2;
+constexpr std::size_t kRequestFixedBytes = 24;
+constexpr std::size_t kRangeBytes = 24;
 constexpr std::size_t kReplyFixedBytes = 24;
 constexpr std::size_t kMaxReplyMessage = 4096;
 
@@ -39,27 +40,37 @@ std::string_view toString(StagingOp op) {
   return "unknown";
 }
 
+std::uint64_t StagingRequest::bytes() const {
+  std::uint64_t total = 0;
+  for (const StagingRange& range : ranges) total += range.length;
+  return total;
+}
+
 std::vector<std::uint8_t> encodeStagingRequest(const StagingRequest& request) {
   std::vector<std::uint8_t> out;
-  out.reserve(kRequestBytes);
+  out.reserve(kRequestFixedBytes + kRangeBytes * request.ranges.size());
   put(out, kVersion, 1);
   put(out, static_cast<std::uint8_t>(request.op), 1);
   put(out, 0, 2);
   put(out, request.slot, 4);
   put(out, request.requestId, 8);
-  put(out, request.region, 8);
-  put(out, request.offset, 8);
-  put(out, request.length, 8);
+  put(out, request.ranges.size(), 4);
+  put(out, 0, 4);
+  for (const StagingRange& range : request.ranges) {
+    put(out, range.region, 8);
+    put(out, range.offset, 8);
+    put(out, range.length, 8);
+  }
   return out;
 }
 
 Result<StagingRequest> decodeStagingRequest(std::span<const std::uint8_t> payload) {
   KVX_RETURN_IF_ERROR(checkVersion(payload, "request"));
-  if (payload.size() != kRequestBytes) {
+  if (payload.size() < kRequestFixedBytes) {
     return protocolError("staging request of " + std::to_string(payload.size()) +
-                         " bytes; version 1 requests have " + std::to_string(kRequestBytes));
+                         " bytes is shorter than " + std::to_string(kRequestFixedBytes));
   }
-  if (payload[2] != 0 || payload[3] != 0) {
+  if (payload[2] != 0 || payload[3] != 0 || get(payload, 20, 4) != 0) {
     return protocolError("staging request with non-zero reserved bytes");
   }
   const std::uint8_t op = payload[1];
@@ -71,9 +82,30 @@ Result<StagingRequest> decodeStagingRequest(std::span<const std::uint8_t> payloa
   request.op = static_cast<StagingOp>(op);
   request.slot = static_cast<std::uint32_t>(get(payload, 4, 4));
   request.requestId = get(payload, 8, 8);
-  request.region = get(payload, 16, 8);
-  request.offset = get(payload, 24, 8);
-  request.length = get(payload, 32, 8);
+  const std::uint64_t count = get(payload, 16, 4);
+  const bool carriesRanges = request.op == StagingOp::kWrite || request.op == StagingOp::kRead;
+  if (carriesRanges && (count == 0 || count > kMaxStagingRanges)) {
+    return protocolError("staging " + std::string(toString(request.op)) + " request with " +
+                         std::to_string(count) + " ranges; it needs 1 to " +
+                         std::to_string(kMaxStagingRanges));
+  }
+  if (!carriesRanges && count != 0) {
+    return protocolError("staging " + std::string(toString(request.op)) +
+                         " request carries ranges, which only write and read requests may");
+  }
+  if (payload.size() != kRequestFixedBytes + count * kRangeBytes) {
+    return protocolError("staging request says it has " + std::to_string(count) +
+                         " ranges but is " + std::to_string(payload.size()) + " bytes long");
+  }
+  request.ranges.reserve(count);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const std::size_t at = kRequestFixedBytes + i * kRangeBytes;
+    StagingRange range{get(payload, at, 8), get(payload, at + 8, 8), get(payload, at + 16, 8)};
+    if (range.length == 0) {
+      return protocolError("staging request with an empty range (range " + std::to_string(i) + ")");
+    }
+    request.ranges.push_back(range);
+  }
   return request;
 }
 

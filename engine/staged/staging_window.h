@@ -29,15 +29,22 @@ namespace kvx::engine {
 
 class StagingWindow {
  public:
+  // One range of a lent slot: bytes of `region` at `offset`, packed after the ranges before
+  // it in the slot.
+  struct LeaseRange {
+    std::shared_ptr<LocalRegion> region;
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+  };
   // What one lent slot is for.
   struct Lease {
     std::string peer;
     std::uint64_t requestId = 0;
     StagingOp op = StagingOp::kWrite;  // kWrite or kRead
-    std::shared_ptr<LocalRegion> region;
-    std::uint64_t offset = 0;
-    std::uint64_t length = 0;
-    bool copying = false;  // the copy engine is using the slot
+    std::vector<LeaseRange> ranges;    // in slot order
+    bool copying = false;              // the copy engine is using the slot
+    std::size_t copiesLeft = 0;        // while copying: copies not yet completed
+    Status copyStatus;                 // while copying: the first copy's failure
   };
 
   // INVALID_ARGUMENT for zero slots or bytes; the allocator's or the transport's error.

@@ -62,6 +62,8 @@ std::size_t WindowServer::slotsLent() {
   return window_->lent();
 }
 
+std::uint64_t WindowServer::lends() const { return lends_.load(); }
+
 std::uint64_t WindowServer::refused() const { return refused_.load(); }
 
 bool WindowServer::pump() {
@@ -103,9 +105,9 @@ void WindowServer::handle(const std::string& peer, const StagingRequest& request
   switch (request.op) {
     case StagingOp::kWrite:
     case StagingOp::kRead: {
-      auto region = checkRange(request);
-      if (!region.isOk()) {
-        refuse(peer, request, region.status());
+      auto ranges = checkRanges(request);
+      if (!ranges.isOk()) {
+        refuse(peer, request, ranges.status());
         return;
       }
       if (waiting_.size() >= kMaxWaiting) {
@@ -114,7 +116,7 @@ void WindowServer::handle(const std::string& peer, const StagingRequest& request
                                  " requests waiting for a slot"));
         return;
       }
-      waiting_.push_back(Waiting{peer, request, std::move(region).value()});
+      waiting_.push_back(Waiting{peer, request, std::move(ranges).value()});
       return;
     }
     case StagingOp::kCopyIn: {
@@ -142,109 +144,162 @@ void WindowServer::handle(const std::string& peer, const StagingRequest& request
   }
 }
 
-Result<std::shared_ptr<LocalRegion>> WindowServer::checkRange(const StagingRequest& request) {
-  KVX_ASSIGN_OR_RETURN(std::shared_ptr<LocalRegion> region,
-                       registry_.find(RegionId(request.region)));
-  const RegionInfo& info = region->info;
-  if (!info.exposed || info.kind != MemoryKind::kCuda ||
-      !region->memory->packedRemoteKey().empty()) {
-    return failedPrecondition("region '" + info.name +
-                              "' is not GPU memory served through the staging window");
+Result<std::vector<StagingWindow::LeaseRange>> WindowServer::checkRanges(
+    const StagingRequest& request) {
+  std::vector<StagingWindow::LeaseRange> ranges;
+  ranges.reserve(request.ranges.size());
+  std::uint64_t total = 0;
+  for (const StagingRange& range : request.ranges) {
+    KVX_ASSIGN_OR_RETURN(std::shared_ptr<LocalRegion> region,
+                         registry_.find(RegionId(range.region)));
+    const RegionInfo& info = region->info;
+    if (!info.exposed || info.kind != MemoryKind::kCuda ||
+        !region->memory->packedRemoteKey().empty()) {
+      return failedPrecondition("region '" + info.name +
+                                "' is not GPU memory served through the staging window");
+    }
+    if (!rangeFits(info.length, range.offset, range.length)) {
+      return invalidArgument("range [" + std::to_string(range.offset) + "+" +
+                             std::to_string(range.length) + ") exceeds region '" + info.name +
+                             "' (length " + std::to_string(info.length) + ")");
+    }
+    // Ranges are at most a slot each (checked first), so the sum cannot wrap.
+    if (range.length > window_->slotBytes() || (total += range.length) > window_->slotBytes()) {
+      return invalidArgument("ranges of " + std::to_string(request.bytes()) +
+                             " bytes in all exceed a staging slot (" +
+                             std::to_string(window_->slotBytes()) + " bytes)");
+    }
+    ranges.push_back(StagingWindow::LeaseRange{std::move(region), range.offset, range.length});
   }
-  if (!rangeFits(info.length, request.offset, request.length)) {
-    return invalidArgument("range [" + std::to_string(request.offset) + "+" +
-                           std::to_string(request.length) + ") exceeds region '" + info.name +
-                           "' (length " + std::to_string(info.length) + ")");
-  }
-  if (request.length > window_->slotBytes()) {
-    return invalidArgument("a chunk of " + std::to_string(request.length) +
-                           " bytes exceeds a staging slot (" +
-                           std::to_string(window_->slotBytes()) + " bytes)");
-  }
-  return region;
+  return ranges;
 }
 
 void WindowServer::serveWaiting() {
   while (!waiting_.empty()) {
     Waiting& next = waiting_.front();
-    StagingWindow::Lease lease{next.peer,   next.request.requestId, next.request.op,
-                               next.region, next.request.offset,    next.request.length};
+    StagingWindow::Lease lease;
+    lease.peer = next.peer;
+    lease.requestId = next.request.requestId;
+    lease.op = next.request.op;
+    lease.ranges = next.ranges;
     const std::optional<std::uint32_t> slot = window_->lend(std::move(lease));
     if (!slot) return;
+    ++lends_;
     const Waiting served = std::move(next);
     waiting_.pop_front();
     if (served.request.op == StagingOp::kWrite) {
-      send(served.peer, StagingReply{StagingReplyKind::kGranted, *slot, served.request.requestId});
+      send(served.peer,
+           StagingReply{StagingReplyKind::kGranted, *slot, served.request.requestId, {}});
     } else {
       startCopy(*slot);
     }
   }
 }
 
+namespace {
+
+// The regions of a lease's ranges, for pinning.
+std::vector<std::shared_ptr<LocalRegion>> regionsOf(const StagingWindow::Lease& lease) {
+  std::vector<std::shared_ptr<LocalRegion>> regions;
+  regions.reserve(lease.ranges.size());
+  for (const StagingWindow::LeaseRange& range : lease.ranges) regions.push_back(range.region);
+  return regions;
+}
+
+// "region 'kv' [0+4096)", or the first of several and how many there are.
+std::string describeRanges(const StagingWindow::Lease& lease) {
+  const StagingWindow::LeaseRange& first = lease.ranges.front();
+  std::string text = "region '" + first.region->info.name + "' [" + std::to_string(first.offset) +
+                     "+" + std::to_string(first.length) + ")";
+  if (lease.ranges.size() > 1) {
+    text += " and " + std::to_string(lease.ranges.size() - 1) + " more range(s)";
+  }
+  return text;
+}
+
+}  // namespace
+
 void WindowServer::startCopy(std::uint32_t slot) {
   StagingWindow::Lease& lease = *window_->at(slot);
   const std::string peer = lease.peer;
-  const StagingRequest request{
-      lease.op, slot, lease.requestId, lease.region->info.id.value, lease.offset, lease.length};
-  auto copies = staging_.copyEngine(lease.region->info.device);
-  // Pinned for the copy: the region cannot be deregistered (and freed) under it.
-  const std::shared_ptr<LocalRegion> regions[] = {lease.region};
-  Status ready = copies.isOk() ? registry_.pin(regions) : copies.status();
+  const StagingRequest request{lease.op, slot, lease.requestId, {}};
+  // Every range's copy engine first: nothing starts unless all of them can.
+  std::vector<gpu::CopyEngine*> engines;
+  Status ready;
+  for (const StagingWindow::LeaseRange& range : lease.ranges) {
+    auto copies = staging_.copyEngine(range.region->info.device);
+    if (!copies.isOk()) {
+      ready = copies.status();
+      break;
+    }
+    engines.push_back(*copies);
+  }
+  // Pinned for the copies: the regions cannot be deregistered (and freed) under them.
+  const std::vector<std::shared_ptr<LocalRegion>> regions = regionsOf(lease);
+  if (ready.isOk()) ready = registry_.pin(regions);
   if (!ready.isOk()) {
     window_->giveBack(slot);
     refuse(peer, request, ready);
     return;
   }
   lease.copying = true;
-  gpu::CopyRequest copy;
-  copy.length = static_cast<std::size_t>(lease.length);
-  std::byte* device = reinterpret_cast<std::byte*>(lease.region->base()) + lease.offset;
-  if (lease.op == StagingOp::kWrite) {
-    copy.kind = gpu::CopyKind::kHostToDevice;
-    copy.source = window_->slot(slot);
-    copy.destination = device;
-  } else {
-    copy.kind = gpu::CopyKind::kDeviceToHost;
-    copy.source = device;
-    copy.destination = window_->slot(slot);
-  }
-  (*copies)->copy(copy, [this, slot](Status status) {
-    {
-      std::lock_guard lock(queueMutex_);
-      if (closed_) return;
-      copiesDone_.push_back(CopyDone{slot, std::move(status)});
+  lease.copiesLeft = lease.ranges.size();
+  lease.copyStatus = Status::ok();
+  // The callbacks may run before this loop ends, but they only queue: the lease is read by
+  // handleCopyDone on this (pumping) thread, after the loop.
+  std::byte* inSlot = window_->slot(slot);
+  const std::vector<StagingWindow::LeaseRange> ranges = lease.ranges;
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    const StagingWindow::LeaseRange& range = ranges[i];
+    gpu::CopyRequest copy;
+    copy.length = static_cast<std::size_t>(range.length);
+    std::byte* device = reinterpret_cast<std::byte*>(range.region->base()) + range.offset;
+    if (request.op == StagingOp::kWrite) {
+      copy.kind = gpu::CopyKind::kHostToDevice;
+      copy.source = inSlot;
+      copy.destination = device;
+    } else {
+      copy.kind = gpu::CopyKind::kDeviceToHost;
+      copy.source = device;
+      copy.destination = inSlot;
     }
-    wake_();
-  });
+    inSlot += range.length;
+    engines[i]->copy(copy, [this, slot](Status status) {
+      {
+        std::lock_guard lock(queueMutex_);
+        if (closed_) return;
+        copiesDone_.push_back(CopyDone{slot, std::move(status)});
+      }
+      wake_();
+    });
+  }
 }
 
 void WindowServer::handleCopyDone(const CopyDone& done) {
   StagingWindow::Lease* lease = window_->at(done.slot);
   if (lease == nullptr || !lease->copying) return;
+  if (!done.status.isOk() && lease->copyStatus.isOk()) lease->copyStatus = done.status;
+  if (--lease->copiesLeft > 0) return;
   lease->copying = false;
-  const std::shared_ptr<LocalRegion> regions[] = {lease->region};
-  registry_.unpin(regions);
+  registry_.unpin(regionsOf(*lease));
   const std::string peer = lease->peer;
-  const StagingRequest request{lease->op,        done.slot,
-                               lease->requestId, lease->region->info.id.value,
-                               lease->offset,    lease->length};
+  const StagingRequest request{lease->op, done.slot, lease->requestId, {}};
   // A write's slot is free once its bytes are in the device; a read's stays lent until the
   // peer has fetched the bytes and releases it. A failed copy frees it either way.
-  if (!done.status.isOk()) {
+  if (!lease->copyStatus.isOk()) {
+    const std::string what = "copying slot " + std::to_string(done.slot) + " " +
+                             (request.op == StagingOp::kWrite ? "to " : "from ") +
+                             describeRanges(*lease);
+    const Status failure = lease->copyStatus.withContext(what);
     window_->giveBack(done.slot);
-    refuse(
-        peer, request,
-        done.status.withContext("copying slot " + std::to_string(done.slot) + " " +
-                                (request.op == StagingOp::kWrite ? "to" : "from") + " region '" +
-                                lease->region->info.name + "' [" + std::to_string(request.offset) +
-                                "+" + std::to_string(request.length) + ")"));
+    refuse(peer, request, failure);
     return;
   }
   if (request.op == StagingOp::kWrite) {
     window_->giveBack(done.slot);
-    send(peer, StagingReply{StagingReplyKind::kCopied, done.slot, request.requestId});
+    send(peer, StagingReply{StagingReplyKind::kCopied, done.slot, request.requestId, {}});
   } else {
-    send(peer, StagingReply{StagingReplyKind::kReady, done.slot, request.requestId});
+    send(peer, StagingReply{StagingReplyKind::kReady, done.slot, request.requestId, {}});
   }
 }
 

@@ -1,11 +1,12 @@
 #pragma once
 
 // WindowServer: the target side of target-side staging (staging_message.h has the protocol).
-// It answers peers' requests against this agent's StagingWindow: it checks each request
-// against the region it names (exposed, GPU memory the transport cannot reach, the range
-// inside the region and inside one slot) and against the slot table (a peer may name only a
-// slot lent to it for that request), copies between slots and device memory with the
-// region's copy engine, and replies. A request that fails a check is answered kFailed with a
+// It answers peers' requests against this agent's StagingWindow: it checks each range of a
+// request against the region it names (exposed, GPU memory the transport cannot reach, the
+// range inside the region), their sum against one slot, and the slot table (a peer may name
+// only a slot lent to it for that request); it copies between a slot and device memory with
+// the copy engine of each range's region (a copy per range, the reply once all completed),
+// and replies. A request that fails a check is answered kFailed with a
 // message naming what was wrong; nothing outside the named region is ever copied, and the
 // server goes on serving others. Requests for a slot wait, in order of arrival, while every
 // slot is lent.
@@ -57,8 +58,10 @@ class WindowServer {
   // then be closed (they wait for running copies) before the server is destroyed.
   void close();
 
-  // For tests: slots lent now, and requests refused so far.
+  // For tests: slots lent now, slots lent so far (one per write or read request served),
+  // and requests refused so far.
   std::size_t slotsLent();
+  std::uint64_t lends() const;
   std::uint64_t refused() const;
 
  private:
@@ -73,13 +76,13 @@ class WindowServer {
   struct Waiting {
     std::string peer;
     StagingRequest request;
-    std::shared_ptr<LocalRegion> region;
+    std::vector<StagingWindow::LeaseRange> ranges;  // the request's, checked
   };
 
   void handle(const std::string& peer, const StagingRequest& request);
   void handleCopyDone(const CopyDone& done);
-  // The region a kWrite/kRead request names, checked, or why it is refused.
-  Result<std::shared_ptr<LocalRegion>> checkRange(const StagingRequest& request);
+  // The ranges of a kWrite/kRead request with their regions, checked, or why it is refused.
+  Result<std::vector<StagingWindow::LeaseRange>> checkRanges(const StagingRequest& request);
   void startCopy(std::uint32_t slot);
   void serveWaiting();
   void refuse(const std::string& peer, const StagingRequest& request, Status why);
@@ -100,6 +103,7 @@ class WindowServer {
   std::deque<CopyDone> copiesDone_;
   bool closed_ = false;
 
+  std::atomic<std::uint64_t> lends_{0};
   std::atomic<std::uint64_t> refused_{0};
 };
 

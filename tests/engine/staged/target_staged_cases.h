@@ -145,6 +145,44 @@ TEST_CASE("target staging: a mixed transfer notifies only once the bytes are in 
   }
 }
 
+TEST_CASE("target staging: small operations share a window slot, both ways", "[staged][target]") {
+  StagedPair p;
+  // 60 operations of 1000 bytes, every other KiB of host memory to every third KiB of the
+  // device: 60,000 bytes, which fit 3 slots of 24 KiB, not 60.
+  std::vector<TransferSegment> segments;
+  for (std::uint64_t i = 0; i < 60; ++i) {
+    segments.push_back(
+        StagedPair::segment(p.regionHostA, i * 2048, p.regionDeviceB, i * 3072, 1000));
+  }
+  const std::vector<std::uint8_t> expected = afterWriteToDeviceB(p, segments);
+  const std::uint64_t lendsBefore = p.b->windowServer()->lends();
+  auto write = p.a->createTransfer(p.request(TransferOp::kWrite, segments));
+  REQUIRE(write.isOk());
+  REQUIRE(p.a->post(*write).isOk());
+  REQUIRE(p.a->wait(*write, deadlineIn(10s)).isOk());
+  p.syncB();
+  CHECK(firstDifference(p.deviceB, expected) == "");
+  CHECK(p.b->windowServer()->lends() - lendsBefore == 3);
+  p.doneReadingB();
+
+  // Back: the same device ranges read into other host memory.
+  std::vector<TransferSegment> back;
+  std::vector<std::uint8_t> expectedHost = p.hostA;
+  for (std::uint64_t i = 0; i < 60; ++i) {
+    back.push_back(
+        StagedPair::segment(p.regionHostA, 300000 + i * 1500, p.regionDeviceB, i * 3072, 1000));
+    std::memcpy(expectedHost.data() + 300000 + i * 1500, p.deviceB.data() + i * 3072, 1000);
+  }
+  const std::uint64_t lendsBeforeRead = p.b->windowServer()->lends();
+  auto read = p.a->createTransfer(p.request(TransferOp::kRead, back));
+  REQUIRE(read.isOk());
+  REQUIRE(p.a->post(*read).isOk());
+  REQUIRE(p.a->wait(*read, deadlineIn(10s)).isOk());
+  CHECK(firstDifference(p.hostA, expectedHost) == "");
+  CHECK(p.b->windowServer()->lends() - lendsBeforeRead == 3);
+  waitSlotsFree(p);
+}
+
 TEST_CASE("target staging: prepared lists reach the peer's GPU memory", "[staged][target]") {
   StagedPair p;
   const std::vector<MemoryRange> local = {{p.regionHostA, 0, 50000}, {p.regionDeviceA, 0, 8192}};
@@ -216,36 +254,46 @@ TEST_CASE("target staging: a hostile peer's requests are refused and the target 
   using engine::StagingOp;
   using engine::StagingRequest;
   // Past the end of the region, wrapping around, larger than a slot, a host region, an
-  // unknown region, a copy into a slot never granted, a release of a slot not held.
-  sendRawRequest(p, StagingRequest{StagingOp::kWrite, 0, 1, device, kRegionBytes - 10, 100});
-  sendRawRequest(p, StagingRequest{StagingOp::kRead, 0, 2, device, ~std::uint64_t{0} - 5, 10});
-  sendRawRequest(p, StagingRequest{StagingOp::kRead, 0, 3, device, 0, kWindowSlotBytes + 1});
-  sendRawRequest(p, StagingRequest{StagingOp::kWrite, 0, 4, p.regionHostB.value, 0, 100});
-  sendRawRequest(p, StagingRequest{StagingOp::kRead, 0, 5, 999999, 0, 100});
-  sendRawRequest(p, StagingRequest{StagingOp::kCopyIn, 1, 6, device, 0, 100});
-  sendRawRequest(p, StagingRequest{StagingOp::kCopyIn, 99999, 7, device, 0, 100});
-  sendRawRequest(p, StagingRequest{StagingOp::kRelease, 2, 8, 0, 0, 0});
-  waitRefused(p, 8);
+  // unknown region, a copy into a slot never granted, a release of a slot not held (not
+  // answered, but counted).
+  sendRawRequest(p, StagingRequest{StagingOp::kWrite, 0, 1, {{device, kRegionBytes - 10, 100}}});
+  sendRawRequest(p, StagingRequest{StagingOp::kRead, 0, 2, {{device, ~std::uint64_t{0} - 5, 10}}});
+  sendRawRequest(p, StagingRequest{StagingOp::kRead, 0, 3, {{device, 0, kWindowSlotBytes + 1}}});
+  sendRawRequest(p, StagingRequest{StagingOp::kWrite, 0, 4, {{p.regionHostB.value, 0, 100}}});
+  sendRawRequest(p, StagingRequest{StagingOp::kRead, 0, 5, {{999999, 0, 100}}});
+  sendRawRequest(p, StagingRequest{StagingOp::kCopyIn, 1, 6, {}});
+  sendRawRequest(p, StagingRequest{StagingOp::kCopyIn, 99999, 7, {}});
+  sendRawRequest(p, StagingRequest{StagingOp::kRelease, 2, 8, {}});
+  // Two ranges, each inside a slot and the region, that add up to more than a slot; and a
+  // good range beside one past the region's end: the whole request is refused.
+  sendRawRequest(p, StagingRequest{StagingOp::kWrite,
+                                   0,
+                                   12,
+                                   {{device, 0, kWindowSlotBytes / 2 + 1},
+                                    {device, kWindowSlotBytes, kWindowSlotBytes / 2}}});
+  sendRawRequest(
+      p, StagingRequest{StagingOp::kRead, 0, 13, {{device, 0, 10}, {device, kRegionBytes, 1}}});
+  waitRefused(p, 10);
   CHECK(firstDifference(p.deviceB, before) == "");
   CHECK(p.b->windowServer()->slotsLent() == 0);
 
   // A slot granted to one request cannot be used by another one of the same peer.
-  sendRawRequest(p, StagingRequest{StagingOp::kWrite, 0, 10, device, 0, 100});
+  sendRawRequest(p, StagingRequest{StagingOp::kWrite, 0, 10, {{device, 0, 100}}});
   const auto deadline = Clock::now() + 5s;
   while (p.b->windowServer()->slotsLent() == 0 && Clock::now() < deadline) {
     std::this_thread::sleep_for(1ms);
   }
   REQUIRE(p.b->windowServer()->slotsLent() == 1);
   for (std::uint32_t slot = 0; slot < kWindowSlots; ++slot) {
-    sendRawRequest(p, StagingRequest{StagingOp::kCopyIn, slot, 11, device, 0, 100});
+    sendRawRequest(p, StagingRequest{StagingOp::kCopyIn, slot, 11, {}});
   }
-  waitRefused(p, 8 + kWindowSlots);
+  waitRefused(p, 10 + kWindowSlots);
   CHECK(firstDifference(p.deviceB, before) == "");
   // ... and its holder gives it back.
   for (std::uint32_t slot = 0; slot < kWindowSlots; ++slot) {
-    sendRawRequest(p, StagingRequest{StagingOp::kRelease, slot, 10, 0, 0, 0});
+    sendRawRequest(p, StagingRequest{StagingOp::kRelease, slot, 10, {}});
   }
-  waitRefused(p, 8 + kWindowSlots + kWindowSlots - 1);
+  waitRefused(p, 10 + kWindowSlots + kWindowSlots - 1);
   waitSlotsFree(p);
 
   // b still serves a well-behaved transfer.
