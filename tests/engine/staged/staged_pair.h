@@ -115,9 +115,9 @@ struct StagedPair {
   }
 
   // The test is done reading b's device memory until its next transfer: b's copy engine takes
-  // its lock before each copy, so taking it here orders these reads before the next write
-  // (the request that causes it travels through shared memory, which ThreadSanitizer does
-  // not see).
+  // its lock before each copy, so taking it here orders the reads before the copies of
+  // transfers posted afterwards (whose requests travel through shared memory, which
+  // ThreadSanitizer does not see).
   void doneReadingB() { (void)copiesB().copiesSubmitted(); }
 
   TransferRequest request(TransferOp op, std::vector<TransferSegment> segments) const {

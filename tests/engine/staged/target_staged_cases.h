@@ -19,8 +19,9 @@
 namespace kvx::test::staged {
 
 // b's device bytes after a WRITE of `segments` from a (host or device); segments to other
-// regions of b are left out.
-inline std::vector<std::uint8_t> afterWriteToDeviceB(const StagedPair& p,
+// regions of b are left out. Call it before posting the WRITE: it reads b's device memory,
+// which the WRITE then overwrites (StagedPair::doneReadingB).
+inline std::vector<std::uint8_t> afterWriteToDeviceB(StagedPair& p,
                                                      const std::vector<TransferSegment>& segments) {
   std::vector<std::uint8_t> expected(p.deviceB.begin(), p.deviceB.end());
   for (const TransferSegment& s : segments) {
@@ -29,6 +30,7 @@ inline std::vector<std::uint8_t> afterWriteToDeviceB(const StagedPair& p,
         s.local.region == p.regionDeviceA ? p.deviceA.data() : p.hostA.data();
     std::memcpy(expected.data() + s.remote.offset, from + s.local.offset, s.local.length);
   }
+  p.doneReadingB();
   return expected;
 }
 
@@ -139,7 +141,6 @@ TEST_CASE("target staging: a mixed transfer notifies only once the bytes are in 
     CHECK(note->payload == *r.notification);
     CHECK(firstDifference(p.deviceB, expectedDevice) == "");
     CHECK(firstDifference(p.hostB, expectedHost) == "");
-    p.doneReadingB();
     REQUIRE(p.a->wait(*id, deadlineIn(10s)).isOk());
     REQUIRE(p.a->release(*id).isOk());
   }
@@ -163,7 +164,6 @@ TEST_CASE("target staging: small operations share a window slot, both ways", "[s
   p.syncB();
   CHECK(firstDifference(p.deviceB, expected) == "");
   CHECK(p.b->windowServer()->lends() - lendsBefore == 3);
-  p.doneReadingB();
 
   // Back: the same device ranges read into other host memory.
   std::vector<TransferSegment> back;
