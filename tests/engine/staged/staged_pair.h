@@ -114,11 +114,11 @@ struct StagedPair {
     }
   }
 
-  // The test is done reading b's device memory until its next transfer: b's copy engine takes
-  // its lock before each copy, so taking it here orders the reads before the copies of
-  // transfers posted afterwards (whose requests travel through shared memory, which
+  // The test is done reading (or writing) b's device memory until its next transfer: b's copy
+  // engine takes its lock before each copy, so taking it here orders the test's accesses
+  // before the copies of transfers posted afterwards (whose requests travel through shared memory, which
   // ThreadSanitizer does not see).
-  void doneReadingB() { (void)copiesB().copiesSubmitted(); }
+  void doneWithDeviceB() { (void)copiesB().copiesSubmitted(); }
 
   TransferRequest request(TransferOp op, std::vector<TransferSegment> segments) const {
     TransferRequest r;

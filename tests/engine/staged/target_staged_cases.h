@@ -20,7 +20,7 @@ namespace kvx::test::staged {
 
 // b's device bytes after a WRITE of `segments` from a (host or device); segments to other
 // regions of b are left out. Call it before posting the WRITE: it reads b's device memory,
-// which the WRITE then overwrites (StagedPair::doneReadingB).
+// which the WRITE then overwrites (StagedPair::doneWithDeviceB).
 inline std::vector<std::uint8_t> afterWriteToDeviceB(StagedPair& p,
                                                      const std::vector<TransferSegment>& segments) {
   std::vector<std::uint8_t> expected(p.deviceB.begin(), p.deviceB.end());
@@ -30,7 +30,7 @@ inline std::vector<std::uint8_t> afterWriteToDeviceB(StagedPair& p,
         s.local.region == p.regionDeviceA ? p.deviceA.data() : p.hostA.data();
     std::memcpy(expected.data() + s.remote.offset, from + s.local.offset, s.local.length);
   }
-  p.doneReadingB();
+  p.doneWithDeviceB();
   return expected;
 }
 
@@ -105,6 +105,7 @@ TEST_CASE("target staging: GPU to GPU is staged on both sides, both ways", "[sta
 
   // READ: b's device -> b's window -> a's buffers -> a's device.
   fill(p.deviceB, 9);
+  p.doneWithDeviceB();
   std::vector<std::uint8_t> back(p.deviceA.begin(), p.deviceA.end());
   std::memcpy(back.data() + 10, p.deviceB.data() + 123456, 250000);
   auto read = p.a->createTransfer(
@@ -198,6 +199,7 @@ TEST_CASE("target staging: prepared lists reach the peer's GPU memory", "[staged
   REQUIRE(id.isOk());
   REQUIRE(p.a->post(*id).isOk());
   REQUIRE(p.a->wait(*id, deadlineIn(10s)).isOk());
+  p.syncB();
   CHECK(std::memcmp(p.deviceB.data() + 100000, p.hostA.data(), 50000) == 0);
   CHECK(std::memcmp(p.deviceB.data() + 300000, p.deviceA.data(), 8192) == 0);
 }
