@@ -330,6 +330,9 @@ TEST_CASE("target staging: cancel while the peer's copies are held leaves no lat
   const TransferStatus status = p.a->poll(*id);
   CHECK(status.state == TransferState::kFailed);
   CHECK(status.status.code() == StatusCode::kCancelled);
+  // b has handled everything a sent before (its copies that ran before the cancel reported
+  // are ordered before this read); a copy after this point would be a late byte.
+  p.syncB();
   const std::vector<std::uint8_t> settled(p.deviceB.begin(), p.deviceB.end());
   std::this_thread::sleep_for(50ms);
   CHECK(firstDifference(p.deviceB, settled) == "");
