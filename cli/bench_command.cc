@@ -128,18 +128,9 @@ void addBenchOptions(CLI::App& app, BenchOptions& o) {
   app.add_option("--sweep-mode", o.sweep.modes, "sweep: push and/or pull")->delimiter(',');
   app.add_option("--sweep-order", o.sweep.order, "sweep: random or contiguous source blocks")
       ->check(CLI::IsMember({"random", "contiguous"}));
-  app.add_option("--memory", o.memory,
-                 "where the agents' pools live: host, or cuda (GPU memory; the bare reference "
-                 "still moves host memory)")
-      ->check(CLI::IsMember({"host", "cuda"}))
-      ->capture_default_str();
-  app.add_option("--device", o.device, "with --memory cuda: the agents' CUDA device (default 0)");
-  app.add_option("--gpu-path", o.gpuPath,
-                 "with --memory cuda: direct (GPUDirect; the run fails at once, with the reason, "
-                 "where UCX cannot move GPU memory), staged (through pinned host buffers), or "
-                 "auto (direct when possible)")
-      ->check(CLI::IsMember({"auto", "direct", "staged"}))
-      ->capture_default_str();
+  addAgentsGpuMemoryOptions(app, o.memory, o.device, o.gpuPath,
+                            "where the agents' pools live: host, or cuda (GPU memory; the bare "
+                            "reference still moves host memory)");
   app.add_option("--control-step", o.controlStep, "internal: one step of 'control'")->group("");
 }
 

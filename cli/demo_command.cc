@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "cli/demo_report.h"
+#include "cli/gpu_memory_options.h"
 #include "examples/pair_transfer/child_process.h"
 #include "kvx/transfer.h"
 
@@ -179,17 +180,9 @@ void addDemoOptions(CLI::App& app, DemoOptions& o) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
       ->capture_default_str();
   app.add_option("--json", o.json, "also write the report as JSON to this file");
-  app.add_option("--memory", o.memory,
-                 "where every agent's pool lives: host, or cuda (GPU memory; each agent's data "
-                 "path with each peer is in the report)")
-      ->check(CLI::IsMember({"host", "cuda"}))
-      ->capture_default_str();
-  app.add_option("--device", o.device, "with --memory cuda: the agents' CUDA device (default 0)");
-  app.add_option("--gpu-path", o.gpuPath,
-                 "with --memory cuda: direct (GPUDirect; the agents refuse to start where UCX "
-                 "cannot move GPU memory), staged (through pinned host buffers), or auto")
-      ->check(CLI::IsMember({"auto", "direct", "staged"}))
-      ->capture_default_str();
+  addAgentsGpuMemoryOptions(app, o.memory, o.device, o.gpuPath,
+                            "where every agent's pool lives: host, or cuda (GPU memory; each "
+                            "agent's data path with each peer is in the report)");
 }
 
 int runDemoCommand(const DemoOptions& o, StopSignal& stop) {

@@ -6,12 +6,18 @@
 // CUDA pools only. `pools` says in messages what is in host memory ("this pool is", "this
 // run's pools are"). INVALID_ARGUMENT naming the option and the rule.
 
+#include <CLI/CLI.hpp>
 #include <string>
 #include <string_view>
 
 #include "kvx/status.h"
 
 namespace kvx::cli {
+
+// Adds --memory host|cuda, --device and --gpu-path to a command that starts agents (`kvx
+// bench`, `kvx demo`); `memoryHelp` says what --memory does there.
+void addAgentsGpuMemoryOptions(CLI::App& app, std::string& memory, int& device,
+                               std::string& gpuPath, const std::string& memoryHelp);
 
 Status validateGpuMemoryOptions(const std::string& memory, int device, const std::string& gpuPath,
                                 std::string_view pools);

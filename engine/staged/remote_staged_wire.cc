@@ -20,12 +20,6 @@ RemoteStagedWire::RemoteStagedWire(Config config) : config_(std::move(config)) {
 
 RemoteStagedWire::~RemoteStagedWire() = default;
 
-std::uint64_t RemotePiece::bytes() const {
-  std::uint64_t total = 0;
-  for (const RemotePart& part : parts) total += part.length;
-  return total;
-}
-
 std::string RemoteStagedWire::describePiece(const Piece& piece) const {
   const RemotePart& first = piece.piece.parts.front();
   std::string ranges = "region " + std::to_string(first.region.value) + " [" +

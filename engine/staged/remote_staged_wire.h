@@ -53,8 +53,6 @@ struct RemotePart {
 
 struct RemotePiece {
   std::vector<RemotePart> parts;  // at most kMaxStagingRanges, one slot in all
-
-  std::uint64_t bytes() const;
 };
 
 class RemoteStagedWire {
