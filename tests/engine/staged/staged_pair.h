@@ -116,8 +116,8 @@ struct StagedPair {
 
   // The test is done reading (or writing) b's device memory until its next transfer: b's copy
   // engine takes its lock before each copy, so taking it here orders the test's accesses
-  // before the copies of transfers posted afterwards (whose requests travel through shared memory, which
-  // ThreadSanitizer does not see).
+  // before the copies of transfers posted afterwards (whose requests travel through shared memory,
+  // which ThreadSanitizer does not see).
   void doneWithDeviceB() { (void)copiesB().copiesSubmitted(); }
 
   TransferRequest request(TransferOp op, std::vector<TransferSegment> segments) const {
