@@ -24,10 +24,7 @@ TEST_CASE("staged: WRITE from GPU memory lands byte for byte in the peer's host 
   std::vector<std::uint8_t> expected = p.hostB;
   applyWrite(p, segments, expected);
 
-  auto id = p.a->createTransfer(p.request(TransferOp::kWrite, segments));
-  REQUIRE(id.isOk());
-  REQUIRE(p.a->post(*id).isOk());
-  REQUIRE(p.a->wait(*id, deadlineIn(10s)).isOk());
+  auto id = p.moveToEnd(p.request(TransferOp::kWrite, segments));
   p.syncB();
   CHECK(firstDifference(p.hostB, expected) == "");
 

@@ -120,6 +120,15 @@ struct StagedPair {
   // which ThreadSanitizer does not see).
   void doneWithDeviceB() { (void)copiesB().copiesSubmitted(); }
 
+  // Creates, posts and waits for `r` on a (10 s); returns its id for stats and reposts.
+  Result<TransferId> moveToEnd(const TransferRequest& r) {
+    auto id = a->createTransfer(r);
+    REQUIRE(id.isOk());
+    REQUIRE(a->post(*id).isOk());
+    REQUIRE(a->wait(*id, deadlineIn(std::chrono::seconds(10))).isOk());
+    return id;
+  }
+
   TransferRequest request(TransferOp op, std::vector<TransferSegment> segments) const {
     TransferRequest r;
     r.peer = "b";

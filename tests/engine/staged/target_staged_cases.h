@@ -53,10 +53,7 @@ TEST_CASE("target staging: WRITE from host memory lands byte for byte in the pee
       StagedPair::segment(p.regionHostA, 500000, p.regionDeviceB, 400000, 7),
       StagedPair::segment(p.regionHostA, 600000, p.regionDeviceB, 500000, 100003)};
   const std::vector<std::uint8_t> expected = afterWriteToDeviceB(p, segments);
-  auto id = p.a->createTransfer(p.request(TransferOp::kWrite, segments));
-  REQUIRE(id.isOk());
-  REQUIRE(p.a->post(*id).isOk());
-  REQUIRE(p.a->wait(*id, deadlineIn(10s)).isOk());
+  auto id = p.moveToEnd(p.request(TransferOp::kWrite, segments));
   p.syncB();
   CHECK(firstDifference(p.deviceB, expected) == "");
 
@@ -93,10 +90,7 @@ TEST_CASE("target staging: GPU to GPU is staged on both sides, both ways", "[sta
       StagedPair::segment(p.regionDeviceA, 0, p.regionDeviceB, 1000, 300000),
       StagedPair::segment(p.regionDeviceA, 400000, p.regionDeviceB, 700000, 65536 * 2 + 9)};
   const std::vector<std::uint8_t> expected = afterWriteToDeviceB(p, segments);
-  auto write = p.a->createTransfer(p.request(TransferOp::kWrite, segments));
-  REQUIRE(write.isOk());
-  REQUIRE(p.a->post(*write).isOk());
-  REQUIRE(p.a->wait(*write, deadlineIn(10s)).isOk());
+  auto write = p.moveToEnd(p.request(TransferOp::kWrite, segments));
   p.syncB();
   CHECK(firstDifference(p.deviceB, expected) == "");
   auto stats = p.a->stats(*write);
@@ -158,10 +152,7 @@ TEST_CASE("target staging: small operations share a window slot, both ways", "[s
   }
   const std::vector<std::uint8_t> expected = afterWriteToDeviceB(p, segments);
   const std::uint64_t lendsBefore = p.b->windowServer()->lends();
-  auto write = p.a->createTransfer(p.request(TransferOp::kWrite, segments));
-  REQUIRE(write.isOk());
-  REQUIRE(p.a->post(*write).isOk());
-  REQUIRE(p.a->wait(*write, deadlineIn(10s)).isOk());
+  auto write = p.moveToEnd(p.request(TransferOp::kWrite, segments));
   p.syncB();
   CHECK(firstDifference(p.deviceB, expected) == "");
   CHECK(p.b->windowServer()->lends() - lendsBefore == 3);
@@ -175,10 +166,7 @@ TEST_CASE("target staging: small operations share a window slot, both ways", "[s
     std::memcpy(expectedHost.data() + 300000 + i * 1500, p.deviceB.data() + i * 3072, 1000);
   }
   const std::uint64_t lendsBeforeRead = p.b->windowServer()->lends();
-  auto read = p.a->createTransfer(p.request(TransferOp::kRead, back));
-  REQUIRE(read.isOk());
-  REQUIRE(p.a->post(*read).isOk());
-  REQUIRE(p.a->wait(*read, deadlineIn(10s)).isOk());
+  auto read = p.moveToEnd(p.request(TransferOp::kRead, back));
   CHECK(firstDifference(p.hostA, expectedHost) == "");
   CHECK(p.b->windowServer()->lends() - lendsBeforeRead == 3);
   waitSlotsFree(p);
@@ -302,10 +290,7 @@ TEST_CASE("target staging: a hostile peer's requests are refused and the target 
   const std::vector<TransferSegment> segments = {
       StagedPair::segment(p.regionHostA, 0, p.regionDeviceB, 0, 100000)};
   const std::vector<std::uint8_t> expected = afterWriteToDeviceB(p, segments);
-  auto id = p.a->createTransfer(p.request(TransferOp::kWrite, segments));
-  REQUIRE(id.isOk());
-  REQUIRE(p.a->post(*id).isOk());
-  REQUIRE(p.a->wait(*id, deadlineIn(10s)).isOk());
+  auto id = p.moveToEnd(p.request(TransferOp::kWrite, segments));
   p.syncB();
   CHECK(firstDifference(p.deviceB, expected) == "");
 }
