@@ -10,95 +10,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "tests/support/agent_config_env.h"
+
 using namespace kvx;
 using namespace kvx::cli;
 
-namespace {
-
-// Every KVX_* variable the tests touch, cleared for the test and restored after it.
-class CleanEnvironment {
- public:
-  CleanEnvironment() {
-    for (const char* name : kNames) {
-      const char* value = std::getenv(name);
-      saved_.emplace_back(name, value ? std::optional<std::string>(value) : std::nullopt);
-      ::unsetenv(name);
-    }
-  }
-  ~CleanEnvironment() {
-    for (const auto& [name, value] : saved_) {
-      if (value) {
-        ::setenv(name.c_str(), value->c_str(), 1);
-      } else {
-        ::unsetenv(name.c_str());
-      }
-    }
-  }
-  void set(const char* name, const char* value) { ::setenv(name, value, 1); }
-
- private:
-  static constexpr const char* kNames[] = {"KVX_ROLE",
-                                           "KVX_NAME",
-                                           "KVX_LISTEN",
-                                           "KVX_MODEL",
-                                           "KVX_LAYOUT",
-                                           "KVX_BLOCKS",
-                                           "KVX_PEERS",
-                                           "KVX_TRANSPORT",
-                                           "KVX_MODE",
-                                           "KVX_LEASE_MS",
-                                           "KVX_TIMEOUT_MS",
-                                           "KVX_PREFIX_CACHE_BLOCKS",
-                                           "KVX_MAX_INFLIGHT_BYTES",
-                                           "KVX_LOG_LEVEL",
-                                           "KVX_CONFIG",
-                                           "KVX_VERIFY",
-                                           "KVX_TRACE",
-                                           "KVX_SYNTHETIC",
-                                           "KVX_REQUESTS",
-                                           "KVX_REPORT",
-                                           "KVX_TP_SIZE",
-                                           "KVX_TP_RANK",
-                                           "KVX_DECODE_TP",
-                                           "KVX_BLOCK_ORDER",
-                                           "KVX_NO_FILL",
-                                           "KVX_REQUEST_PREFIX",
-                                           "KVX_AUTH_TOKEN_FILE",
-                                           "KVX_INSECURE",
-                                           "KVX_PEER_TIMEOUT_MS",
-                                           "KVX_HEARTBEAT_INTERVAL_MS",
-                                           "KVX_MEMORY",
-                                           "KVX_DEVICE",
-                                           "KVX_GPU_PATH"};
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
-
-// A file in the temporary directory, removed at the end of the test.
-class TempFile {
- public:
-  explicit TempFile(const std::string& text) {
-    char name[] = "/tmp/kvx-cli-test-XXXXXX";
-    const int fd = ::mkstemp(name);
-    REQUIRE(fd >= 0);
-    ::close(fd);
-    path_ = name;
-    std::ofstream(path_) << text;
-  }
-  ~TempFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-const std::vector<std::string> kDecode{"--role", "decode", "--name", "d0", "--blocks", "64"};
-
-std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
-  base.insert(base.end(), more.begin(), more.end());
-  return base;
-}
-
-}  // namespace
+using namespace kvx::test::agent_config;
 
 TEST_CASE("the command line sets every option", "[agent_config]") {
   CleanEnvironment env;
@@ -495,56 +412,5 @@ TEST_CASE("control channel options: token file, --insecure, liveness", "[agent_c
     CHECK(config.status().code() == StatusCode::kInvalidArgument);
     CHECK_THAT(config.status().message(), Catch::Contains("--heartbeat-interval-ms 500"));
     CHECK_FALSE(parseAgentConfig(with(kDecode, {"--heartbeat-interval-ms", "5"})).isOk());
-  }
-}
-
-TEST_CASE("GPU memory options: --memory, --device, --gpu-path", "[agent_config]") {
-  CleanEnvironment env;
-  SECTION("defaults: a host pool") {
-    auto config = parseAgentConfig(kDecode);
-    REQUIRE(config.isOk());
-    auto options = toKvAgentOptions(*config);
-    REQUIRE(options.isOk());
-    CHECK(options->pool.kind == MemoryKind::kHost);
-    CHECK(options->pool.device == -1);
-    CHECK(options->agent.gpuPath == GpuPath::kAuto);
-  }
-  SECTION("a CUDA pool on device 0 unless told") {
-    auto config = parseAgentConfig(with(kDecode, {"--memory", "cuda", "--gpu-path", "staged"}));
-    REQUIRE(config.isOk());
-    auto options = toKvAgentOptions(*config);
-    REQUIRE(options.isOk());
-    CHECK(options->pool.kind == MemoryKind::kCuda);
-    CHECK(options->pool.device == 0);
-    CHECK(options->agent.gpuPath == GpuPath::kStaged);
-  }
-  SECTION("the command line, the environment and the file") {
-    env.set("KVX_DEVICE", "3");
-    env.set("KVX_GPU_PATH", "direct");
-    TempFile file(R"({"memory": "cuda", "device": 1, "gpu-path": "staged"})");
-    auto config = parseAgentConfig(with(kDecode, {"--config", file.path()}));
-    REQUIRE(config.isOk());
-    CHECK(config->memory == "cuda");
-    CHECK(config->device == 3);
-    CHECK(config->gpuPath == "direct");
-    auto options = toKvAgentOptions(*config);
-    REQUIRE(options.isOk());
-    CHECK(options->pool.device == 3);
-    CHECK(options->agent.gpuPath == GpuPath::kDirect);
-  }
-  SECTION("mistakes are named") {
-    auto fails = [](const std::vector<std::string>& args, const std::string& text) {
-      auto config = parseAgentConfig(args);
-      REQUIRE_FALSE(config.isOk());
-      CHECK(config.status().code() == StatusCode::kInvalidArgument);
-      CHECK_THAT(config.status().message(), Catch::Contains(text));
-    };
-    fails(with(kDecode, {"--memory", "gpu"}), "--memory");
-    fails(with(kDecode, {"--memory", "cuda", "--gpu-path", "rdma"}), "--gpu-path");
-    fails(with(kDecode, {"--device", "1"}), "--device 1 applies to --memory cuda");
-    fails(with(kDecode, {"--gpu-path", "staged"}), "--gpu-path staged applies to --memory cuda");
-    fails(with(kDecode, {"--memory", "cuda", "--device=-2"}), "is not a CUDA device");
-    TempFile file(R"({"memory": "cuda", "gpu-path": "sideways"})");
-    fails(with(kDecode, {"--config", file.path()}), "gpu-path");
   }
 }
