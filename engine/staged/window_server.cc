@@ -245,12 +245,11 @@ void WindowServer::startCopy(std::uint32_t slot) {
   lease.copying = true;
   lease.copiesLeft = lease.ranges.size();
   lease.copyStatus = Status::ok();
-  // The callbacks may run before this loop ends, but they only queue: the lease is read by
-  // handleCopyDone on this (pumping) thread, after the loop.
+  // The callbacks may run before this loop ends, but they only queue: the lease changes only
+  // in handleCopyDone, on this (pumping) thread, after the loop.
   std::byte* inSlot = window_->slot(slot);
-  const std::vector<StagingWindow::LeaseRange> ranges = lease.ranges;
-  for (std::size_t i = 0; i < ranges.size(); ++i) {
-    const StagingWindow::LeaseRange& range = ranges[i];
+  for (std::size_t i = 0; i < lease.ranges.size(); ++i) {
+    const StagingWindow::LeaseRange& range = lease.ranges[i];
     gpu::CopyRequest copy;
     copy.length = static_cast<std::size_t>(range.length);
     std::byte* device = reinterpret_cast<std::byte*>(range.region->base()) + range.offset;
