@@ -23,6 +23,11 @@ namespace {
 constexpr const char* kGroup = "fixed overhead";
 constexpr double kAllowanceUs = 5;  // WORKLOADS.md: at most bare + 5 us
 constexpr auto kEventDeadline = std::chrono::seconds(5);
+// The "never sleeps" row: progress threads that spin this long after each event stay awake
+// for the whole step. What it saves against the default row is the cost of waking a
+// progress thread from its event fd.
+constexpr std::chrono::microseconds kAwakeSpin = std::chrono::seconds(10);
+constexpr std::uint64_t kAwakeRowBytes = 4096;
 
 // The events of one try, stamped on the threads that see them. Shared with the handler and
 // the callback, which may run after the measuring frame returned on a failure.
@@ -38,11 +43,21 @@ struct Events {
     notified.reset();
     done.reset();
   }
-  // Waits until the notification (and, if `needDone`, the completion) was seen.
-  bool await(bool needDone) {
-    std::unique_lock lock(mutex);
-    return changed.wait_until(lock, Clock::now() + kEventDeadline,
-                              [&] { return notified && (!needDone || done); });
+  // Waits until the notification (and, if `needDone`, the completion) was seen; with
+  // `drive`, by calling it in a loop (the caller drives the initiator's progress).
+  bool await(bool needDone, Agent* drive) {
+    const auto deadline = Clock::now() + kEventDeadline;
+    const auto seen = [&] { return notified && (!needDone || done); };
+    if (drive == nullptr) {
+      std::unique_lock lock(mutex);
+      return changed.wait_until(lock, deadline, seen);
+    }
+    while (Clock::now() < deadline) {
+      drive->progress();
+      std::lock_guard lock(mutex);
+      if (seen()) return true;
+    }
+    return false;
   }
 };
 
@@ -51,14 +66,21 @@ struct Pair {
   std::unique_ptr<Agent> target;
   std::string peer;
   std::shared_ptr<Events> events = std::make_shared<Events>();
+  bool callerDriven = false;  // the initiator is in caller mode: the measuring thread drives it
+
+  Agent* driven() const { return callerDriven ? initiator.get() : nullptr; }
 };
 
-Result<Pair> connectPair(const std::string& transport) {
+Result<Pair> connectPair(const std::string& transport, std::chrono::microseconds spin,
+                         bool callerDriven = false) {
   Pair pair;
-  KVX_ASSIGN_OR_RETURN(pair.initiator,
-                       Agent::create(controlAgentOptions("control-fixed-initiator", transport)));
-  KVX_ASSIGN_OR_RETURN(pair.target,
-                       Agent::create(controlAgentOptions("control-fixed-target", transport)));
+  pair.callerDriven = callerDriven;
+  AgentOptions initiator = controlAgentOptions("control-fixed-initiator", transport);
+  AgentOptions target = controlAgentOptions("control-fixed-target", transport);
+  initiator.progressSpin = target.progressSpin = spin;
+  if (callerDriven) initiator.progressMode = ProgressMode::kCaller;
+  KVX_ASSIGN_OR_RETURN(pair.initiator, Agent::create(std::move(initiator)));
+  KVX_ASSIGN_OR_RETURN(pair.target, Agent::create(std::move(target)));
   KVX_ASSIGN_OR_RETURN(pair.peer, pair.initiator->connect(pair.target->listenAddress()));
   pair.target->setNotificationHandler([events = pair.events](Notification) {
     const auto now = Clock::now();
@@ -108,7 +130,7 @@ Result<Latencies> oneBlockLatencies(Pair& pair, std::uint64_t bytes,
       events->ended = s;
       events->changed.notify_all();
     }));
-    if (!events->await(true)) {
+    if (!events->await(true, pair.driven())) {
       return timedOut(fmt::format("transfer {} of {}: no notification or completion within {} s", i,
                                   bytesLabel(bytes), kEventDeadline.count()));
     }
@@ -131,7 +153,7 @@ Result<std::vector<double>> notificationLatencies(Pair& pair, const FixedOverhea
     events->reset();
     const auto sent = Clock::now();
     KVX_RETURN_IF_ERROR(pair.initiator->sendNotification(pair.peer, "n"));
-    if (!events->await(false)) {
+    if (!events->await(false, pair.driven())) {
       return timedOut(
           fmt::format("notification {}: not handled within {} s", i, kEventDeadline.count()));
     }
@@ -142,9 +164,11 @@ Result<std::vector<double>> notificationLatencies(Pair& pair, const FixedOverhea
 }
 
 // The bare loop's post -> AM handler p50 (us) for one S-byte put + flush + AM at a time, or
-// with `skipData`, flush + AM alone. Runs after the agents are gone.
+// with `skipData`, flush + AM alone; its target spins `spinUs` after each event, as the
+// agents' progress threads did. Runs after the agents are gone.
 Result<BareUcpResult> bareFixedOverhead(const std::string& transport, std::uint64_t bytes,
-                                        bool skipData, const FixedOverheadOptions& o) {
+                                        bool skipData, double spinUs,
+                                        const FixedOverheadOptions& o) {
   BareUcpOptions b;
   b.transport = transport;
   b.alloc = BufferAlloc::kUcx;
@@ -156,7 +180,7 @@ Result<BareUcpResult> bareFixedOverhead(const std::string& transport, std::uint6
   b.requests = o.repeats;
   b.warmupRequests = o.warmup;
   b.bufferBytes = std::max<std::uint64_t>(b.segmentBytes, 1u << 20);
-  b.targetSpinUs = kKvxProgressSpinUs;
+  b.targetSpinUs = spinUs;
   b.skipData = skipData;
   b.verify = !skipData;
   b.timeoutSeconds = 120;
@@ -170,6 +194,7 @@ Result<BareUcpResult> bareFixedOverhead(const std::string& transport, std::uint6
 struct Row {
   std::string name;
   std::uint64_t bytes = 0;  // 0: notification only
+  double spinUs = kKvxProgressSpinUs;
   std::vector<double> kvxUs, kvxDoneUs;
   std::optional<Status> failed;
 };
@@ -189,7 +214,7 @@ ControlFigure rowFigure(const Row& row, const std::string& transport,
     f.detail += "; no bare reference (--no-bare)";
     return f;
   }
-  auto bare = bareFixedOverhead(transport, row.bytes, row.bytes == 0, o);
+  auto bare = bareFixedOverhead(transport, row.bytes, row.bytes == 0, row.spinUs, o);
   if (!bare.isOk()) {
     f.detail += "; bare loop failed: " + bare.status().toString();
     return f;
@@ -203,28 +228,41 @@ ControlFigure rowFigure(const Row& row, const std::string& transport,
   return f;
 }
 
+Row oneBlockRow(Pair& pair, std::uint64_t bytes, std::string name, const FixedOverheadOptions& o) {
+  Row row;
+  row.name = std::move(name);
+  row.bytes = bytes;
+  auto latencies = oneBlockLatencies(pair, bytes, o);
+  if (latencies.isOk()) {
+    row.kvxUs = std::move(latencies->notifiedUs);
+    row.kvxDoneUs = std::move(latencies->doneUs);
+  } else {
+    row.failed = latencies.status();
+  }
+  return row;
+}
+
+std::string awakeRowName(bool callerDriven) {
+  return fmt::format("1 block of {} + notification, {}", bytesLabel(kAwakeRowBytes),
+                     callerDriven ? "the posting thread drives the initiator's progress"
+                                  : "progress threads never sleep");
+}
+
 }  // namespace
 
 std::vector<ControlFigure> measureFixedOverhead(const std::string& transport,
                                                 const FixedOverheadOptions& o) {
   std::vector<Row> rows;
   {
-    auto pair = connectPair(transport);
+    auto pair = connectPair(
+        transport, std::chrono::microseconds(static_cast<std::int64_t>(kKvxProgressSpinUs)));
     if (!pair.isOk()) {
       return {failedFigure(kGroup, "1 block + notification", transport, pair.status().toString())};
     }
     for (std::uint64_t bytes : o.segmentBytes) {
-      Row row;
-      row.name = fmt::format("1 block of {} + notification, post -> notified", bytesLabel(bytes));
-      row.bytes = bytes;
-      auto latencies = oneBlockLatencies(*pair, bytes, o);
-      if (latencies.isOk()) {
-        row.kvxUs = std::move(latencies->notifiedUs);
-        row.kvxDoneUs = std::move(latencies->doneUs);
-      } else {
-        row.failed = latencies.status();
-      }
-      rows.push_back(std::move(row));
+      rows.push_back(oneBlockRow(
+          *pair, bytes,
+          fmt::format("1 block of {} + notification, post -> notified", bytesLabel(bytes)), o));
     }
     Row note;
     note.name = "notification only, send -> notified";
@@ -236,6 +274,22 @@ std::vector<ControlFigure> measureFixedOverhead(const std::string& transport,
     }
     rows.push_back(std::move(note));
   }  // the agents are gone before the bare loop runs: it has the CPUs to itself
+  // The same 4 KiB row with progress that never sleeps (and a bare target that never sleeps
+  // either): the default row minus this one is what waking costs. Then with the initiator
+  // in caller mode, posting and progressing on one thread as the bare loop does: what is
+  // left is the hand-over between the posting thread and a progress thread.
+  for (bool callerDriven : {false, true}) {
+    auto pair = connectPair(transport, kAwakeSpin, callerDriven);
+    Row row;
+    if (pair.isOk()) {
+      row = oneBlockRow(*pair, kAwakeRowBytes, awakeRowName(callerDriven), o);
+    } else {
+      row.name = awakeRowName(callerDriven);
+      row.failed = pair.status();
+    }
+    row.spinUs = std::chrono::duration<double, std::micro>(kAwakeSpin).count();
+    rows.push_back(std::move(row));
+  }
   std::vector<ControlFigure> out;
   for (const Row& row : rows) out.push_back(rowFigure(row, transport, o));
   return out;

@@ -8,6 +8,9 @@
 //     initiator's completion callback. Bare: one S-byte put + flush + AM.
 //   - notification only: Agent::sendNotification until the target's handler; bare: flush +
 //     AM with no put (its --skip-data).
+//   - the 4 KiB block again, with progress threads that never sleep (and a bare target that
+//     never sleeps): the default rows' progress threads sleep on UCX's event fd 50 us after
+//     their last event, so on tcp they pay a wake-up; this row separates that from the rest.
 // The target WORKLOADS.md sets: kvx p50 <= bare p50 + 5 us. Both agents live in the step's
 // process, each with its progress thread (two processes for the bare loop); timestamps are
 // taken on the threads that see the event (the handler, the callback), so waking the
