@@ -77,6 +77,8 @@ nlohmann::json caseJson(const CaseOutcome& o) {
                 {"placing", latencyJson(m.placing)},
                 {"moving", latencyJson(m.moving)},
                 {"submitLag", latencyJson(m.submitLag)},
+                {"sinceArrival", latencyJson(m.sinceArrival)},
+                {"idealLink", latencyJson(m.idealLink)},
                 {"dataPaths", o.kvx->dataPaths}};
   if (!o.kvx->gpuRuntime.empty()) out["kvx"]["gpuRuntime"] = o.kvx->gpuRuntime;
   if (o.bare) {
@@ -162,6 +164,13 @@ std::string renderTable(const RunHeader& header, const std::vector<CaseOutcome>&
           "submitted after its arrival by {:.1f}/{:.1f}\n",
           "", ms(m.placing.p50), ms(m.placing.p99), ms(m.moving.p50), ms(m.moving.p99),
           ms(m.submitLag.p50), ms(m.submitLag.p99));
+      if (m.idealLink.count > 0) {
+        out += fmt::format(
+            "{:<34} from arrival, p50/p99 ms: {:.1f}/{:.1f} (p99/p50 {:.2f}); an ideal FIFO link "
+            "at {:.2f} GB/s: {:.1f}/{:.1f} ({:.2f})\n",
+            "", ms(m.sinceArrival.p50), ms(m.sinceArrival.p99), tailRatio(m.sinceArrival), m.gbps,
+            ms(m.idealLink.p50), ms(m.idealLink.p99), tailRatio(m.idealLink));
+      }
     }
     if (!o.bareError.isOk()) {
       out += fmt::format("{:<34} bare reference failed: {}\n", "", o.bareError.toString());

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "workload/fairness.h"
+#include "workload/ideal_link.h"
 
 namespace kvx::bench {
 namespace {
@@ -59,7 +60,8 @@ Result<CaseMetrics> computeMetrics(const BenchCase& c,
   }
   std::map<std::string, std::int64_t> firstSubmit;  // per destination id
   std::map<std::string, std::int64_t> lastLayer;    // per destination id, layer-wise only
-  workload::LatencyRecorder done, notified, tail, perMiB, placing, moving, submitLag;
+  workload::LatencyRecorder done, notified, tail, perMiB, placing, moving, submitLag, sinceArrival;
+  std::vector<workload::LinkJob> linkJobs;  // arrival (steady ns) and bytes per request
   std::vector<double> perRequestGbps;
   std::vector<std::pair<std::int64_t, std::int64_t>> busy;  // [submit, done] per request
   std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = 0;
@@ -90,7 +92,10 @@ Result<CaseMetrics> computeMetrics(const BenchCase& c,
       placing.add(nanoseconds(placed));
       moving.add(nanoseconds(std::max<std::int64_t>(0, end - submit - placed)));
       const double lagMs = r.value("submittedAtMs", 0.0) - r.value("arrivalMs", 0.0);
-      submitLag.add(nanoseconds(static_cast<std::int64_t>(std::max(0.0, lagMs) * 1e6)));
+      const nanoseconds lag(static_cast<std::int64_t>(std::max(0.0, lagMs) * 1e6));
+      submitLag.add(lag);
+      sinceArrival.add(nanoseconds(end - submit) + lag);
+      linkJobs.push_back({nanoseconds(submit) - lag, bytes});
       busy.emplace_back(submit, end);
       if (end > submit) perRequestGbps.push_back(static_cast<double>(bytes) / (end - submit));
       if (bytes > 0) {
@@ -157,6 +162,13 @@ Result<CaseMetrics> computeMetrics(const BenchCase& c,
     m.operationsPerRequest = static_cast<double>(operations) / n;
     m.prefillCpuUsPerRequest = prefillCpu / n;
     m.decodeCpuUsPerRequest = decodeCpu / std::max<double>(1, static_cast<double>(m.arrivals));
+  }
+  if (m.gbps > 0) {
+    m.sinceArrival = sinceArrival.summary();
+    KVX_ASSIGN_OR_RETURN(auto ideal, workload::idealFifoLink(linkJobs, m.gbps * 1e9));
+    workload::LatencyRecorder idealLink;
+    for (nanoseconds latency : ideal) idealLink.add(latency);
+    m.idealLink = idealLink.summary();
   }
   if (m.senderGbps.size() > 1) m.jainFairness = workload::jainFairness(m.senderGbps);
   return m;

@@ -66,6 +66,13 @@ struct CaseMetrics {
   workload::LatencySummary placing;
   workload::LatencySummary moving;
   workload::LatencySummary submitLag;
+  // The user's view of a replayed trace: from a request's (scaled) trace arrival until done
+  // (submit lag + done). And the floor the workload itself sets: the same requests, their
+  // arrivals and the bytes each moved, on an ideal link (workload/ideal_link.h) at this
+  // run's own rate (`gbps`), one at a time in arrival order, with no placement, no pool
+  // limit and no per-request cost.
+  workload::LatencySummary sinceArrival;
+  workload::LatencySummary idealLink;
 };
 
 // The metrics of `c` from its reports. PROTOCOL_ERROR names a report that lacks a field it

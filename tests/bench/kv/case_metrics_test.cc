@@ -148,6 +148,27 @@ TEST_CASE("done latency splits into placing and moving; late submits are counted
   CHECK(m->submitLag.max == std::chrono::milliseconds(2));
 }
 
+TEST_CASE("a trace's latency from arrival, against an ideal FIFO link at the run's own rate",
+          "[bench]") {
+  // a: arrives at 0, submitted at 2 ms, done at 4 ms. b: arrives at 1 ms, submitted at 4 ms,
+  // done at 6 ms. Each moves 1 MB; busy 4 ms, so the run's rate is 0.5 GB/s.
+  json a = request("a", 2'000'000, 4'000'000, 1'000'000);
+  a["arrivalMs"] = 0.0;
+  a["submittedAtMs"] = 2.0;
+  json b = request("b", 4'000'000, 6'000'000, 1'000'000);
+  b["arrivalMs"] = 1.0;
+  b["submittedAtMs"] = 4.0;
+  auto m = computeMetrics(BenchCase{}, {prefillReport({a, b}, 0)}, {});
+  REQUIRE(m.isOk());
+  CHECK(m->gbps == Approx(0.5));
+  CHECK(m->sinceArrival.min == std::chrono::milliseconds(4));
+  CHECK(m->sinceArrival.max == std::chrono::milliseconds(5));
+  // The ideal link moves a from 0 to 2 ms, then b (waiting since 1 ms) from 2 to 4 ms.
+  REQUIRE(m->idealLink.count == 2);
+  CHECK(m->idealLink.min == std::chrono::milliseconds(2));
+  CHECK(m->idealLink.max == std::chrono::milliseconds(3));
+}
+
 TEST_CASE("a report without the timing fields is an error naming the field", "[bench]") {
   json bad = request("r", 0, 1, 1);
   bad.erase("submitNs");
