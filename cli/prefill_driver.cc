@@ -176,12 +176,25 @@ Result<std::vector<std::uint64_t>> PrefillDriver::allocate(RequestRecord& first,
   const auto began = Clock::now();
   const auto giveUp = began + options_.requestTimeout;
   bool counted = false;
+  {
+    std::lock_guard lock(mutex_);
+    allocating_.insert(first.index);
+  }
   while (true) {
-    auto blocks = agent_.allocateBlocks(count);
+    bool myTurn;
+    {
+      std::lock_guard lock(mutex_);
+      myTurn = *allocating_.begin() == first.index;
+    }
+    auto blocks = myTurn ? agent_.allocateBlocks(count)
+                         : Result<std::vector<std::uint64_t>>(
+                               resourceExhausted("earlier prompts wait for room first"));
     if (blocks.isOk() || blocks.status().code() != StatusCode::kResourceExhausted ||
         stop.requested() || Clock::now() >= giveUp) {
       std::lock_guard lock(mutex_);
       if (counted) --waitingForBlocks_;
+      allocating_.erase(first.index);
+      promptEnded_.notify_all();  // the next prompt's turn
       first.waitedForBlocks = Clock::now() - began;
       if (blocks.isOk() || blocks.status().code() != StatusCode::kResourceExhausted) {
         return blocks;
@@ -195,15 +208,18 @@ Result<std::vector<std::uint64_t>> PrefillDriver::allocate(RequestRecord& first,
           std::to_string(options_.requestTimeout.count()) +
           " ms (--timeout-ms); earlier requests hold the blocks: raise --blocks");
     }
-    // The pool is full: wait for an earlier prompt to end and return its blocks.
+    // The pool is full or an earlier prompt waits: wait for a prompt to end and return its
+    // blocks, or for the turn to move on.
     std::unique_lock lock(mutex_);
     if (!counted) {
       ++waitingForBlocks_;
       counted = true;
     }
     const std::uint64_t endedBefore = ended_;
-    promptEnded_.wait_for(lock, std::chrono::milliseconds(50),
-                          [&] { return ended_ != endedBefore; });
+    const std::size_t headBefore = *allocating_.begin();
+    promptEnded_.wait_for(lock, std::chrono::milliseconds(50), [&] {
+      return ended_ != endedBefore || *allocating_.begin() != headBefore;
+    });
   }
 }
 

@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -79,7 +80,12 @@ class PrefillDriver {
 
   void worker(StopSignal& stop);
   void replay(std::size_t index, StopSignal& stop);
-  // Blocks for every part of the prompt (parts x blocks per part), allocated at once.
+  // Blocks for every part of the prompt (parts x blocks per part), allocated at once, first
+  // come first served: a prompt allocates only when no earlier prompt is still waiting for
+  // room, as a serving engine's FCFS scheduler admits its queue (vLLM's default stops at the
+  // first request that does not fit). Without that, small prompts that fit the room an
+  // ending prompt left would take it again and again ahead of a large one, which would
+  // wait without bound.
   Result<std::vector<std::uint64_t>> allocate(RequestRecord& first, std::uint64_t count,
                                               StopSignal& stop);
 
@@ -109,6 +115,7 @@ class PrefillDriver {
   std::uint64_t released_ = 0;            // GUARDED_BY(mutex_) requests
   std::uint64_t failed_ = 0;              // GUARDED_BY(mutex_) requests
   std::uint64_t waitingForBlocks_ = 0;    // GUARDED_BY(mutex_) prompts
+  std::set<std::size_t> allocating_;      // GUARDED_BY(mutex_) prompts in allocate(), by index
   std::uint64_t bytes_ = 0;               // GUARDED_BY(mutex_)
   std::uint64_t ended_ = 0;               // GUARDED_BY(mutex_) prompts
   std::uint64_t endedAtLastSummary_ = 0;  // GUARDED_BY(mutex_)

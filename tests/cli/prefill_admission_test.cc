@@ -1,0 +1,75 @@
+// kvx-test-labels: multiprocess
+// A prefill agent replaying a trace admits prompts into its pool first come first served: a
+// small prompt that would fit the room left does not take it ahead of an earlier, larger
+// prompt that waits for room (cli/prefill_driver.h).
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "examples/pair_transfer/child_process.h"
+#include "tests/support/kvx_binary.h"
+
+using kvx::test::kvxBinary;
+using pair_transfer::ChildProcess;
+using std::chrono::seconds;
+
+namespace {
+
+ChildProcess start(const std::vector<std::string>& args) {
+  auto child = ChildProcess::spawn(kvxBinary(), args);
+  REQUIRE(child.isOk());
+  return std::move(child).value();
+}
+
+// When the prompt got its prefill blocks, in ms since the replay began.
+double allocatedAtMs(const nlohmann::json& request) {
+  return request["arrivalMs"].get<double>() + request["waitedForBlocksMs"].get<double>();
+}
+
+}  // namespace
+
+TEST_CASE("a small prompt does not take the prefill pool's room ahead of an earlier large one",
+          "[multiprocess]") {
+  const std::string dir = "/tmp/kvx_admission_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  // A 128-block pool of 16-token blocks. Prompt 0 (100 blocks) holds it for 32 layers x 10 ms
+  // of simulated compute; prompt 1 (100 blocks) arrives 20 ms later and must wait for it;
+  // prompt 2 (20 blocks) arrives at 40 ms and would fit beside prompt 0 at once.
+  {
+    std::ofstream trace(dir + "/trace.jsonl");
+    trace << R"({"timestamp": 0, "input_length": 1600, "output_length": 1, "hash_ids": []})"
+          << "\n"
+          << R"({"timestamp": 20, "input_length": 1600, "output_length": 1, "hash_ids": []})"
+          << "\n"
+          << R"({"timestamp": 40, "input_length": 320, "output_length": 1, "hash_ids": []})"
+          << "\n";
+  }
+  ChildProcess decode = start({"agent", "--role", "decode", "--name", "d-admission", "--blocks",
+                               "512", "--log-level", "warn"});
+  auto listening = decode.readLine(seconds(30));
+  REQUIRE(listening.isOk());
+  REQUIRE_THAT(*listening, Catch::StartsWith("LISTENING "));
+  ChildProcess prefill =
+      start({"agent", "--role", "prefill", "--name", "p-admission", "--blocks", "128", "--peer",
+             listening->substr(10), "--trace", dir + "/trace.jsonl", "--layer-ms", "10",
+             "--no-fill", "--log-level", "warn", "--report", dir + "/prefill.json"});
+  CHECK(prefill.waitExit(seconds(120)) == 0);
+  ::kill(decode.pid(), SIGTERM);
+  CHECK(decode.waitExit(seconds(30)) == 0);
+
+  std::ifstream file(dir + "/prefill.json");
+  REQUIRE(file.good());
+  const auto report = nlohmann::json::parse(file);
+  std::filesystem::remove_all(dir);
+  const auto& requests = report["requests"];
+  REQUIRE(requests.size() == 3);
+  for (const auto& r : requests) CHECK(r["released"] == true);
+  // Prompt 1 waited for prompt 0's blocks (its compute alone is 320 ms) ...
+  CHECK(requests[1]["waitedForBlocksMs"].get<double>() > 100);
+  // ... and prompt 2, which arrived after it, was not admitted before it.
+  CHECK(allocatedAtMs(requests[2]) >= allocatedAtMs(requests[1]));
+}
