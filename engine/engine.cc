@@ -330,7 +330,7 @@ std::vector<std::string> Engine::peerNames() const {
 
 Status Engine::sendNotification(const std::string& peerName, std::string payload) {
   KVX_ASSIGN_OR_RETURN(auto remote, peer(peerName));
-  KVX_ASSIGN_OR_RETURN(auto link, remote->link());
+  KVX_ASSIGN_OR_RETURN(auto link, remote->awaitLink());
   auto* message = new OwnedMessage();
   message->header = notificationHeader_;
   message->payload = std::move(payload);

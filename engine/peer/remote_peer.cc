@@ -134,15 +134,30 @@ void RemotePeer::updateRegions(const std::vector<RegionMetadata>& regions) {
   regions_ = std::move(next);
 }
 
+Result<std::shared_ptr<PeerLink>> RemotePeer::awaitLink() const {
+  {
+    std::unique_lock lock(mutex_);
+    if (!linkReady_.wait_until(lock, Clock::now() + kReopenWait,
+                               [this] { return !reopening_ || !failure_.isOk(); })) {
+      return timedOut("the data path to peer '" + name_ + "' was not reopened within " +
+                      std::to_string(kReopenWait.count()) + " s of a reset");
+    }
+  }
+  return link();
+}
+
 Result<std::shared_ptr<PeerLink>> RemotePeer::link() const {
   std::lock_guard lock(mutex_);
   if (!failure_.isOk()) return failure_;
+  if (reopening_) {
+    return transportError("the data path to peer '" + name_ + "' is being reopened after a reset");
+  }
   if (!link_) return peerFailed("peer '" + name_ + "' has no data-path link");
   return link_;
 }
 
 Status RemotePeer::unpackKeys(const std::vector<std::shared_ptr<RemoteRegion>>& regions) {
-  KVX_ASSIGN_OR_RETURN(std::shared_ptr<PeerLink> current, link());
+  KVX_ASSIGN_OR_RETURN(std::shared_ptr<PeerLink> current, awaitLink());
   for (const auto& region : regions) {
     KVX_RETURN_IF_ERROR(current->key(region).status());
   }
@@ -152,23 +167,18 @@ Status RemotePeer::unpackKeys(const std::vector<std::shared_ptr<RemoteRegion>>& 
 Status RemotePeer::resetLink(const std::string& reason, Deadline bound) {
   spdlog::info("peer '{}': resetting data path ({})", name_, reason);
   const auto started = Clock::now();
-  // The fresh link goes in before the old one closes: transfers and notifications started
-  // meanwhile use it instead of finding no link at all.
-  auto fresh = openLink();
-  const bool opened = fresh.isOk();
-  const auto openedAt = Clock::now();
   std::shared_ptr<PeerLink> old;
-  std::shared_ptr<PeerLink> next;
   std::vector<std::shared_ptr<RemoteRegion>> regions;
   {
-    std::lock_guard lock(mutex_);
-    if (!opened) {
-      failure_ = fresh.status().withContext("peer '" + name_ + "': reconnect after " + reason);
-      old = std::move(link_);
-    } else {
-      next = std::move(fresh).value();
-      old = std::exchange(link_, next);
+    std::unique_lock lock(mutex_);
+    if (reopening_) {
+      // Another reset closed the link this one would close and is opening the next.
+      linkReady_.wait_until(lock, started + kReopenWait, [this] { return !reopening_; });
+      return failure_;
     }
+    if (!failure_.isOk()) return failure_;
+    old = std::move(link_);
+    reopening_ = true;
     for (const auto& [id, region] : regions_) regions.push_back(region);
   }
   // The link's lock is never taken under mutex_: PeerLink::key() holds it while unpacking
@@ -181,8 +191,27 @@ Status RemotePeer::resetLink(const std::string& reason, Deadline bound) {
   std::vector<CancelledMessage> cancelled;
   if (old) cancelled = old->closeForReset(bound);
   const auto closedAt = Clock::now();
+  auto fresh = openLink();
+  const auto openedAt = Clock::now();
+  std::shared_ptr<PeerLink> next, unwanted;
+  {
+    std::lock_guard lock(mutex_);
+    reopening_ = false;
+    if (!fresh.isOk()) {
+      if (failure_.isOk()) {
+        failure_ = fresh.status().withContext("peer '" + name_ + "': reconnect after " + reason);
+      }
+    } else if (!failure_.isOk()) {
+      unwanted = std::move(fresh).value();  // the peer was declared failed meanwhile
+    } else {
+      next = std::move(fresh).value();
+      link_ = next;
+    }
+  }
+  linkReady_.notify_all();
+  if (unwanted) unwanted->close(true);
   resend(std::move(cancelled), next);
-  if (!opened) return failure();
+  if (!next) return failure();
   // Best effort, within the bound: a key left out is unpacked at its next transfer, and one
   // that fails fails that transfer with the reason.
   std::size_t unpacked = 0;
@@ -196,12 +225,11 @@ Status RemotePeer::resetLink(const std::string& reason, Deadline bound) {
   const auto ms = [](Clock::duration d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
   };
-  // Opening the endpoint is not bounded here (UCX opens it before returning): a reset that
-  // ran past its bound says where the time went.
-  spdlog::log(Clock::now() > bound ? spdlog::level::warn : spdlog::level::debug,
-              "peer '{}': data path reset in {} ms (new endpoint {} ms, closing the old one {} "
-              "ms, {} of {} keys unpacked again)",
-              name_, ms(Clock::now() - started), ms(openedAt - started), ms(closedAt - openedAt),
+  // The bound covers the close: a reset whose close ran past it says where the time went.
+  spdlog::log(closedAt > bound ? spdlog::level::warn : spdlog::level::debug,
+              "peer '{}': data path reset in {} ms (closing the old endpoint {} ms, the new "
+              "endpoint {} ms, {} of {} keys unpacked again)",
+              name_, ms(Clock::now() - started), ms(closedAt - started), ms(openedAt - closedAt),
               unpacked, keyed.size());
   return Status::ok();
 }
@@ -231,6 +259,7 @@ void RemotePeer::fail(Status why) {
     if (failure_.isOk()) failure_ = std::move(why);
     old = std::move(link_);
   }
+  linkReady_.notify_all();  // awaitLink() returns the failure
   if (old) old->close(true);
 }
 

@@ -6,6 +6,8 @@
 // Thread safety: all members may be called from any thread.
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -56,19 +58,31 @@ class RemotePeer {
   std::shared_ptr<const Window> stagingWindow() const;
   void updateStagingWindow(const StagingWindowMetadata& window);
 
-  // The current link; fails with PEER_FAILED once the peer was declared failed.
+  // How long awaitLink() waits for a reset to open the next link.
+  static constexpr std::chrono::seconds kReopenWait{5};
+
+  // The current link; fails with PEER_FAILED once the peer was declared failed, and with
+  // TRANSPORT_ERROR while a reset is opening the next one (for the progress thread, which
+  // must not wait: what it would send then was meant for the closed link).
   Result<std::shared_ptr<PeerLink>> link() const;
+  // The current link, waiting up to kReopenWait for a reset in progress to open it
+  // (TIMED_OUT after that): for transfers and notifications started during a reset.
+  Result<std::shared_ptr<PeerLink>> awaitLink() const;
   // Unpacks the keys of `regions` on the current link now rather than at their first
   // transfer; on shared memory that maps the peer's memory into this process and populates
   // the mapping (about 0.25 s per GiB here). Regions already unpacked cost nothing.
   Status unpackKeys(const std::vector<std::shared_ptr<RemoteRegion>>& regions);
-  // Opens a new link and force-closes the current one (in-flight operations fail now), for a
-  // reset of this agent's own (a cancel whose operations did not drain). Notifications the
-  // close cancelled are sent again on the new link, once, each sender's completion reporting
-  // that resend; they may follow messages other threads sent on the new link meanwhile. The
-  // close waits for the transport at most until `bound`, and the keys the old link had
-  // unpacked are unpacked again only until then (the rest at their next transfer). Opening
-  // the new endpoint is not bounded: UCX opens it before returning (1 s under heavy loss).
+  // Force-closes the current link (in-flight operations fail now), then opens a new one, for
+  // a reset of this agent's own (a cancel whose operations did not drain). Closing comes
+  // first so that what the reset fails is reported within `bound`: opening the endpoint is
+  // not bounded (UCX opens it before returning; 1 s under heavy loss), and meanwhile
+  // awaitLink() holds new transfers and notifications until the link is up. Notifications
+  // the close cancelled are sent again on the new link, once, each sender's completion
+  // reporting that resend; they may follow messages other threads sent on the new link
+  // meanwhile. The close waits for the transport at most until `bound`; the keys the old
+  // link had unpacked are unpacked again on the new one, the rest at their next transfer.
+  // A reset that finds another one opening the link waits for it (up to kReopenWait) rather
+  // than close the link it opens.
   Status resetLink(const std::string& reason, Deadline bound);
   // Declares the peer failed: the link is closed and later calls fail with `why`.
   void fail(Status why);
@@ -92,7 +106,9 @@ class RemotePeer {
 
   mutable std::mutex mutex_;
   std::unordered_map<RegionId, std::shared_ptr<RemoteRegion>> regions_;
-  std::shared_ptr<PeerLink> link_;
+  std::shared_ptr<PeerLink> link_;  // null while a reset opens the next link (reopening_)
+  bool reopening_ = false;
+  mutable std::condition_variable linkReady_;  // reopening_ ended
   std::shared_ptr<const Window> window_;
   std::uint64_t nextEpoch_ = 1;
   Status failure_;

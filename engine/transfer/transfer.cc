@@ -119,7 +119,7 @@ Status Transfer::explain(Status status) const {
 }
 
 Status Transfer::refreshKeys() {
-  auto link = peer_->link();
+  auto link = peer_->awaitLink();
   if (!link.isOk()) return link.status();
   if (link_ == *link && keysEpoch_ == link_->epoch()) return Status::ok();
   link_ = std::move(link).value();

@@ -3,10 +3,15 @@
 // until they are closed: notifications that our own reset cancelled go out again on the new
 // link (once, in send order, their senders told that they did), staging messages and
 // everything a peer failure cancels still fail, and the old endpoint's close is bounded by
-// the deadline the reset was given.
+// the deadline the reset was given and comes before the new endpoint opens, during which new
+// work waits for the new link.
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/notify/notification_header.h"
@@ -82,6 +87,7 @@ class HoldingTransport final : public Transport {
   }
   Result<std::shared_ptr<Endpoint>> connect(std::span<const std::uint8_t>,
                                             EndpointErrorHandler) override {
+    if (onConnect && !endpoints.empty()) onConnect();
     auto endpoint = std::make_shared<HoldingEndpoint>();
     endpoints.push_back(endpoint);
     return std::shared_ptr<Endpoint>(endpoint);
@@ -93,6 +99,7 @@ class HoldingTransport final : public Transport {
   void wake() override {}
 
   std::vector<std::shared_ptr<HoldingEndpoint>> endpoints;
+  std::function<void()> onConnect;  // runs as a reset opens its endpoint, before it exists
 };
 
 // A sender's completion that owns its bytes, as the engine's do.
@@ -198,4 +205,61 @@ TEST_CASE("a message a reset cancels twice is sent on each new link", "[peer]") 
   CHECK(transport.endpoints[2]->sent[0].payload == "abort r1");
   CHECK(abort.ends.size() == 1);
   peer->fail(peerFailed("test over"));
+}
+
+TEST_CASE("a reset closes the old link before it opens the next; new work waits for the next",
+          "[peer]") {
+  HoldingTransport transport;
+  auto peer = connectPeer(transport);
+  Message data(encodeNotificationHeader("prefill"), "data r1");
+  send(*peer, data);
+  bool oldClosedFirst = false;
+  std::optional<Status> linkDuringOpen;
+  std::atomic<bool> awaitReturned{false};
+  bool returnedDuringOpen = true;
+  std::optional<Result<std::shared_ptr<PeerLink>>> awaited;
+  std::thread starter;
+  transport.onConnect = [&] {
+    // What a reset failed is already failed when the slow part, the open, begins.
+    oldClosedFirst = transport.endpoints[0]->closed;
+    linkDuringOpen = peer->link().status();
+    starter = std::thread([&] {
+      awaited = peer->awaitLink();  // a transfer started during the reset
+      awaitReturned = true;
+    });
+    std::this_thread::sleep_for(100ms);  // an endpoint that takes its time to open
+    returnedDuringOpen = awaitReturned.load();
+  };
+  REQUIRE(peer->resetLink("a cancel", Clock::now() + 200ms).isOk());
+  starter.join();
+  CHECK(oldClosedFirst);
+  REQUIRE(linkDuringOpen.has_value());
+  CHECK(linkDuringOpen->code() == StatusCode::kTransportError);
+  CHECK_THAT(linkDuringOpen->message(), Catch::Contains("being reopened"));
+  CHECK_FALSE(returnedDuringOpen);
+  REQUIRE(awaited.has_value());
+  REQUIRE(awaited->isOk());
+  REQUIRE(transport.endpoints.size() == 2);
+  // The notification the close cancelled went out again on the new link, and the waiter's
+  // link is that one.
+  REQUIRE(transport.endpoints[1]->sent.size() == 1);
+  CHECK(transport.endpoints[1]->sent[0].payload == "data r1");
+  Message later(encodeNotificationHeader("prefill"), "ready r2");
+  (**awaited)->endpoint().sendMessage(later.header, later.bytes(), &later);
+  REQUIRE(transport.endpoints[1]->sent.size() == 2);
+  CHECK(transport.endpoints[1]->sent[1].payload == "ready r2");
+  peer->fail(peerFailed("test over"));
+}
+
+TEST_CASE("a peer that fails while a reset opens its next link keeps no link", "[peer]") {
+  HoldingTransport transport;
+  auto peer = connectPeer(transport);
+  transport.onConnect = [&] { peer->fail(peerFailed("the peer died during the reset")); };
+  const Status reset = peer->resetLink("a cancel", Clock::now() + 200ms);
+  CHECK(reset.code() == StatusCode::kPeerFailed);
+  REQUIRE(transport.endpoints.size() == 2);
+  CHECK(transport.endpoints[1]->closed);  // opened too late: closed at once
+  auto link = peer->awaitLink();
+  REQUIRE_FALSE(link.isOk());
+  CHECK_THAT(link.status().message(), Catch::Contains("died during the reset"));
 }
