@@ -12,6 +12,7 @@
 
 #include "examples/pair_transfer/child_process.h"
 #include "tests/support/kvx_binary.h"
+#include "workload/trace_writer.h"
 
 using kvx::test::kvxBinary;
 using pair_transfer::ChildProcess;
@@ -39,15 +40,11 @@ TEST_CASE("a small prompt does not take the prefill pool's room ahead of an earl
   // A 128-block pool of 16-token blocks. Prompt 0 (100 blocks) holds it for 32 layers x 10 ms
   // of simulated compute; prompt 1 (100 blocks) arrives 20 ms later and must wait for it;
   // prompt 2 (20 blocks) arrives at 40 ms and would fit beside prompt 0 at once.
-  {
-    std::ofstream trace(dir + "/trace.jsonl");
-    trace << R"({"timestamp": 0, "input_length": 1600, "output_length": 1, "hash_ids": []})"
-          << "\n"
-          << R"({"timestamp": 20, "input_length": 1600, "output_length": 1, "hash_ids": []})"
-          << "\n"
-          << R"({"timestamp": 40, "input_length": 320, "output_length": 1, "hash_ids": []})"
-          << "\n";
-  }
+  const std::vector<kvx::workload::TraceRecord> trace{
+      {.timestampMs = 0, .inputLength = 1600, .outputLength = 1},
+      {.timestampMs = 20, .inputLength = 1600, .outputLength = 1},
+      {.timestampMs = 40, .inputLength = 320, .outputLength = 1}};
+  REQUIRE(kvx::workload::writeTraceFile(dir + "/trace.jsonl", trace).isOk());
   ChildProcess decode = start({"agent", "--role", "decode", "--name", "d-admission", "--blocks",
                                "512", "--log-level", "warn"});
   auto listening = decode.readLine(seconds(30));
