@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/support/temp_file.h"
+
 namespace kvx::test::agent_config {
 
 // Every KVX_* variable the tests touch, cleared for the test and restored after it.
@@ -74,23 +76,7 @@ class CleanEnvironment {
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
-// A file in the temporary directory, removed at the end of the test.
-class TempFile {
- public:
-  explicit TempFile(const std::string& text) {
-    char name[] = "/tmp/kvx-cli-test-XXXXXX";
-    const int fd = ::mkstemp(name);
-    REQUIRE(fd >= 0);
-    ::close(fd);
-    path_ = name;
-    std::ofstream(path_) << text;
-  }
-  ~TempFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using kvx::test::TempFile;  // tests/support/temp_file.h
 
 inline const std::vector<std::string> kDecode{"--role", "decode", "--name", "d0", "--blocks", "64"};
 

@@ -11,8 +11,11 @@
 #include <optional>
 #include <string>
 
+#include "tests/support/temp_file.h"
+
 using kvx::StatusCode;
 using namespace kvx::agent::channel;
+using kvx::test::TempFile;
 
 namespace {
 
@@ -39,28 +42,11 @@ class TokenVariable {
   std::optional<std::string> saved_;
 };
 
-class TokenFile {
- public:
-  explicit TokenFile(const std::string& text) {
-    char name[] = "/tmp/kvx-token-test-XXXXXX";
-    const int fd = ::mkstemp(name);  // mode 0600
-    REQUIRE(fd >= 0);
-    ::close(fd);
-    path_ = name;
-    std::ofstream(path_) << text;
-  }
-  ~TokenFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 }  // namespace
 
 TEST_CASE("an explicit token wins, then the file, then KVX_AUTH_TOKEN") {
   TokenVariable variable("from-the-environment-123");
-  TokenFile file("from-the-file-0123456789\n");
+  TempFile file("from-the-file-0123456789\n");
   CHECK(*resolveAuthToken("explicit-token-0123", file.path()) == "explicit-token-0123");
   CHECK(*resolveAuthToken("", file.path()) == "from-the-file-0123456789");
   CHECK(*resolveAuthToken("", "") == "from-the-environment-123");
@@ -79,18 +65,18 @@ TEST_CASE("token file errors name the file, never the token") {
   CHECK(missing.status().code() == StatusCode::kNotFound);
   CHECK_THAT(missing.status().message(), Catch::Contains("/nonexistent/kvx.token"));
 
-  TokenFile blank(" \n\n");
+  TempFile blank(" \n\n");
   auto empty = resolveAuthToken("", blank.path());
   CHECK(empty.status().code() == StatusCode::kInvalidArgument);
   CHECK_THAT(empty.status().message(), Catch::Contains("is empty"));
 
-  TokenFile huge(std::string(kMaxAuthTokenBytes + 1, 'x'));
+  TempFile huge(std::string(kMaxAuthTokenBytes + 1, 'x'));
   auto tooBig = resolveAuthToken("", huge.path());
   CHECK(tooBig.status().code() == StatusCode::kInvalidArgument);
   CHECK_THAT(tooBig.status().message(), Catch::Contains(huge.path()) && !Catch::Contains("xxxx"));
 }
 
 TEST_CASE("only trailing whitespace is stripped from a token file") {
-  TokenFile file("  inner space kept\t\r\n");
+  TempFile file("  inner space kept\t\r\n");
   CHECK(*resolveAuthToken("", file.path()) == "  inner space kept");
 }
