@@ -2,12 +2,9 @@
 // Where the control channel's token comes from: explicit, file, environment.
 #include "agent/channel/auth_token.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
-#include <fstream>
 #include <optional>
 #include <string>
 
