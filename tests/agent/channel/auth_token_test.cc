@@ -2,7 +2,6 @@
 // Where the control channel's token comes from: explicit, file, environment.
 #include "agent/channel/auth_token.h"
 
-
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <optional>
