@@ -257,9 +257,9 @@ int runAgentCommand(CLI::App& app, AgentConfig& config, StopSignal& stop) {
       config.role, config.name, agent->listenAddress(), pool.model, pool.blocks,
       pool.blockBytes >> 10, pool.layout,
       static_cast<double>(pool.blocks * pool.blockBytes) / (1u << 30), config.transport);
-  if (config.memory == "cuda") {
-    spdlog::info("pool in CUDA device {} memory, GPU path {}; GPU runtime: {}",
-                 std::max(config.device, 0), config.gpuPath, engine::gpu::gpuRuntime().describe());
+  if (pool.memory == MemoryKind::kCuda) {
+    spdlog::info("pool in CUDA device {} memory, GPU path {}; GPU runtime: {}", pool.device,
+                 config.gpuPath, engine::gpu::gpuRuntime().describe());
   }
   if (tp->size > 1) {
     spdlog::info("TP rank {} of {}: global KV heads [{}, {}) of {}", tp->rank, tp->size,

@@ -43,6 +43,8 @@ KvPool::KvPool(Agent& agent, PoolLayout layout, KvPoolSpec spec)
   info_.blockBytes = s.segmentBytes() * s.kvCount() * s.layers;
   info_.tensors = layout_.tensorCount();
   info_.tensorBytes = layout_.tensorBytes();
+  info_.memory = spec_.kind;
+  info_.device = spec_.kind == MemoryKind::kHost ? -1 : spec_.device;
 }
 
 Result<std::unique_ptr<KvPool>> KvPool::create(Agent& agent, const KvPoolSpec& spec) {

@@ -58,6 +58,10 @@ struct KvPoolInfo {
   std::uint64_t blockBytes = 0;    // one block over all layers, K and V
   std::uint32_t tensors = 0;
   std::uint64_t tensorBytes = 0;
+  // Where the pool lives, as its spec declared it (the engine checks the declaration
+  // against the memory when it registers it): host, or CUDA memory of `device`.
+  MemoryKind memory = MemoryKind::kHost;
+  int device = -1;  // -1 for host memory
 
   // Blocks that hold `tokens` tokens (the last one may be partly filled).
   std::uint64_t blocksFor(std::uint64_t tokens) const {

@@ -55,6 +55,8 @@ TEST_CASE("segments are written and read on host and CUDA pools", "[kv][gpu_path
   const MemoryKind kind = GENERATE(MemoryKind::kHost, MemoryKind::kCuda);
   CAPTURE(toString(kind));
   auto agent = makeAgent("a", KvRole::kPrefill, kind);
+  CHECK(agent->pool().memory == kind);
+  CHECK(agent->pool().device == (kind == MemoryKind::kCuda ? 0 : -1));
   const std::size_t length = agent->pool().segmentBytes;
 
   for (std::uint64_t block : {0u, 7u}) {

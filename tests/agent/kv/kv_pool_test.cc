@@ -121,6 +121,8 @@ TEST_CASE("a pool the agent allocates", "[kv]") {
     CHECK(info.blockBytes == kTinySegment * 2 * 3);
     CHECK(info.tensors == tensorCount(layout, 3));
     CHECK(info.tensorBytes * info.tensors == info.blockBytes * 5);
+    CHECK(info.memory == MemoryKind::kHost);
+    CHECK(info.device == -1);
     std::vector<std::byte*> bases;
     for (RegionId id : p.description().tensorRegions) {
       bases.push_back(reinterpret_cast<std::byte*>(agent->regionInfo(id)->address));
