@@ -175,10 +175,17 @@ Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline 
     return hello->withContext("sending the KV hello to '" + peer + "' at " + address);
   }
   if (!answered) {
+    lock.unlock();
+    // No handshake, so no request with the peer: drop the half-made connection (its control
+    // link and data-path endpoint), so that the next connect() builds both afresh rather
+    // than sending its hello down a link that lost the last one (a UCX tcp endpoint opened
+    // under heavy loss stayed silent for 15 s after the loss ended).
+    Status dropped = agent->disconnect(peer);
     return timedOut("agent '" + peer + "' at " + address +
                     " did not complete the KV handshake within the caller's deadline (" + waited() +
                     " ms after connect() began; is it a kvx KV agent, and is this agent's KV "
-                    "service thread busy?)");
+                    "service thread busy?); the connection was dropped" +
+                    (dropped.isOk() ? "" : " (" + dropped.toString() + ")"));
   }
   if (!handshakes.contains(peer)) return failedPrecondition("the KV agent is shut down");
   const PeerEntry& entry = handshakes.at(peer);

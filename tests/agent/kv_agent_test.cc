@@ -4,6 +4,7 @@
 #include "kvx/kv_agent.h"
 
 #include <catch2/catch.hpp>
+#include <thread>
 
 #include "examples/pair_transfer/pattern.h"
 #include "tests/support/test_agent.h"
@@ -159,6 +160,21 @@ TEST_CASE("an incompatible pool is refused at the handshake with both shapes", "
   REQUIRE_FALSE(connected.isOk());
   CHECK(connected.status().message().find("hnd") != std::string::npos);
   CHECK(connected.status().message().find("nhd") != std::string::npos);
+}
+
+TEST_CASE("a KV connect whose handshake goes unanswered drops the connection it made", "[kv]") {
+  // A plain agent takes the control link and the metadata but never answers the KV hello.
+  auto plain = kvx::test::makeAgent("plain", "inproc");
+  auto prefill = makeAgent("prefill", KvRole::kPrefill, 16, "inproc");
+  auto connected = prefill->connect(plain->listenAddress(), deadlineIn(500ms));
+  REQUIRE_FALSE(connected.isOk());
+  CHECK(connected.status().code() == StatusCode::kTimedOut);
+  CHECK_THAT(connected.status().message(), Catch::Contains("the connection was dropped"));
+  // Nothing half-made is left: the plain agent sees the link go (its goodbye), so the next
+  // connect starts from scratch.
+  const Deadline deadline = deadlineIn(5s);
+  while (!plain->peers().empty() && Clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  CHECK(plain->peers().empty());
 }
 
 TEST_CASE("unknown shapes and wrong tensor counts are refused at creation", "[kv]") {
