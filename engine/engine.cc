@@ -17,19 +17,6 @@ std::uint64_t randomIncarnation() {
   return value == 0 ? 1 : value;
 }
 
-// A bare notification in flight: owns its bytes until the transport is done with them.
-struct OwnedMessage final : Completion {
-  std::vector<std::uint8_t> header;
-  std::string payload;
-  std::string peer;
-  void onComplete(Status status) override {
-    if (!status.isOk()) {
-      spdlog::warn("notification to '{}' failed: {}", peer, status.toString());
-    }
-    delete this;
-  }
-};
-
 }  // namespace
 
 Engine::Engine(EngineOptions options)
@@ -90,6 +77,7 @@ Engine::~Engine() {
     for (auto& [name, peer] : peers_) peers.push_back(peer);
   }
   for (auto& peer : peers) peer->fail(cancelled("the agent is shutting down"));
+  reopener_.stop();  // what it still has to reopen belongs to failed peers: it only cleans up
   // Force-closed links completed every in-flight operation; let the transfers finish.
   const Deadline deadline = Clock::now() + std::chrono::seconds(2);
   for (auto& transfer : transfers_.all()) {
@@ -330,13 +318,9 @@ std::vector<std::string> Engine::peerNames() const {
 
 Status Engine::sendNotification(const std::string& peerName, std::string payload) {
   KVX_ASSIGN_OR_RETURN(auto remote, peer(peerName));
-  KVX_ASSIGN_OR_RETURN(auto link, remote->awaitLink());
-  auto* message = new OwnedMessage();
-  message->header = notificationHeader_;
-  message->payload = std::move(payload);
-  message->peer = peerName;
-  const auto* bytes = reinterpret_cast<const std::uint8_t*>(message->payload.data());
-  link->endpoint().sendMessage(message->header, {bytes, message->payload.size()}, message);
+  // During a reset of the link it waits for the next link, not the caller.
+  KVX_RETURN_IF_ERROR(remote->sendOwned(notificationHeader_, {payload.begin(), payload.end()},
+                                        "notification to '" + peerName + "'"));
   if (driver_) driver_->kick();
   return Status::ok();
 }

@@ -23,6 +23,7 @@
 #include "engine/memory/memory_registry.h"
 #include "engine/notify/notification_header.h"
 #include "engine/notify/notification_inbox.h"
+#include "engine/peer/link_reopener.h"
 #include "engine/peer/peer_metadata.h"
 #include "engine/peer/remote_peer.h"
 #include "engine/progress/progress_driver.h"
@@ -230,6 +231,7 @@ class Engine {
   std::atomic<bool> hasHandler_{false};
 
   std::unique_ptr<ProgressDriver> driver_;  // null in caller-driven mode
+  LinkReopener reopener_;                   // stopped in the destructor once the peers failed
 };
 
 }  // namespace kvx::engine

@@ -74,11 +74,14 @@ Status Engine::cancel(std::span<const TransferId> ids) {
         "{}: cancelled transfer(s) {} did not drain within {} ms; resetting the link to "
         "'{}'",
         name(), which, options_.cancelGrace.count(), transfer->peerName());
-    // The reset is bounded by one more grace: a close that would wait longer for the
-    // transport fails what it has not reported with CANCELLED instead.
-    transfer->peer()
-        ->resetLink("cancel of transfer(s) " + which, Clock::now() + options_.cancelGrace)
-        .ignore();
+    // The close is bounded by one more grace: a close that would wait longer for the
+    // transport fails what it has not reported with CANCELLED instead. The next link opens
+    // off this path (LinkReopener); the peer's other transfers that the close interrupted
+    // post again on it (Transfer).
+    if (transfer->peer()->beginReset("cancel of transfer(s) " + which,
+                                     Clock::now() + options_.cancelGrace)) {
+      reopener_.reopen(transfer->peer());
+    }
   }
   if (driver_) driver_->kick();
   stuck = waitAllFinished(std::move(stuck), Clock::now() + kDrainAfterReset);

@@ -36,7 +36,11 @@ void PeerLink::releaseKeys() {
   keys.clear();
 }
 
-std::vector<CancelledMessage> PeerLink::closeForReset(Deadline deadline) {
+std::vector<CancelledMessage> PeerLink::closeForReset(Deadline deadline, std::string reason) {
+  if (!reset_.load(std::memory_order_relaxed)) {  // only RemotePeer::resetLink calls this, once
+    resetReason_ = std::move(reason);
+    reset_.store(true, std::memory_order_release);
+  }
   std::vector<CancelledMessage> cancelled = endpoint_->closeForReset(deadline);  // see close()
   releaseKeys();
   return cancelled;

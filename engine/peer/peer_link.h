@@ -4,8 +4,10 @@
 // link is replaced (never mutated) when its endpoint is reset; transfers keep the link they
 // posted on alive until their operations have completed.
 
+#include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -39,10 +41,17 @@ class PeerLink {
 
   // Closes the endpoint now; with `force`, in-flight operations fail before this returns.
   void close(bool force);
-  // Force-closes the endpoint for a reset of our own, waiting for the transport at most
-  // until `deadline`; returns the notifications the close cancelled, for the next link
-  // (LinkEndpoint::closeForReset).
-  std::vector<CancelledMessage> closeForReset(Deadline deadline);
+  // Force-closes the endpoint for a reset of our own (`reason`), waiting for the transport
+  // at most until `deadline`; returns the notifications the close cancelled, for the next
+  // link (LinkEndpoint::closeForReset). The link is marked reset before the close fails
+  // anything, so a completion that fails on it can tell our reset from a fault.
+  std::vector<CancelledMessage> closeForReset(Deadline deadline, std::string reason);
+
+  // True once closeForReset() began; then resetReason() says why. Thread-safe, lock-free
+  // (for completion context).
+  bool wasReset() const { return reset_.load(std::memory_order_acquire); }
+  // REQUIRES: wasReset().
+  const std::string& resetReason() const { return resetReason_; }
 
  private:
   // Destroys the keys unpacked on this link (UCX: before the endpoint closes).
@@ -50,6 +59,8 @@ class PeerLink {
 
   std::shared_ptr<LinkEndpoint> endpoint_;
   std::uint64_t epoch_;
+  std::string resetReason_;  // written once, before reset_ is set
+  std::atomic<bool> reset_{false};
   std::mutex mutex_;
   struct Entry {
     std::shared_ptr<RemoteRegion> region;  // keeps the address unique while keyed

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -146,6 +147,17 @@ Result<std::shared_ptr<PeerLink>> RemotePeer::awaitLink() const {
   return link();
 }
 
+Result<std::shared_ptr<PeerLink>> RemotePeer::linkWhenReady(std::function<void()> onReady) {
+  {
+    std::lock_guard lock(mutex_);
+    if (failure_.isOk() && reopening_) {
+      onLinkReady_.push_back(std::move(onReady));
+      return std::shared_ptr<PeerLink>();
+    }
+  }
+  return link();
+}
+
 Result<std::shared_ptr<PeerLink>> RemotePeer::link() const {
   std::lock_guard lock(mutex_);
   if (!failure_.isOk()) return failure_;
@@ -165,18 +177,26 @@ Status RemotePeer::unpackKeys(const std::vector<std::shared_ptr<RemoteRegion>>& 
 }
 
 Status RemotePeer::resetLink(const std::string& reason, Deadline bound) {
+  if (!beginReset(reason, bound)) {
+    // Another reset is opening the next link: wait for it, as a caller of awaitLink would.
+    return awaitLink().status();
+  }
+  return finishReset();
+}
+
+bool RemotePeer::beginReset(const std::string& reason, Deadline bound) {
   spdlog::info("peer '{}': resetting data path ({})", name_, reason);
-  const auto started = Clock::now();
+  ResetInProgress reset;
+  reset.reason = reason;
+  reset.bound = bound;
+  reset.started = Clock::now();
   std::shared_ptr<PeerLink> old;
   std::vector<std::shared_ptr<RemoteRegion>> regions;
   {
-    std::unique_lock lock(mutex_);
-    if (reopening_) {
-      // Another reset closed the link this one would close and is opening the next.
-      linkReady_.wait_until(lock, started + kReopenWait, [this] { return !reopening_; });
-      return failure_;
-    }
-    if (!failure_.isOk()) return failure_;
+    std::lock_guard lock(mutex_);
+    // Another reset closed the link this one would close and is opening the next; a failed
+    // peer has no link to reset.
+    if (reopening_ || !failure_.isOk()) return false;
     old = std::move(link_);
     reopening_ = true;
     for (const auto& [id, region] : regions_) regions.push_back(region);
@@ -184,39 +204,62 @@ Status RemotePeer::resetLink(const std::string& reason, Deadline bound) {
   // The link's lock is never taken under mutex_: PeerLink::key() holds it while unpacking
   // on the endpoint (the worker's lock), and completions that run under the worker's lock
   // take mutex_ (failure()).
-  std::vector<std::shared_ptr<RemoteRegion>> keyed;
   for (const auto& region : regions) {
-    if (old && old->hasKey(*region)) keyed.push_back(region);
+    if (old && old->hasKey(*region)) reset.keyed.push_back(region);
   }
-  std::vector<CancelledMessage> cancelled;
-  if (old) cancelled = old->closeForReset(bound);
-  const auto closedAt = Clock::now();
-  auto fresh = openLink();
+  if (old) reset.cancelled = old->closeForReset(bound, reason);
+  reset.closedAt = Clock::now();
+  std::lock_guard lock(mutex_);
+  reset_ = std::move(reset);
+  return true;
+}
+
+Status RemotePeer::finishReset() {
+  ResetInProgress reset;
+  bool failed;
+  {
+    std::lock_guard lock(mutex_);
+    reset = std::move(reset_);
+    reset_ = ResetInProgress();
+    failed = !failure_.isOk();
+  }
+  const auto openedFrom = Clock::now();
+  // A peer declared failed since the close gets no new endpoint.
+  std::optional<Result<std::shared_ptr<PeerLink>>> fresh;
+  if (!failed) fresh = openLink();
   const auto openedAt = Clock::now();
   std::shared_ptr<PeerLink> next, unwanted;
+  std::vector<std::function<void()>> waiting;
   {
     std::lock_guard lock(mutex_);
     reopening_ = false;
-    if (!fresh.isOk()) {
+    draining_ = true;  // until drainDeferred() sent what waits, after the resends
+    waiting.swap(onLinkReady_);
+    if (!fresh) {
+      // failure_ stays as it is.
+    } else if (!fresh->isOk()) {
       if (failure_.isOk()) {
-        failure_ = fresh.status().withContext("peer '" + name_ + "': reconnect after " + reason);
+        failure_ =
+            fresh->status().withContext("peer '" + name_ + "': reconnect after " + reset.reason);
       }
     } else if (!failure_.isOk()) {
-      unwanted = std::move(fresh).value();  // the peer was declared failed meanwhile
+      unwanted = std::move(*fresh).value();  // the peer was declared failed meanwhile
     } else {
-      next = std::move(fresh).value();
+      next = std::move(*fresh).value();
       link_ = next;
     }
   }
   linkReady_.notify_all();
   if (unwanted) unwanted->close(true);
-  resend(std::move(cancelled), next);
+  resend(std::move(reset.cancelled), next);
+  drainDeferred(next);
+  for (const auto& onReady : waiting) onReady();
   if (!next) return failure();
   // Best effort, within the bound: a key left out is unpacked at its next transfer, and one
   // that fails fails that transfer with the reason.
   std::size_t unpacked = 0;
-  for (const auto& region : keyed) {
-    if (Clock::now() >= bound) break;
+  for (const auto& region : reset.keyed) {
+    if (Clock::now() >= reset.bound) break;
     if (auto key = next->key(region); !key.isOk()) {
       spdlog::warn("peer '{}': after the reset: {}", name_, key.status().toString());
     }
@@ -225,13 +268,17 @@ Status RemotePeer::resetLink(const std::string& reason, Deadline bound) {
   const auto ms = [](Clock::duration d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
   };
-  // The bound covers the close; a reset that ran past it (in the close, or in an open that
-  // UCX does not bound) says where the time went.
-  spdlog::log(Clock::now() > bound ? spdlog::level::warn : spdlog::level::debug,
-              "peer '{}': data path reset in {} ms (closing the old endpoint {} ms, the new "
-              "endpoint {} ms, {} of {} keys unpacked again)",
-              name_, ms(Clock::now() - started), ms(closedAt - started), ms(openedAt - closedAt),
-              unpacked, keyed.size());
+  // The bound covers the close, which the cancel waits for; the open, which UCX does not
+  // bound, runs after it, off the cancel's path. A close that ran past the bound is a
+  // warning; a slow open is worth a line.
+  const bool slowClose = reset.closedAt > reset.bound;
+  const bool slowOpen = openedAt - openedFrom > std::chrono::milliseconds(500);
+  spdlog::log(
+      slowClose ? spdlog::level::warn : (slowOpen ? spdlog::level::info : spdlog::level::debug),
+      "peer '{}': data path reset in {} ms (closing the old endpoint {} ms, opening the "
+      "new endpoint {} ms, {} of {} keys unpacked again)",
+      name_, ms(Clock::now() - reset.started), ms(reset.closedAt - reset.started),
+      ms(openedAt - openedFrom), unpacked, reset.keyed.size());
   return Status::ok();
 }
 
@@ -250,6 +297,50 @@ void RemotePeer::resend(std::vector<CancelledMessage> messages,
     sendOwnedMessage(next->endpoint(), std::move(message.header), std::move(message.payload),
                      "notification to '" + name_ + "', sent again after a reset,");
     message.completion->onComplete(Status::ok());
+  }
+}
+
+Status RemotePeer::sendOwned(std::vector<std::uint8_t> header, std::vector<std::uint8_t> payload,
+                             std::string what) {
+  std::shared_ptr<PeerLink> current;
+  {
+    std::lock_guard lock(mutex_);
+    if (!failure_.isOk()) return failure_;
+    if (reopening_ || draining_) {
+      if (deferred_.size() >= kMaxDeferred) {
+        return resourceExhausted(what + ": " + std::to_string(kMaxDeferred) +
+                                 " messages already wait for the data path to peer '" + name_ +
+                                 "' to be reopened");
+      }
+      deferred_.push_back({std::move(header), std::move(payload), std::move(what)});
+      return Status::ok();
+    }
+    if (!link_) return peerFailed("peer '" + name_ + "' has no data-path link");
+    current = link_;
+  }
+  sendOwnedMessage(current->endpoint(), std::move(header), std::move(payload), std::move(what));
+  return Status::ok();
+}
+
+void RemotePeer::drainDeferred(const std::shared_ptr<PeerLink>& next) {
+  while (true) {
+    std::vector<Deferred> batch;
+    {
+      std::lock_guard lock(mutex_);
+      if (deferred_.empty()) {
+        draining_ = false;
+        return;
+      }
+      batch.swap(deferred_);
+    }
+    for (Deferred& message : batch) {
+      if (next) {
+        sendOwnedMessage(next->endpoint(), std::move(message.header), std::move(message.payload),
+                         std::move(message.what));
+      } else {
+        spdlog::warn("{} was not sent: {}", message.what, failure().toString());
+      }
+    }
   }
 }
 

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "engine/peer/peer_link.h"
 #include "engine/peer/peer_metadata.h"
@@ -58,6 +59,15 @@ class RemotePeer {
   std::shared_ptr<const Window> stagingWindow() const;
   void updateStagingWindow(const StagingWindowMetadata& window);
 
+  // Sends a fire-and-forget message (a notification) on the current link; its bytes are
+  // kept until the transport is done with them, and a send that fails later is logged with
+  // `what`. While a reset opens the next link, the message waits for that link instead of
+  // the caller: it goes out there, in order, after the notifications the reset cancelled.
+  // The peer's failure once it failed; RESOURCE_EXHAUSTED when kMaxDeferred wait already.
+  Status sendOwned(std::vector<std::uint8_t> header, std::vector<std::uint8_t> payload,
+                   std::string what);
+  static constexpr std::size_t kMaxDeferred = 65536;
+
   // How long awaitLink() waits for a reset to open the next link.
   static constexpr std::chrono::seconds kReopenWait{5};
 
@@ -66,23 +76,36 @@ class RemotePeer {
   // must not wait: what it would send then was meant for the closed link).
   Result<std::shared_ptr<PeerLink>> link() const;
   // The current link, waiting up to kReopenWait for a reset in progress to open it
-  // (TIMED_OUT after that): for transfers and notifications started during a reset.
+  // (TIMED_OUT after that): for what cannot wait asynchronously (a staged transfer's start,
+  // unpacking keys). Transfers and notifications wait with linkWhenReady and sendOwned.
   Result<std::shared_ptr<PeerLink>> awaitLink() const;
+  // The current link without waiting, for the progress thread: while a reset opens the
+  // next link, null, and `onReady` runs once that reset ended (whatever its outcome), on
+  // the resetting thread with no RemotePeer lock held; otherwise as link(), and `onReady` is
+  // dropped.
+  Result<std::shared_ptr<PeerLink>> linkWhenReady(std::function<void()> onReady);
   // Unpacks the keys of `regions` on the current link now rather than at their first
   // transfer; on shared memory that maps the peer's memory into this process and populates
   // the mapping (about 0.25 s per GiB here). Regions already unpacked cost nothing.
   Status unpackKeys(const std::vector<std::shared_ptr<RemoteRegion>>& regions);
-  // Force-closes the current link (in-flight operations fail now), then opens a new one, for
-  // a reset of this agent's own (a cancel whose operations did not drain). Closing comes
-  // first so that what the reset fails is reported within `bound`: opening the endpoint is
-  // not bounded (UCX opens it before returning; 1 s under heavy loss), and meanwhile
-  // awaitLink() holds new transfers and notifications until the link is up. Notifications
-  // the close cancelled are sent again on the new link, once, each sender's completion
-  // reporting that resend; they may follow messages other threads sent on the new link
-  // meanwhile. The close waits for the transport at most until `bound`; the keys the old
-  // link had unpacked are unpacked again on the new one, the rest at their next transfer.
-  // A reset that finds another one opening the link waits for it (up to kReopenWait) rather
-  // than close the link it opens.
+  // A reset of this agent's own (a cancel whose operations did not drain), in two steps.
+  // beginReset force-closes the current link: its in-flight operations fail now, and the
+  // close waits for the transport at most until `bound`, so what the reset fails is
+  // reported within it. finishReset then opens the next link, which is not bounded (UCX
+  // opens it before returning; 1 s under heavy loss): run it off the caller's path
+  // (LinkReopener). Between the two, awaitLink() holds new transfers and notifications and
+  // linkWhenReady() defers its callers until the link is up; link() says it is being
+  // reopened. Notifications the close cancelled are sent again on the new link, once, each
+  // sender's completion reporting that resend; they may follow messages other threads sent
+  // on the new link meanwhile. The keys the old link had unpacked are unpacked again on the
+  // new one while `bound` lasts, the rest at their next transfer.
+  // beginReset returns true when the caller must call finishReset (exactly once); false when
+  // there was nothing to close: the peer failed, or another reset is already opening the
+  // next link (which is what this one would have done).
+  bool beginReset(const std::string& reason, Deadline bound);
+  // Opens the next link (not when the peer failed meanwhile), resends, calls the deferred.
+  Status finishReset();
+  // Both steps on the caller's thread.
   Status resetLink(const std::string& reason, Deadline bound);
   // Declares the peer failed: the link is closed and later calls fail with `why`.
   void fail(Status why);
@@ -96,6 +119,9 @@ class RemotePeer {
   void onLinkFailed(std::uint64_t epoch, const Status& why);
   // Sends `messages` (cancelled by a reset) on `next`, or fails them when there is none.
   void resend(std::vector<CancelledMessage> messages, const std::shared_ptr<PeerLink>& next);
+  // Sends what sendOwned() deferred during a reset on `next` (or logs it as not sent), until
+  // none is left; then ends draining_.
+  void drainDeferred(const std::shared_ptr<PeerLink>& next);
 
   Transport& transport_;
   const std::string name_;
@@ -108,7 +134,23 @@ class RemotePeer {
   std::unordered_map<RegionId, std::shared_ptr<RemoteRegion>> regions_;
   std::shared_ptr<PeerLink> link_;  // null while a reset opens the next link (reopening_)
   bool reopening_ = false;
-  mutable std::condition_variable linkReady_;  // reopening_ ended
+  mutable std::condition_variable linkReady_;       // reopening_ ended
+  std::vector<std::function<void()>> onLinkReady_;  // linkWhenReady() callers waiting for it
+  // What beginReset hands to finishReset (written and read under mutex_ while reopening_).
+  struct ResetInProgress {
+    std::string reason;
+    Deadline bound;
+    Clock::time_point started, closedAt;
+    std::vector<CancelledMessage> cancelled;
+    std::vector<std::shared_ptr<RemoteRegion>> keyed;  // had keys on the old link
+  };
+  ResetInProgress reset_;
+  struct Deferred {
+    std::vector<std::uint8_t> header, payload;
+    std::string what;
+  };
+  std::vector<Deferred> deferred_;  // sendOwned() during a reset, in order
+  bool draining_ = false;           // finishReset is sending deferred_: later sends queue too
   std::shared_ptr<const Window> window_;
   std::uint64_t nextEpoch_ = 1;
   Status failure_;

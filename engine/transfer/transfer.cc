@@ -1,5 +1,7 @@
 #include "engine/transfer/transfer.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <array>
 
@@ -103,7 +105,15 @@ void Transfer::onComplete(Sink::Kind kind, Status status) {
   // Take a reference before the counter drops: once it reaches zero another thread may
   // finish the transfer and its owner may release it.
   std::shared_ptr<Transfer> self = shared_from_this();
-  if (!status.isOk()) recordError(explain(std::move(status)));
+  if (!status.isOk()) {
+    // A notification our reset cancelled is sent again by the peer's link (LinkEndpoint):
+    // only operations and flushes are posted again here.
+    if (kind != Sink::Kind::kMessage && !staged() && linkWasReset()) {
+      relink_.store(true);
+    } else {
+      recordError(explain(std::move(status)));
+    }
+  }
   if (kind == Sink::Kind::kFlush) flushDone_.store(true);
   if (kind == Sink::Kind::kMessage) messageDone_.store(true);
   inFlight_.fetch_sub(1);
@@ -113,16 +123,35 @@ void Transfer::onComplete(Sink::Kind kind, Status status) {
 Status Transfer::explain(Status status) const {
   // An operation refused because the link was closed under it by the peer's failure failed
   // because of that failure: report the cause, not the closed endpoint.
+  // One that our own reset closed under it failed because of that reset: say so.
   const Status peerFailure = peer_->failure();
-  return (peerFailure.isOk() ? std::move(status) : peerFailure)
-      .withContext("transfer " + std::to_string(id_.value) + " to '" + peer_->name() + "'");
+  if (!peerFailure.isOk()) {
+    status = peerFailure;
+  } else if (linkWasReset()) {
+    status =
+        transportError("this agent reset its data path to '" + peer_->name() + "' (" +
+                       postingLink_.load()->resetReason() +
+                       ") while operations of this transfer were in flight: " + status.message());
+  }
+  return status.withContext("transfer " + std::to_string(id_.value) + " to '" + peer_->name() +
+                            "'");
+}
+
+bool Transfer::linkWasReset() const {
+  const PeerLink* link = postingLink_.load();
+  return link != nullptr && link->wasReset();
 }
 
 Status Transfer::refreshKeys() {
   auto link = peer_->awaitLink();
   if (!link.isOk()) return link.status();
-  if (link_ == *link && keysEpoch_ == link_->epoch()) return Status::ok();
-  link_ = std::move(link).value();
+  return useLink(std::move(link).value());
+}
+
+Status Transfer::useLink(std::shared_ptr<PeerLink> link) {
+  if (link_ == link && keysEpoch_ == link_->epoch()) return Status::ok();
+  link_ = std::move(link);
+  postingLink_.store(link_.get());
   keys_.assign(plan_.remoteRegions.size(), nullptr);
   for (std::size_t slot = 0; slot < plan_.remoteRegions.size(); ++slot) {
     // A region published without a key is reached through the peer's staging window only.
@@ -146,7 +175,21 @@ Status Transfer::start(MemoryRegistry& registry, FinishedCallback onFinished) {
                                 peer_->name() + "' was deregistered by its owner");
     }
   }
-  KVX_RETURN_IF_ERROR(refreshKeys());
+  // While a reset of ours opens the peer's next link, the transfer waits for it without
+  // holding up the caller: advance() attaches the link once it is up. A staged transfer
+  // builds its runs on the link, so it waits here (at most RemotePeer::kReopenWait).
+  bool awaitingLink = false;
+  if (staged()) {
+    KVX_RETURN_IF_ERROR(refreshKeys());
+  } else {
+    auto link = peer_->linkWhenReady(wakeWhenLinkReady());
+    if (!link.isOk()) return link.status();
+    if (*link != nullptr) {
+      KVX_RETURN_IF_ERROR(useLink(std::move(link).value()));
+    } else {
+      awaitingLink = true;
+    }
+  }
   KVX_RETURN_IF_ERROR(registry.pin(plan_.localRegions));
   if (staged()) {
     const Status created = createStagedRunLocked();
@@ -161,6 +204,8 @@ Status Transfer::start(MemoryRegistry& registry, FinishedCallback onFinished) {
     error_ = Status::ok();
   }
   errored_.store(false);
+  relink_.store(awaitingLink);
+  relinks_ = 0;
   flushDone_.store(false);
   messageDone_.store(false);
   stagedLeft_.store(stagedShares_.size());
@@ -189,7 +234,7 @@ bool Transfer::postOpsLocked() {
   std::uint64_t turnBytes = 0;
   std::size_t turnOps = 0;
   tPosting = this;
-  while (nextOp_ < plan_.ops.size() && !errored_.load()) {
+  while (nextOp_ < plan_.ops.size() && !errored_.load() && !relink_.load()) {
     if (turnBytes >= kTurnBytes || turnOps >= kTurnOps) {
       tPosting = nullptr;
       return true;
@@ -220,7 +265,8 @@ void Transfer::advance() {
   std::shared_ptr<Transfer> keepAlive;  // outlives the lock if finishing drops the last reference
   std::unique_lock lock(mutex_);
   if (state_.load() != TransferState::kPending) return;
-  if (!errored_.load()) {
+  if (relink_.load() && !errored_.load() && inFlight_.load() == 0 && !relinkLocked()) return;
+  if (!errored_.load() && !relink_.load()) {
     if (phase_ == Phase::kOps) {
       if (staged()) beginStagedLocked();
       if (postOpsLocked()) {
@@ -231,13 +277,14 @@ void Transfer::advance() {
         return;
       }
       // The flush covers the staged puts too: they went out on the same endpoint.
-      if (nextOp_ == plan_.ops.size() && stagedLeft_.load() == 0 && !errored_.load()) {
+      if (nextOp_ == plan_.ops.size() && stagedLeft_.load() == 0 && !errored_.load() &&
+          !relink_.load()) {
         phase_ = Phase::kFlush;
         inFlight_.fetch_add(1);
         link_->endpoint().flush(&flushSink_);
       }
     }
-    if (phase_ == Phase::kFlush && flushDone_.load() && !errored_.load()) {
+    if (phase_ == Phase::kFlush && flushDone_.load() && !errored_.load() && !relink_.load()) {
       if (notification_) {
         phase_ = Phase::kMessage;
         inFlight_.fetch_add(1);
@@ -269,10 +316,57 @@ std::shared_ptr<Transfer> Transfer::finishLocked() {
   stagedShares_.clear();  // their moves reported: the staging buffers go back
   registry_->unpin(plan_.localRegions);
   link_.reset();
+  postingLink_.store(nullptr);
   keysEpoch_ = 0;
   state_.store(errored_.load() ? TransferState::kFailed : TransferState::kDone);
   listener_.finished(*this);
   return std::move(self_);
+}
+
+std::function<void()> Transfer::wakeWhenLinkReady() {
+  std::weak_ptr<Transfer> weak = weak_from_this();
+  TransferListener* listener = &listener_;
+  return [weak, listener] {
+    if (auto self = weak.lock()) listener->needsAttentionWoken(std::move(self));
+  };
+}
+
+bool Transfer::relinkLocked() {
+  const std::string where = "transfer " + std::to_string(id_.value) + " to '" + peer_->name() + "'";
+  // Without a link yet, the transfer started during a reset and has posted nothing.
+  const bool repost = link_ != nullptr;
+  if (repost && relinks_ >= kMaxRelinks) {
+    recordError(transportError("this agent reset its data path to '" + peer_->name() +
+                               "' while operations of this transfer were in flight, " +
+                               std::to_string(relinks_ + 1) +
+                               " times (the last: " + link_->resetReason() +
+                               "); it posted them again " + std::to_string(relinks_) + " times")
+                    .withContext(where));
+    return true;
+  }
+  auto next = peer_->linkWhenReady(wakeWhenLinkReady());
+  if (!next.isOk()) {
+    recordError(next.status().withContext(where + ", after a reset of its link"));
+    return true;
+  }
+  if (*next == nullptr) return false;  // handed back once the reset opened the next link
+  if (repost) {
+    ++relinks_;
+    spdlog::info(
+        "{}: the data path was reset ({}) under {} operation(s) of it; posting them "
+        "again on the next link",
+        where, link_->resetReason(), plan_.ops.size());
+  }
+  relink_.store(false);
+  const Status keyed = useLink(std::move(next).value());
+  if (!keyed.isOk()) {
+    recordError(keyed.withContext(where + ", after a reset of its link"));
+    return true;
+  }
+  nextOp_ = 0;
+  phase_ = Phase::kOps;
+  flushDone_.store(false);
+  return true;
 }
 
 Status Transfer::createStagedRunLocked() {

@@ -21,6 +21,13 @@
 // gigabytes on the endpoint ahead of the transfers posted after it.
 // Guarantees: first error wins; the terminal state is reached exactly once per start, and
 // only after every posted operation has completed (so no byte lands after it is reported).
+// A reset of the peer's link by this agent (RemotePeer::resetLink, to cancel another
+// transfer whose operations were stuck) fails every operation in flight on it, this
+// transfer's too. Such a failure is not this transfer's: once its operations drained, it
+// posts all of them again on the next link (writing or reading the same bytes again is
+// harmless), at most kMaxRelinks times per start; after that, or for a transfer with staged
+// operations (whose copies cannot be replayed from here), it fails with TRANSPORT_ERROR
+// naming the reset.
 
 #include <atomic>
 #include <functional>
@@ -73,6 +80,9 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   const std::string& peerName() const { return peer_->name(); }
   const std::shared_ptr<RemotePeer>& peer() const { return peer_; }
   const TransferPlan& plan() const { return plan_; }
+  // How many times one start posts its operations again after resets of the link.
+  static constexpr std::uint32_t kMaxRelinks = 3;
+
   TransferStatus status() const;
   TransferStats stats() const;
   bool pending() const { return state_.load() == TransferState::kPending; }
@@ -83,7 +93,8 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
 
   // Posts the transfer. FAILED_PRECONDITION if it is pending; errors found before anything
   // was posted (deregistered region, failed peer) are returned and leave it as it was (the
-  // callback is then not called).
+  // callback is then not called). While a reset opens the peer's next link, it returns at
+  // once and posts once the link is up (a peer failure meanwhile fails it then).
   Status start(MemoryRegistry& registry, FinishedCallback onFinished = nullptr);
   void advance();
   // Asks the transfer to stop posting and end as failed with `reason` once drained.
@@ -110,6 +121,17 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   void onStagedDone(Status status);
   void deliverStagedCompletions();
   Status refreshKeys();
+  // Takes `link` as the link to post on, with the remote keys unpacked on it.
+  Status useLink(std::shared_ptr<PeerLink> link);
+  // True when the link this start posts on was reset by this agent.
+  bool linkWasReset() const;
+  // Once a reset's failures drained: posts everything again on the next link, or records
+  // why not; for a start that found the link being reopened, takes the next link. False
+  // while the next link is being opened (the transfer is handed back to the listener once
+  // it is).
+  bool relinkLocked();
+  // Hands this transfer to the listener (for linkWhenReady).
+  std::function<void()> wakeWhenLinkReady();
   // Posts operations until the window is full, the plan is posted or this turn's budget is
   // spent; true in the last case (the caller must queue the transfer for another turn).
   bool postOpsLocked();
@@ -132,6 +154,9 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   enum class Phase { kOps, kFlush, kMessage, kEnd } phase_ = Phase::kEnd;
   std::size_t nextOp_ = 0;
   std::shared_ptr<PeerLink> link_;
+  // link_, for completions, which must not take mutex_; set only while nothing is in flight.
+  std::atomic<const PeerLink*> postingLink_{nullptr};
+  std::uint32_t relinks_ = 0;  // of the current start
   std::uint64_t keysEpoch_ = 0;
   std::vector<const RemoteKey*> keys_;  // per remote slot, valid for keysEpoch_
   std::shared_ptr<Transfer> self_;      // keeps the transfer alive while pending
@@ -148,6 +173,9 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   std::atomic<bool> messageDone_{false};
   std::atomic<std::size_t> stagedLeft_{0};  // shares that have not reported
   std::atomic<bool> errored_{false};
+  // No usable link: an operation failed because our reset closed it, or the start found the
+  // next link still opening; nothing is posted until relinkLocked() attaches the next one.
+  std::atomic<bool> relink_{false};
   mutable std::mutex errorMutex_;  // leaf lock: guards error_
   Status error_;
 };

@@ -69,7 +69,8 @@ struct Initiator {
   }
 
   std::uint64_t linkEpoch(const std::string& peer) {
-    return engine->peer(peer).value()->link().value()->epoch();
+    // The link a reset opens, once it is open.
+    return engine->peer(peer).value()->awaitLink().value()->epoch();
   }
 
   std::unique_ptr<Engine> engine;
@@ -154,4 +155,63 @@ TEST_CASE("a batch cancel reports an unknown id after cancelling the others", "[
   const std::vector<TransferId> again = {first, second};
   CHECK(initiator.engine->cancel(again).isOk());
   CHECK(initiator.engine->cancel(first).isOk());
+}
+
+TEST_CASE("a transfer the reset of another one's cancel interrupts is posted again on the new link",
+          "[engine][cancel]") {
+  Target target("target");
+  Initiator initiator;
+  initiator.addPeer(target);
+  const TransferId bystander = initiator.postRead(target);
+  const TransferId stuck = initiator.postRead(target);
+  const std::uint64_t epoch = initiator.linkEpoch("target");
+  std::this_thread::sleep_for(100ms);
+
+  // Only `stuck` is cancelled; the reset its cancel needs closes the link under both.
+  REQUIRE(initiator.engine->cancel(stuck).isOk());
+  CHECK(initiator.engine->poll(stuck).status.code() == StatusCode::kCancelled);
+  CHECK(initiator.linkEpoch("target") == epoch + 1);
+  const TransferStatus during = initiator.engine->poll(bystander);
+  INFO("the bystander after the reset: " << during.status.toString());
+  CHECK(during.state == TransferState::kPending);
+
+  // Posted again on the new link, it completes once the target answers, with every byte.
+  const Deadline deadline = deadlineIn(10s);
+  while (initiator.engine->poll(bystander).state == TransferState::kPending &&
+         Clock::now() < deadline) {
+    target.engine->progress();
+  }
+  const Status done = initiator.engine->wait(bystander, Clock::now());
+  INFO(done.toString());
+  CHECK(done.isOk());
+  const std::vector<std::uint8_t> expected(kBytes, 0x5a);
+  CHECK(*initiator.buffers[0] == expected);
+}
+
+TEST_CASE("a transfer interrupted by more resets than it may repost fails naming the reset",
+          "[engine][cancel]") {
+  Target target("target");
+  Initiator initiator;
+  initiator.addPeer(target);
+  const TransferId bystander = initiator.postRead(target);
+  // Each cancel of another stuck read resets the link under the bystander, which reposts
+  // kMaxRelinks times and fails at the next reset.
+  for (std::uint32_t reset = 0; reset <= Transfer::kMaxRelinks; ++reset) {
+    INFO("reset " << reset);
+    REQUIRE(initiator.engine->poll(bystander).state == TransferState::kPending);
+    const TransferId stuck = initiator.postRead(target);
+    std::this_thread::sleep_for(50ms);
+    REQUIRE(initiator.engine->cancel(stuck).isOk());
+  }
+  const Deadline deadline = deadlineIn(5s);
+  while (initiator.engine->poll(bystander).state == TransferState::kPending &&
+         Clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  const TransferStatus failed = initiator.engine->poll(bystander);
+  INFO(failed.status.toString());
+  REQUIRE(failed.state == TransferState::kFailed);
+  CHECK(failed.status.code() == StatusCode::kTransportError);
+  CHECK(failed.status.message().find("reset its data path to 'target'") != std::string::npos);
+  CHECK(failed.status.message().find("cancel of transfer(s)") != std::string::npos);
 }

@@ -263,3 +263,84 @@ TEST_CASE("a peer that fails while a reset opens its next link keeps no link", "
   REQUIRE_FALSE(link.isOk());
   CHECK_THAT(link.status().message(), Catch::Contains("died during the reset"));
 }
+
+TEST_CASE("linkWhenReady defers a caller during a reset and calls it back once the link is open",
+          "[peer]") {
+  HoldingTransport transport;
+  auto peer = connectPeer(transport);
+  // Outside a reset: the current link at once, and the callback is dropped.
+  int earlyCalls = 0;
+  auto now = peer->linkWhenReady([&] { ++earlyCalls; });
+  REQUIRE(now.isOk());
+  REQUIRE(*now != nullptr);
+  const std::shared_ptr<PeerLink> first = *now;
+  CHECK_FALSE(first->wasReset());
+
+  std::optional<Result<std::shared_ptr<PeerLink>>> during;
+  int calls = 0;
+  bool calledDuringOpen = false;
+  transport.onConnect = [&] {
+    during = peer->linkWhenReady([&] { ++calls; });
+    std::this_thread::sleep_for(20ms);
+    calledDuringOpen = calls != 0;
+  };
+  REQUIRE(peer->resetLink("a cancel of transfer(s) 7", Clock::now() + 200ms).isOk());
+  REQUIRE(during.has_value());
+  REQUIRE(during->isOk());
+  CHECK(**during == nullptr);  // deferred
+  CHECK_FALSE(calledDuringOpen);
+  CHECK(calls == 1);  // once the reset opened the next link
+  CHECK(earlyCalls == 0);
+  // The old link says it was reset, and why.
+  CHECK(first->wasReset());
+  CHECK(first->resetReason() == "a cancel of transfer(s) 7");
+  auto next = peer->linkWhenReady([] {});
+  REQUIRE(next.isOk());
+  CHECK(*next != first);
+  CHECK_FALSE((*next)->wasReset());
+
+  // A peer that fails during a reset: the deferred caller is called back and finds the failure.
+  transport.onConnect = [&] {
+    during = peer->linkWhenReady([&] { ++calls; });
+    peer->fail(peerFailed("gone during the reset"));
+  };
+  CHECK(peer->resetLink("another cancel", Clock::now() + 200ms).code() == StatusCode::kPeerFailed);
+  CHECK(calls == 2);
+  auto after = peer->linkWhenReady([&] { ++calls; });
+  CHECK(after.status().code() == StatusCode::kPeerFailed);
+  CHECK(calls == 2);
+}
+
+TEST_CASE("a notification sent while a reset opens the link waits for the link, not the sender",
+          "[peer]") {
+  HoldingTransport transport;
+  auto peer = connectPeer(transport);
+  Message data(encodeNotificationHeader("prefill"), "data r1");
+  send(*peer, data);  // in flight on the old link: the reset cancels it and sends it again
+  const std::string text = "abort r2";
+  std::optional<Status> sentDuringOpen;
+  std::size_t sentOnOldLink = 0;
+  transport.onConnect = [&] {
+    sentDuringOpen = peer->sendOwned(encodeNotificationHeader("prefill"),
+                                     {text.begin(), text.end()}, "notification to 'decode'");
+    sentOnOldLink = transport.endpoints[0]->sent.size();
+  };
+  REQUIRE(peer->resetLink("a cancel", Clock::now() + 200ms).isOk());
+  REQUIRE(sentDuringOpen.has_value());
+  CHECK(sentDuringOpen->isOk());  // accepted at once, although no link was open
+  CHECK(sentOnOldLink == 1);      // only "data r1" ever went out on the old link
+  // On the new link: what the reset cancelled first, then what waited, in order.
+  REQUIRE(transport.endpoints.size() == 2);
+  REQUIRE(transport.endpoints[1]->sent.size() == 2);
+  CHECK(transport.endpoints[1]->sent[0].payload == "data r1");
+  CHECK(transport.endpoints[1]->sent[1].payload == "abort r2");
+  // Outside a reset it goes straight out.
+  const std::string later = "ready r3";
+  CHECK(peer->sendOwned(encodeNotificationHeader("prefill"), {later.begin(), later.end()}, "n")
+            .isOk());
+  REQUIRE(transport.endpoints[1]->sent.size() == 3);
+  CHECK(transport.endpoints[1]->sent[2].payload == "ready r3");
+  peer->fail(peerFailed("test over"));
+  CHECK(peer->sendOwned(encodeNotificationHeader("prefill"), {}, "n").code() ==
+        StatusCode::kPeerFailed);
+}

@@ -1,0 +1,48 @@
+#include "engine/peer/link_reopener.h"
+
+#include <utility>
+
+namespace kvx::engine {
+
+LinkReopener::~LinkReopener() { stop(); }
+
+void LinkReopener::reopen(std::shared_ptr<RemotePeer> peer) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!stopping_) {
+      queue_.push_back(std::move(peer));
+      if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+      wake_.notify_one();
+      return;
+    }
+  }
+  peer->finishReset().ignore();
+}
+
+void LinkReopener::stop() {
+  std::thread thread;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    thread = std::move(thread_);
+  }
+  wake_.notify_one();
+  if (thread.joinable()) thread.join();
+}
+
+void LinkReopener::run() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, with nothing left
+    std::shared_ptr<RemotePeer> peer = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    // Its outcome reaches the peer's users through the link, or the peer's failure.
+    peer->finishReset().ignore();
+    peer.reset();
+    lock.lock();
+  }
+}
+
+}  // namespace kvx::engine
