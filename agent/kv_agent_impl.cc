@@ -144,15 +144,32 @@ Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
 
 Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline deadline) {
   if (shutDown.load()) return failedPrecondition("the KV agent is shut down");
+  if (Clock::now() >= deadline) {
+    return timedOut("connecting to " + address + ": the deadline passed before the call");
+  }
+  while (true) {
+    const auto left = deadline - Clock::now();
+    const bool mayRetry = left >= 2 * kHelloRetryAfter;
+    bool unanswered = false;
+    auto connected =
+        connectOnce(address, deadline, mayRetry ? Clock::now() + left / 2 : deadline, unanswered);
+    if (connected.isOk() || !unanswered || !mayRetry || shutDown.load()) return connected;
+    spdlog::warn("{}: {}; connecting again", options.agent.name, connected.status().message());
+  }
+}
+
+Result<std::string> KvAgent::Impl::connectOnce(const std::string& address, Deadline deadline,
+                                               Deadline answerBy, bool& unanswered) {
   const auto started = Clock::now();
   const auto waited = [&] {
     return std::to_string(
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
   };
-  if (started >= deadline) {
-    return timedOut("connecting to " + address + ": the deadline passed before the call");
-  }
   KVX_ASSIGN_OR_RETURN(std::string peer, agent->connect(address, deadline));
+  {
+    std::lock_guard lock(peersMutex);
+    repliesSeen.erase(peer);
+  }
   // The hello goes out from the service thread, but this call does not wait for that thread
   // separately: a busy one (a pool being readied) delays the handshake, and the one deadline
   // below covers both.
@@ -168,23 +185,27 @@ Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline 
     peersChanged.notify_all();
   });
   std::unique_lock lock(peersMutex);
-  const bool answered = peersChanged.wait_until(lock, deadline, [&] {
-    return handshakes.contains(peer) || !hello->isOk() || shutDown.load();
-  });
+  const auto done = [&] { return handshakes.contains(peer) || !hello->isOk() || shutDown.load(); };
+  bool answered = peersChanged.wait_until(lock, answerBy, done);
+  // A reply that arrived is being handled (readying the peer's pool can take seconds): wait
+  // for it until the caller's deadline.
+  if (!answered && repliesSeen.contains(peer))
+    answered = peersChanged.wait_until(lock, deadline, done);
   if (!hello->isOk()) {
     return hello->withContext("sending the KV hello to '" + peer + "' at " + address);
   }
   if (!answered) {
+    unanswered = !repliesSeen.contains(peer);
     lock.unlock();
     // No handshake, so no request with the peer: drop the half-made connection (its control
     // link and data-path endpoint), so that the next connect() builds both afresh rather
     // than sending its hello down a link that lost the last one (a UCX tcp endpoint opened
     // under heavy loss stayed silent for 15 s after the loss ended).
     Status dropped = agent->disconnect(peer);
-    return timedOut("agent '" + peer + "' at " + address +
-                    " did not complete the KV handshake within the caller's deadline (" + waited() +
-                    " ms after connect() began; is it a kvx KV agent, and is this agent's KV "
-                    "service thread busy?); the connection was dropped" +
+    return timedOut("agent '" + peer + "' at " + address + " did not complete the KV handshake " +
+                    (unanswered ? "(no reply to the hello) " : "") + "within " + waited() +
+                    " ms (is it a kvx KV agent, and is this agent's KV service thread busy?); "
+                    "the connection was dropped" +
                     (dropped.isOk() ? "" : " (" + dropped.toString() + ")"));
   }
   if (!handshakes.contains(peer)) return failedPrecondition("the KV agent is shut down");
@@ -227,7 +248,22 @@ void KvAgent::Impl::onNotification(const Notification& n) {
 
 void KvAgent::Impl::onHello(const std::string& peer, const HelloMsg& hello) {
   auto info = agent->peerInfo(peer);
-  const std::uint64_t incarnation = info.isOk() ? info->incarnation : 0;
+  if (!info.isOk()) {
+    // A hello that arrived after its connection was dropped (a connect that gave up on it):
+    // there is no one to answer, and refusing it would leave a stale refusal for the next
+    // connect to find.
+    spdlog::info("{}: ignored a KV hello from '{}', which is no longer connected ({})",
+                 options.agent.name, peer, info.status().message());
+    return;
+  }
+  if (hello.reply) {
+    {
+      std::lock_guard lock(peersMutex);
+      repliesSeen.insert(peer);
+    }
+    peersChanged.notify_all();
+  }
+  const std::uint64_t incarnation = info->incarnation;
   if (auto known = kvPeers.find(peer); known != kvPeers.end() &&
                                        known->second.incarnation != incarnation &&
                                        incarnation != 0 && known->second.incarnation != 0) {

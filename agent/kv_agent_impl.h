@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 
 #include "agent/handoff/agent_kv_port.h"
 #include "agent/handoff/decode_side.h"
@@ -50,7 +51,12 @@ struct KvAgent::Impl {
   ~Impl();
 
   Status shutdown(Deadline deadline, const std::string& reason);
+  // Connects and completes the KV handshake by `deadline`. A hello that gets no reply at
+  // all within half the time left (and at least kHelloRetryAfter) is tried again on a fresh
+  // connection: the first message on a new UCX endpoint has been seen to stay stuck in UCX
+  // (shared memory, once in hundreds of connects; tcp opened under loss).
   Result<std::string> connect(const std::string& address, Deadline deadline);
+  static constexpr std::chrono::seconds kHelloRetryAfter{1};
 
   // Service thread.
   void onNotification(const Notification& n);
@@ -67,6 +73,11 @@ struct KvAgent::Impl {
   std::uint64_t availableBlocks() const;
   Deadline callDeadline() const { return deadlineIn(std::chrono::seconds(10)); }
 
+  // One connect and hello; `unanswered` says the peer sent no reply by `answerBy` (the
+  // connection is then dropped).
+  Result<std::string> connectOnce(const std::string& address, Deadline deadline, Deadline answerBy,
+                                  bool& unanswered);
+
   KvAgentOptions options;
   std::unique_ptr<Agent> agent;
   std::unique_ptr<agent::kv::KvPool> pool;
@@ -82,6 +93,7 @@ struct KvAgent::Impl {
   std::mutex peersMutex;
   std::condition_variable peersChanged;
   std::map<std::string, PeerEntry> handshakes;
+  std::set<std::string> repliesSeen;  // peers whose reply hello arrived (attach may follow)
 
   std::shared_ptr<LoopGuard> guard = std::make_shared<LoopGuard>();
   std::unique_ptr<agent::handoff::TaskLoop> loop;

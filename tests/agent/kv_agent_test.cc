@@ -3,6 +3,7 @@
 // PULL, whole and layer by layer; every destination block is checked.
 #include "kvx/kv_agent.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <thread>
 
@@ -175,6 +176,25 @@ TEST_CASE("a KV connect whose handshake goes unanswered drops the connection it 
   const Deadline deadline = deadlineIn(5s);
   while (!plain->peers().empty() && Clock::now() < deadline) std::this_thread::sleep_for(10ms);
   CHECK(plain->peers().empty());
+}
+
+TEST_CASE("a KV connect tries an unanswered hello again on a fresh connection", "[kv]") {
+  auto plain = kvx::test::makeAgent("plain", "inproc");
+  std::atomic<int> joined{0};
+  plain->setPeerEventHandler([&](const PeerEvent& event) {
+    if (event.kind == PeerEvent::Kind::kJoined) ++joined;
+  });
+  auto prefill = makeAgent("prefill", KvRole::kPrefill, 16, "inproc");
+  // 3 s: the first hello waits half of it, the second (with less than 2 s left) the rest.
+  const auto started = Clock::now();
+  auto connected = prefill->connect(plain->listenAddress(), deadlineIn(3s));
+  const auto took = Clock::now() - started;
+  REQUIRE_FALSE(connected.isOk());
+  CHECK(connected.status().code() == StatusCode::kTimedOut);
+  CHECK_THAT(connected.status().message(), Catch::Contains("no reply to the hello"));
+  CHECK(joined.load() == 2);  // a fresh connection for each hello
+  CHECK(took >= 2900ms);      // the caller's deadline, not less
+  CHECK(took < 4s);
 }
 
 TEST_CASE("unknown shapes and wrong tensor counts are refused at creation", "[kv]") {

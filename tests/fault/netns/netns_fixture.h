@@ -33,6 +33,14 @@ using pair_transfer::ChildProcess;
 
 inline constexpr auto kPrefillSideTimeout = 100s;
 
+// How long the prefill side may run: kPrefillSideTimeout, or KVX_NETNS_SIDE_TIMEOUT seconds
+// (to explore heavier faults, where reconnecting alone can take half a minute).
+inline std::chrono::seconds prefillSideTimeout() {
+  const char* text = std::getenv("KVX_NETNS_SIDE_TIMEOUT");
+  const long seconds = text == nullptr ? 0 : std::atol(text);
+  return seconds > 0 ? std::chrono::seconds(seconds) : kPrefillSideTimeout;
+}
+
 // The visible test case's body: runs hidden case `prefillCase` in the prefill namespace of a
 // fresh pair. `environment` is added to that process's ("NAME=value").
 inline void runPrefillSide(const std::string& prefillCase,
@@ -54,7 +62,7 @@ inline void runPrefillSide(const std::string& prefillCase,
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const CommandResult r = runInheritingOutput(
       "/usr/bin/env", {"env", "ip", "netns", "exec", n.prefillNs, self, prefillCase}, env,
-      std::chrono::duration_cast<std::chrono::milliseconds>(kPrefillSideTimeout));
+      std::chrono::duration_cast<std::chrono::milliseconds>(prefillSideTimeout()));
   INFO("prefill side '" << prefillCase << "' in namespace " << n.prefillNs);
   CHECK_FALSE(r.timedOut);
   CHECK(r.exitCode == 0);
