@@ -5,8 +5,10 @@
 namespace kvx::engine {
 namespace {
 
-// Requests waiting for a slot, at most; beyond that a peer is told the window is busy.
-constexpr std::size_t kMaxWaiting = 4096;
+// Requests waiting for a slot, at most, per peer and in all; beyond that a peer is told the
+// window is busy.
+constexpr std::size_t kMaxWaitingPerPeer = 4096;
+constexpr std::size_t kMaxWaiting = 16384;
 
 std::string describeRequest(const std::string& peer, const StagingRequest& request) {
   return "staging " + std::string(toString(request.op)) + " request " +
@@ -84,7 +86,7 @@ bool WindowServer::pump() {
     for (const CopyDone& done : copies) handleCopyDone(done);
     for (Inbound& message : inbound) {
       if (message.payload.empty()) {
-        std::erase_if(waiting_, [&](const Waiting& w) { return w.peer == message.peer; });
+        waiting_.eraseOf(message.peer);
         window_->giveBackAllOf(message.peer);
         continue;
       }
@@ -110,13 +112,16 @@ void WindowServer::handle(const std::string& peer, const StagingRequest& request
         refuse(peer, request, ranges.status());
         return;
       }
-      if (waiting_.size() >= kMaxWaiting) {
+      if (waiting_.sizeOf(peer) >= kMaxWaitingPerPeer || waiting_.size() >= kMaxWaiting) {
         refuse(peer, request,
-               resourceExhausted("the staging window has " + std::to_string(kMaxWaiting) +
-                                 " requests waiting for a slot"));
+               resourceExhausted("the staging window has " + std::to_string(waiting_.sizeOf(peer)) +
+                                 " requests of this peer and " + std::to_string(waiting_.size()) +
+                                 " in all waiting for a slot (at most " +
+                                 std::to_string(kMaxWaitingPerPeer) + " and " +
+                                 std::to_string(kMaxWaiting) + ")"));
         return;
       }
-      waiting_.push_back(Waiting{peer, request, std::move(ranges).value()});
+      waiting_.push(peer, Waiting{request, std::move(ranges).value()});
       return;
     }
     case StagingOp::kCopyIn: {
@@ -177,8 +182,9 @@ Result<std::vector<StagingWindow::LeaseRange>> WindowServer::checkRanges(
 void WindowServer::serveWaiting() {
   while (!waiting_.empty()) {
     Waiting& next = waiting_.front();
+    const std::string peer = waiting_.frontPeer();
     StagingWindow::Lease lease;
-    lease.peer = next.peer;
+    lease.peer = peer;
     lease.requestId = next.request.requestId;
     lease.op = next.request.op;
     lease.ranges = next.ranges;
@@ -186,10 +192,9 @@ void WindowServer::serveWaiting() {
     if (!slot) return;
     ++lends_;
     const Waiting served = std::move(next);
-    waiting_.pop_front();
+    waiting_.pop();
     if (served.request.op == StagingOp::kWrite) {
-      send(served.peer,
-           StagingReply{StagingReplyKind::kGranted, *slot, served.request.requestId, {}});
+      send(peer, StagingReply{StagingReplyKind::kGranted, *slot, served.request.requestId, {}});
     } else {
       startCopy(*slot);
     }

@@ -8,8 +8,8 @@
 // the copy engine of each range's region (a copy per range, the reply once all completed),
 // and replies. A request that fails a check is answered kFailed with a
 // message naming what was wrong; nothing outside the named region is ever copied, and the
-// server goes on serving others. Requests for a slot wait, in order of arrival, while every
-// slot is lent.
+// server goes on serving others. Requests for a slot wait while every slot is lent, and
+// slots go to the waiting peers in turn (PeerFairQueue), each peer's in arrival order.
 //
 // Threads: onRequest() is called from the transport's message handler and only queues;
 // peerGone() from any thread, also only queues; pump() does the work, on a thread that holds
@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "engine/memory/memory_registry.h"
+#include "engine/staged/peer_fair_queue.h"
 #include "engine/staged/staging_message.h"
 #include "engine/staged/staging_service.h"
 #include "engine/staged/staging_window.h"
@@ -74,7 +75,6 @@ class WindowServer {
     Status status;
   };
   struct Waiting {
-    std::string peer;
     StagingRequest request;
     std::vector<StagingWindow::LeaseRange> ranges;  // the request's, checked
   };
@@ -96,7 +96,7 @@ class WindowServer {
 
   std::mutex pumpMutex_;  // held by the one thread in pump(); guards the state below it
   std::unique_ptr<StagingWindow> window_;
-  std::deque<Waiting> waiting_;
+  PeerFairQueue<Waiting> waiting_;
 
   std::mutex queueMutex_;  // leaf lock: guards the queues and flags below
   std::deque<Inbound> inbound_;
