@@ -57,7 +57,14 @@ Result<std::string> Agent::connect(const std::string& address, Deadline deadline
   KVX_ASSIGN_OR_RETURN(auto remote,
                        impl_->channel->connect(address, impl_->engine->localMetadata(), deadline));
   std::string peerName = remote.name;
-  KVX_RETURN_IF_ERROR(impl_->engine->addOrUpdatePeer(std::move(remote)));
+  const Status added = impl_->engine->addOrUpdatePeer(std::move(remote));
+  if (!added.isOk()) {
+    // A control link without a data path is of no use, and a connect that failed must not
+    // leave a peer behind that later calls would find half made. Not when the engine still
+    // has a peer of that name (stale metadata of an older incarnation): its links stay.
+    if (!impl_->engine->peer(peerName).isOk()) (void)impl_->channel->disconnect(peerName);
+    return added;
+  }
   return peerName;
 }
 

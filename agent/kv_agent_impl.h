@@ -52,11 +52,12 @@ struct KvAgent::Impl {
 
   Status shutdown(Deadline deadline, const std::string& reason);
   // Connects and completes the KV handshake by `deadline`. A hello that gets no reply at
-  // all within half the time left (and at least kHelloRetryAfter) is tried again on a fresh
-  // connection: the first message on a new UCX endpoint has been seen to stay stuck in UCX
-  // (shared memory, once in hundreds of connects; tcp opened under loss).
+  // all within half the time left (at least kHelloRetryAfter: under heavy loss a reply takes
+  // seconds of retransmissions) is tried again on a fresh connection: the first message on
+  // a new UCX endpoint has been seen to stay stuck in UCX (shared memory, once in hundreds
+  // of connects; tcp opened under loss).
   Result<std::string> connect(const std::string& address, Deadline deadline);
-  static constexpr std::chrono::seconds kHelloRetryAfter{1};
+  static constexpr std::chrono::seconds kHelloRetryAfter{3};
 
   // Service thread.
   void onNotification(const Notification& n);

@@ -131,3 +131,17 @@ TEST_CASE("disconnect fails pending work and forgets the peer on both sides", "[
   CHECK(eventually([&] { return !b->peerInfo("d-a").isOk(); }));
   CHECK(a->disconnect("d-b").code() == StatusCode::kNotFound);
 }
+
+TEST_CASE("a connect whose data path cannot be made leaves no control link behind", "[agent]") {
+  // The control handshake succeeds, but the peers' transports differ: no data path.
+  auto a = kvx::test::makeAgent("a", "inproc");
+  auto b = kvx::test::makeAgent("b", "tcp");
+  auto connected = a->connect(b->listenAddress(), deadlineIn(5s));
+  REQUIRE_FALSE(connected.isOk());
+  CHECK_THAT(connected.status().message(), Catch::Contains("transport"));
+  CHECK(a->peers().empty());
+  // b forgets a once the link a dropped closes.
+  const Deadline deadline = deadlineIn(5s);
+  while (!b->peers().empty() && Clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  CHECK(b->peers().empty());
+}
