@@ -6,8 +6,9 @@
 // ends by its deadline: released, with every block verified by the decode agent, or failed
 // with a clear Status (PEER_FAILED when retransmissions starve the heartbeats past the peer
 // timeout, TIMED_OUT at the request's deadline); after a peer failure the prefill agent
-// connects again and goes on. Nothing hangs. Once the loss stops, a request moves and
-// verifies, and the decode agent ends with every block back and none corrupt.
+// connects again and goes on (at heavier loss, when it cannot connect within 15 s, it stops
+// submitting and says so). Nothing hangs. Once the loss stops, a request moves and verifies,
+// and the decode agent ends with every block back and none corrupt.
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -92,9 +93,13 @@ TEST_CASE("netns loss: prefill side", "[.]") {
   std::string latestId;
   int reconnects = 0;
   int next = 0;
+  bool unreachable = false;  // no connection within 15 s under loss: stop submitting
   while (next < kRequests || !pending.empty()) {
-    while (next < kRequests && pending.size() < kOutstanding) {
-      if (!ensureConnected(p, decode.address, deadlineIn(15s), reconnects)) break;
+    while (!unreachable && next < kRequests && pending.size() < kOutstanding) {
+      if (!ensureConnected(p, decode.address, deadlineIn(15s), reconnects)) {
+        unreachable = true;
+        break;
+      }
       const std::string id = "loss-" + std::to_string(next);
       KvRequestSpec spec =
           fault::makeRequest(p, id, kBlocksPerRequest * fault::kTokensPerBlock, "decode", false);
@@ -102,8 +107,10 @@ TEST_CASE("netns loss: prefill side", "[.]") {
       REQUIRE(p.submit(spec).isOk());
       pending.push_back({id, deadlineIn(kRequestTimeout)});
     }
-    INFO("connecting again to the decode agent under loss");
-    REQUIRE(!pending.empty());
+    // Heavy loss can keep every connect from completing (each waits out TCP's
+    // retransmissions); that is not a hang as long as each attempt ends by its deadline. The
+    // requests not submitted then are reported; the link must work again once it returns.
+    if (pending.empty()) break;
     const Pending oldest = pending.front();
     pending.pop_front();
     auto end = p.wait(oldest.id, oldest.deadline + kWaitSlack);
@@ -147,6 +154,8 @@ TEST_CASE("netns loss: prefill side", "[.]") {
     if (firstFailure.empty()) firstFailure = end.status().toString();
   }
   const double lossSeconds = std::chrono::duration<double>(Clock::now() - lossFrom).count();
+  // At the test's own loss, connecting again always works in time.
+  if (loss <= kDefaultLossPercent) CHECK_FALSE(unreachable);
 
   restoreLink(n);
   REQUIRE(ensureConnected(p, decode.address, deadlineIn(15s), reconnects));
@@ -174,12 +183,16 @@ TEST_CASE("netns loss: prefill side", "[.]") {
       "netns loss: %d%% of packets dropped each way: %zu of %d requests (%llu KiB each, push "
       "and pull) "
       "released and verified in %.1f s, latency median %.1f ms, worst %.1f ms; %s%s%s; the "
-      "prefill agent reconnected %d time(s); decode agent verified %s of %s blocks\n",
+      "prefill agent reconnected %d time(s)%s; decode agent verified %s of %s blocks\n",
       loss, released.size(), kRequests, static_cast<unsigned long long>(kBlocksPerRequest * 64),
       lossSeconds, latencies.empty() ? 0.0 : latencies[latencies.size() / 2],
       latencies.empty() ? 0.0 : latencies.back(),
       failed.empty() ? "none failed" : "failed: ", failed.c_str(),
       firstFailure.empty() ? "" : (" (first: " + firstFailure + ")").c_str(), reconnects,
+      unreachable ? (", then could not connect for 15 s, so " + std::to_string(kRequests - next) +
+                     " request(s) were never submitted")
+                        .c_str()
+                  : "",
       stats["blocksVerified"].dump().c_str(), stats["blocks"].dump().c_str());
   std::printf("netns loss: the latest request (%s) ended %.0f ms %s its deadline\n",
               latestId.c_str(), std::abs(latestMs), latestMs > 0 ? "after" : "before");
