@@ -194,7 +194,7 @@ TEST_CASE("a KV connect tries an unanswered hello again on a fresh connection", 
   CHECK_THAT(connected.status().message(), Catch::Contains("no reply to the hello"));
   CHECK(joined.load() == 2);  // a fresh connection for each hello
   CHECK(took >= 6900ms);      // the caller's deadline, not less
-  CHECK(took < 8s);
+  CHECK(took < 10s);          // ends at the deadline, not later (slack for sanitizer builds)
 }
 
 TEST_CASE("unknown shapes and wrong tensor counts are refused at creation", "[kv]") {
