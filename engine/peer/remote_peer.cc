@@ -185,7 +185,6 @@ Status RemotePeer::resetLink(const std::string& reason, Deadline bound) {
 }
 
 bool RemotePeer::beginReset(const std::string& reason, Deadline bound) {
-  spdlog::info("peer '{}': resetting data path ({})", name_, reason);
   ResetInProgress reset;
   reset.reason = reason;
   reset.bound = bound;
@@ -199,6 +198,7 @@ bool RemotePeer::beginReset(const std::string& reason, Deadline bound) {
     if (reopening_ || !failure_.isOk()) return false;
     old = std::move(link_);
     reopening_ = true;
+    spdlog::info("peer '{}': resetting data path ({})", name_, reason);
     for (const auto& [id, region] : regions_) regions.push_back(region);
   }
   // The link's lock is never taken under mutex_: PeerLink::key() holds it while unpacking

@@ -133,8 +133,11 @@ Status Transfer::explain(Status status) const {
                        postingLink_.load()->resetReason() +
                        ") while operations of this transfer were in flight: " + status.message());
   }
-  return status.withContext("transfer " + std::to_string(id_.value) + " to '" + peer_->name() +
-                            "'");
+  return status.withContext(describe());
+}
+
+std::string Transfer::describe() const {
+  return "transfer " + std::to_string(id_.value) + " to '" + peer_->name() + "'";
 }
 
 bool Transfer::linkWasReset() const {
@@ -332,7 +335,7 @@ std::function<void()> Transfer::wakeWhenLinkReady() {
 }
 
 bool Transfer::relinkLocked() {
-  const std::string where = "transfer " + std::to_string(id_.value) + " to '" + peer_->name() + "'";
+  const std::string where = describe();
   // Without a link yet, the transfer started during a reset and has posted nothing.
   const bool repost = link_ != nullptr;
   if (repost && relinks_ >= kMaxRelinks) {
@@ -394,8 +397,7 @@ Status Transfer::createStagedRunLocked() {
     auto run = RemoteStagedRun::create(*staging_, plan_, op_, peer_, link_, notify);
     if (!run.isOk()) {
       stagedShares_.clear();
-      return run.status().withContext("transfer " + std::to_string(id_.value) + " to '" +
-                                      peer_->name() + "'");
+      return run.status().withContext(describe());
     }
     stagedShares_.push_back(std::move(run).value());
   }

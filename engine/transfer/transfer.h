@@ -123,6 +123,8 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   Status refreshKeys();
   // Takes `link` as the link to post on, with the remote keys unpacked on it.
   Status useLink(std::shared_ptr<PeerLink> link);
+  // "transfer <id> to '<peer>'", the context of the transfer's errors.
+  std::string describe() const;
   // True when the link this start posts on was reset by this agent.
   bool linkWasReset() const;
   // Once a reset's failures drained: posts everything again on the next link, or records
