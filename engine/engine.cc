@@ -40,6 +40,14 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   spdlog::info("{}: {}", engine->options_.name, describeGpuDirect(engine->gpuReach_));
   engine->registry_ = std::make_unique<MemoryRegistry>(*engine->transport_, *engine->gpu_,
                                                        engine->options_.gpuPath);
+  if (engine->gpuReach_.cudaDirect) {
+    // UCX copies device memory on the thread that posts or progresses, in its current context.
+    engine->transport_->setThreadSetup(
+        [device = engine->registry_->directCudaDevice(), gpu = engine->gpu_] {
+          const int d = device->load();
+          return d >= 0 && gpu->bindThread(d).isOk();
+        });
+  }
   engine->staging_ = std::make_unique<StagingService>(*engine->transport_, *engine->gpu_,
                                                       engine->options_.staging);
   engine->notificationHeader_ = encodeNotificationHeader(engine->options_.name);

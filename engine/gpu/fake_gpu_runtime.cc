@@ -121,6 +121,20 @@ Status FakeGpuRuntime::freeDevice(void* address) {
   return Status::ok();
 }
 
+Status FakeGpuRuntime::bindThread(int device) {
+  if (device < 0 || device >= devices_) {
+    return invalidArgument("fake runtime: no device " + std::to_string(device));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++threadBindings_;
+  return Status::ok();
+}
+
+std::uint64_t FakeGpuRuntime::threadBindings() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return threadBindings_;
+}
+
 Result<std::shared_ptr<StagingAllocator>> FakeGpuRuntime::pinnedAllocator() {
   return std::shared_ptr<StagingAllocator>(std::make_shared<HostStagingAllocator>());
 }

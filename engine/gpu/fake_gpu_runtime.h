@@ -41,6 +41,8 @@ class FakeGpuRuntime final : public GpuRuntime {
   MemoryProbe probe(const void* address) const override;
   Result<void*> allocateDevice(std::size_t bytes, int device) override;
   Status freeDevice(void* address) override;
+  // Counts the calls (boundThreads()); fails for a device out of range.
+  Status bindThread(int device) override;
   Result<std::shared_ptr<StagingAllocator>> pinnedAllocator() override;
   // A handle on the device's FakeCopyEngine. Closing the handle rejects its later copies and
   // waits (up to 5 s) for those it submitted; the shared engine keeps running.
@@ -50,6 +52,8 @@ class FakeGpuRuntime final : public GpuRuntime {
   void declareDeviceMemory(void* address, std::size_t length, int device);
   // REQUIRES: 0 <= device < the device count.
   FakeCopyEngine& copyEngine(int device) { return *engines_[static_cast<std::size_t>(device)]; }
+  // How many times bindThread() succeeded.
+  std::uint64_t threadBindings() const;
 
  private:
   struct Range {
@@ -63,6 +67,7 @@ class FakeGpuRuntime final : public GpuRuntime {
   std::vector<std::unique_ptr<FakeCopyEngine>> engines_;
   mutable std::mutex mutex_;
   std::map<std::uintptr_t, Range> ranges_;  // GUARDED_BY(mutex_), by start address
+  std::uint64_t threadBindings_ = 0;        // GUARDED_BY(mutex_)
 };
 
 }  // namespace kvx::engine::gpu

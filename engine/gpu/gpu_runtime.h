@@ -38,6 +38,10 @@ class GpuRuntime {
   // Device memory of `device`, for tests and agent-allocated CUDA regions.
   virtual Result<void*> allocateDevice(std::size_t bytes, int device) = 0;
   virtual Status freeDevice(void* address) = 0;
+  // Makes `device` (its primary context, for CUDA) current on the calling thread, for code
+  // that needs one without choosing it: a UCX built with CUDA copies device memory on the
+  // thread that posts or progresses, and fails without a current context.
+  virtual Status bindThread(int device) = 0;
   // Pinned host memory for staging buffers.
   virtual Result<std::shared_ptr<StagingAllocator>> pinnedAllocator() = 0;
   // A copy engine on `options.device`. REQUIRES: deviceCount() > options.device.

@@ -27,6 +27,10 @@ Status HostOnlyGpuRuntime::freeDevice(void*) {
   return unimplemented(std::string("cannot free CUDA memory: ") + kWithoutCuda);
 }
 
+Status HostOnlyGpuRuntime::bindThread(int) {
+  return unimplemented(std::string("no CUDA device to bind: ") + kWithoutCuda);
+}
+
 Result<std::shared_ptr<StagingAllocator>> HostOnlyGpuRuntime::pinnedAllocator() {
   return unimplemented(std::string("no pinned staging memory: ") + kWithoutCuda);
 }

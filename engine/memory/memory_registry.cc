@@ -1,9 +1,12 @@
 #include "engine/memory/memory_registry.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstdio>
 
 #include "engine/gpu/memory_probe.h"
+#include "engine/memory/gpu_allocated_memory.h"
 #include "engine/memory/page_population.h"
 #include "engine/memory/staged_only_memory.h"
 
@@ -121,16 +124,36 @@ Result<std::unique_ptr<TransportMemory>> MemoryRegistry::registerRange(void* add
     return std::unique_ptr<TransportMemory>(
         std::make_unique<StagedOnlyMemory>(address, length, kind));
   }
+  if (kind == MemoryKind::kCuda) noteDirectCudaDevice(device);
   return transport_.registerMemory(address, length, kind, device);
+}
+
+void MemoryRegistry::noteDirectCudaDevice(int device) {
+  int none = -1;
+  if (directCudaDevice_->compare_exchange_strong(none, device) || none == device) return;
+  spdlog::warn(
+      "CUDA memory of device {} is registered with the transport, whose threads use "
+      "device {}'s context (the first one registered): kvx is tested with one device "
+      "per agent",
+      device, none);
 }
 
 Result<std::unique_ptr<TransportMemory>> MemoryRegistry::allocateRange(std::uint64_t length,
                                                                        MemoryKind kind,
                                                                        int device) {
   KVX_ASSIGN_OR_RETURN(const bool direct, transportMoves(kind));
-  if (direct) return transport_.allocateMemory(length, kind, device);
-  // Memory the transport does not register is the GPU runtime's to allocate.
+  if (direct && kind == MemoryKind::kHost) return transport_.allocateMemory(length, kind, device);
+  // Device memory is the GPU runtime's to allocate, registered after when the transport moves it.
   KVX_ASSIGN_OR_RETURN(void* address, gpu_.allocateDevice(length, device));
+  if (direct) {
+    auto registered = registerRange(address, length, kind, device);
+    if (!registered.isOk()) {
+      gpu_.freeDevice(address).ignore();
+      return registered.status();
+    }
+    return std::unique_ptr<TransportMemory>(
+        std::make_unique<GpuAllocatedMemory>(std::move(registered).value(), &gpu_));
+  }
   return std::unique_ptr<TransportMemory>(
       std::make_unique<StagedOnlyMemory>(address, length, kind, &gpu_));
 }

@@ -6,6 +6,7 @@
 // Guarantees: regions never overlap (per memory kind and device); ids are never reused; a
 // region with pending transfers cannot be deregistered (pin/unpin bracket each posting).
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,10 @@ namespace kvx::engine {
 // transport (always StagedOnlyMemory); kDirect refuses, with FAILED_PRECONDITION naming the
 // transport's reason, what the transport cannot move instead of staging it. Declared kinds
 // are checked against what `gpu` says the memory is.
+//
+// CUDA memory the transport moves is allocated through `gpu` and then registered (a
+// GpuAllocatedMemory), never allocated by the transport. The device of the first such region
+// is the one whose context the transport's threads make current (directCudaDevice()).
 class MemoryRegistry {
  public:
   // REQUIRES: `transport` and `gpu` outlive the registry and its regions.
@@ -57,7 +62,13 @@ class MemoryRegistry {
   std::vector<std::shared_ptr<LocalRegion>> regions() const;
   std::size_t size() const;
 
+  // The device of the first CUDA region registered with the transport, -1 before one is.
+  // Shared so that a transport's thread setup can read it for as long as it needs to.
+  std::shared_ptr<const std::atomic<int>> directCudaDevice() const { return directCudaDevice_; }
+
  private:
+  // Publishes `device` as directCudaDevice() if it is the first; warns if it differs.
+  void noteDirectCudaDevice(int device);
   Status checkNewRegion(const std::string& name, std::uint64_t address, std::uint64_t length,
                         MemoryKind kind, int device) const;
   RegionId insert(RegionInfo info, std::unique_ptr<TransportMemory> memory);
@@ -73,6 +84,8 @@ class MemoryRegistry {
   Transport& transport_;
   gpu::GpuRuntime& gpu_;
   const GpuPath gpuPath_;
+  const std::shared_ptr<std::atomic<int>> directCudaDevice_ =
+      std::make_shared<std::atomic<int>>(-1);
   mutable std::mutex mutex_;
   std::uint64_t nextId_ = 1;
   std::unordered_map<RegionId, std::shared_ptr<LocalRegion>> regions_;

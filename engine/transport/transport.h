@@ -30,6 +30,12 @@ struct TransportOptions {
 using MessageHandler = std::function<void(std::span<const std::uint8_t> header,
                                           std::span<const std::uint8_t> payload)>;
 
+// Work a thread must do before it moves memory through a transport (make a CUDA context
+// current, for a UCX that copies device memory on the calling thread). Returns true once the
+// thread is ready for good; false when there is nothing to do yet (no device chosen), so
+// that the thread's next call asks again.
+using ThreadSetup = std::function<bool()>;
+
 // Called, from inside progress(), once when an endpoint fails (peer died, link cut).
 // Must not call back into the transport.
 using EndpointErrorHandler = std::function<void(const Status& status)>;
@@ -47,6 +53,10 @@ class Transport {
   virtual std::vector<std::uint8_t> localAddress() const = 0;
 
   virtual bool supportsMemoryKind(MemoryKind kind) const = 0;
+  // Runs `setup` on every thread before its first call into the transport (progress, posts,
+  // registrations), until it returns true on that thread. Set it before the transport is used
+  // from more than one thread. Transports that need no per-thread work ignore it.
+  virtual void setThreadSetup(ThreadSetup setup) { (void)setup; }
   // Why this transport cannot move memory of `kind` ("UCX 1.13.1 was built without CUDA
   // support"); empty when it can.
   virtual std::string whyNotMemoryKind(MemoryKind kind) const {

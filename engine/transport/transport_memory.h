@@ -22,6 +22,9 @@ class TransportMemory {
   // The packed remote key a peer needs to address this region; empty for a transport
   // that needs none.
   virtual std::span<const std::uint8_t> packedRemoteKey() const = 0;
+  // The transport's own object for this region, which a transport's endpoint looks for when
+  // it posts: itself, unless this one wraps it (GpuAllocatedMemory).
+  virtual const TransportMemory& registration() const { return *this; }
 };
 
 }  // namespace kvx::engine

@@ -173,6 +173,30 @@ TEST_CASE("gpu path staged keeps GPU memory from a transport that could move it"
       gpuReachOf(transport.supportsMemoryKind(MemoryKind::kCuda), "", GpuPath::kStaged).cudaDirect);
 }
 
+TEST_CASE("direct GPU memory is the runtime's, registered after and freed after deregistering",
+          "[engine][gpu_path]") {
+  gpu::FakeGpuRuntime runtime;
+  CudaCapableTransport transport;
+  MemoryRegistry registry(transport, runtime, GpuPath::kAuto);
+  CHECK(registry.directCudaDevice()->load() == -1);
+  auto allocated = registry.allocate({"gpu", kBytes, MemoryKind::kCuda, 0, true});
+  REQUIRE(allocated.isOk());
+  CHECK(transport.registrations == 1);
+  // The runtime allocated it (UCX 1.13 cannot allocate CUDA memory on a thread without a
+  // context), and the transport's own registration sits inside the region's memory.
+  CHECK(runtime.probe(allocated->address).kind == gpu::MemoryProbe::Kind::kCuda);
+  {
+    const auto region = registry.find(allocated->id).value();  // holds the region: let go
+    CHECK(&region->memory->registration() != region->memory.get());
+    CHECK(region->memory->address() == allocated->address);
+  }
+  // The first direct CUDA region names the device whose context the transport's threads use.
+  CHECK(registry.directCudaDevice()->load() == 0);
+  REQUIRE(registry.remove(allocated->id).isOk());
+  // Freed with the region: the runtime no longer knows the address.
+  CHECK_FALSE(runtime.freeDevice(allocated->address).isOk());
+}
+
 TEST_CASE("the data path per peer says how GPU memory moves", "[engine][gpu_path]") {
   auto runtimeA = std::make_shared<gpu::FakeGpuRuntime>();
   auto runtimeB = std::make_shared<gpu::FakeGpuRuntime>();

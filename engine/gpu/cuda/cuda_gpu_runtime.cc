@@ -76,6 +76,11 @@ Status CudaGpuRuntime::freeDevice(void* address) {
   return cudaStatus(cudaFree(address), "cudaFree");
 }
 
+Status CudaGpuRuntime::bindThread(int device) {
+  // cudaSetDevice makes the device's primary context current (creating it if need be).
+  return cudaStatus(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+}
+
 Result<std::shared_ptr<StagingAllocator>> CudaGpuRuntime::pinnedAllocator() {
   return std::shared_ptr<StagingAllocator>(std::make_shared<PinnedStagingAllocator>());
 }

@@ -15,6 +15,7 @@ class CudaGpuRuntime final : public GpuRuntime {
   MemoryProbe probe(const void* address) const override;
   Result<void*> allocateDevice(std::size_t bytes, int device) override;
   Status freeDevice(void* address) override;
+  Status bindThread(int device) override;
   Result<std::shared_ptr<StagingAllocator>> pinnedAllocator() override;
   Result<std::unique_ptr<CopyEngine>> createCopyEngine(const CopyEngineOptions& options) override;
 };

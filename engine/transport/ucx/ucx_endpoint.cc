@@ -50,7 +50,7 @@ UcxEndpoint::UcxEndpoint(std::shared_ptr<UcxWorker> worker, EndpointErrorHandler
     : worker_(std::move(worker)), onError_(std::move(onError)) {}
 
 Status UcxEndpoint::open(std::span<const std::uint8_t> ucxAddress) {
-  std::lock_guard<std::mutex> lock(worker_->mutex());
+  auto lock = worker_->lock();
   ucp_ep_params_t params{};
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
@@ -71,7 +71,7 @@ Status UcxEndpoint::open(std::span<const std::uint8_t> ucxAddress) {
 }
 
 UcxEndpoint::~UcxEndpoint() {
-  std::unique_lock<std::mutex> lock(worker_->mutex());
+  auto lock = worker_->lock();
   closeLocked(lock, false);
 }
 
@@ -98,7 +98,9 @@ Result<ucp_rkey_h> UcxEndpoint::checkRmaLocked(const RmaOp& op, const char* what
   if (op.localAddress == nullptr) {
     return invalidArgument(describeOp(op, what) + ": the local address is null");
   }
-  const auto* memory = dynamic_cast<const UcxMemory*>(op.localMemory);
+  const auto* memory = op.localMemory == nullptr
+                           ? nullptr
+                           : dynamic_cast<const UcxMemory*>(&op.localMemory->registration());
   if (memory == nullptr) {
     return invalidArgument(describeOp(op, what) +
                            ": localMemory is not a registration of this UCX transport");
@@ -127,7 +129,7 @@ Result<std::unique_ptr<RemoteKey>> UcxEndpoint::unpackRemoteKey(
   std::unique_ptr<UcxRemoteKey> key;
   void* mapped = nullptr;
   {
-    std::lock_guard<std::mutex> lock(worker_->mutex());
+    auto lock = worker_->lock();
     KVX_RETURN_IF_ERROR(checkPostableLocked("unpack remote key"));
     ucp_rkey_h handle = nullptr;
     const ucs_status_t status = ucp_ep_rkey_unpack(ep_, parsed.ucxKey.data(), &handle);
@@ -158,7 +160,7 @@ void UcxEndpoint::get(const RmaOp& op, Completion* completion) {
 
 void UcxEndpoint::postBatch(std::span<const RmaOp> ops, bool write, Completion* completion) {
   const UcxOp kind = write ? UcxOp::kPut : UcxOp::kGet;
-  std::lock_guard<std::mutex> lock(worker_->mutex());
+  auto lock = worker_->lock();
   const Status status = checkPostableLocked(toString(kind));
   for (const RmaOp& op : ops) {
     if (!status.isOk()) {
@@ -170,7 +172,7 @@ void UcxEndpoint::postBatch(std::span<const RmaOp> ops, bool write, Completion* 
 }
 
 void UcxEndpoint::postRma(const RmaOp& op, Completion* completion, UcxOp kind) {
-  std::lock_guard<std::mutex> lock(worker_->mutex());
+  auto lock = worker_->lock();
   Status status = checkPostableLocked(toString(kind));
   if (!status.isOk()) return completion->onComplete(std::move(status));
   postRmaLocked(op, completion, kind);
@@ -181,7 +183,15 @@ void UcxEndpoint::postRmaLocked(const RmaOp& op, Completion* completion, UcxOp k
   Result<ucp_rkey_h> rkey = checkRmaLocked(op, what);
   if (!rkey.isOk()) return completion->onComplete(rkey.status());
 
-  const ucp_request_param_t param = sendParam();
+  ucp_request_param_t param = sendParam();
+  if (op.localMemory->kind() == MemoryKind::kCuda) {
+    // Say it: UCX 1.13 otherwise looks the buffer up in its memory-type cache, which learns
+    // of device memory by hooking the CUDA allocation calls. With CUDA 13 those hooks miss
+    // cudaMalloc, the buffer passes for host memory, and UCX memcpy()s from the device
+    // pointer (a segfault, seen on an H100).
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.memory_type = UCS_MEMORY_TYPE_CUDA;
+  }
   ucs_status_ptr_t result =
       kind == UcxOp::kPut
           ? ucp_put_nbx(ep_, op.localAddress, op.length, op.remoteAddress, *rkey, &param)
@@ -191,7 +201,7 @@ void UcxEndpoint::postRmaLocked(const RmaOp& op, Completion* completion, UcxOp k
 }
 
 void UcxEndpoint::flush(Completion* completion) {
-  std::lock_guard<std::mutex> lock(worker_->mutex());
+  auto lock = worker_->lock();
   Status status = checkPostableLocked("flush");
   if (!status.isOk()) return completion->onComplete(std::move(status));
   const ucp_request_param_t param = sendParam();
@@ -201,7 +211,7 @@ void UcxEndpoint::flush(Completion* completion) {
 
 void UcxEndpoint::sendMessage(std::span<const std::uint8_t> header,
                               std::span<const std::uint8_t> payload, Completion* completion) {
-  std::lock_guard<std::mutex> lock(worker_->mutex());
+  auto lock = worker_->lock();
   Status status = checkPostableLocked("send message");
   if (!status.isOk()) return completion->onComplete(std::move(status));
   const ucp_request_param_t param = sendParam();
@@ -211,12 +221,12 @@ void UcxEndpoint::sendMessage(std::span<const std::uint8_t> header,
 }
 
 void UcxEndpoint::close(bool force) {
-  std::unique_lock<std::mutex> lock(worker_->mutex());
+  auto lock = worker_->lock();
   closeLocked(lock, force);
 }
 
 void UcxEndpoint::forceClose(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(worker_->mutex());
+  auto lock = worker_->lock();
   closeLocked(lock, true, deadline);
 }
 

@@ -8,7 +8,7 @@
 // (UCP_AM_RECV_ATTR_FLAG_RNDV, large payloads) are received with ucp_am_recv_data_nbx into a
 // buffer this class owns and delivered when that receive completes.
 //
-// Thread: every member runs under the transport's lock (UcxWorker::mutex()), the callbacks
+// Thread: every member runs under the transport's lock (UcxWorker::lock()), the callbacks
 // from inside ucp_worker_progress(); so the MessageHandler runs under that lock and must not
 // call back into the transport (transport.h says so).
 

@@ -37,7 +37,7 @@ Result<PackedRemoteKey> parseRemoteKey(std::span<const std::uint8_t> packed) {
 }
 
 UcxRemoteKey::~UcxRemoteKey() {
-  std::lock_guard<std::mutex> lock(endpoint_->worker().mutex());
+  auto lock = endpoint_->worker().lock();
   releaseLocked();
   endpoint_->forgetKeyLocked(this);
 }

@@ -5,7 +5,7 @@
 // operation's request records its Completion and sits on its endpoint's PendingRequests
 // list until UCX completes it, which lets Endpoint::close() account for every operation.
 //
-// Thread: everything here runs under the transport's lock (UcxWorker::mutex()).
+// Thread: everything here runs under the transport's lock (UcxWorker::lock()).
 
 #include <ucp/api/ucp.h>
 

@@ -33,6 +33,7 @@ class UcxTransport final : public Transport {
   Result<std::shared_ptr<Endpoint>> connect(std::span<const std::uint8_t> peerAddress,
                                             EndpointErrorHandler onError) override;
   void setMessageHandler(MessageHandler handler) override;
+  void setThreadSetup(ThreadSetup setup) override { worker_->setThreadSetup(std::move(setup)); }
   bool progress() override { return worker_->progress(); }
   int eventFd() const override { return worker_->eventFd(); }
   bool arm() override { return worker_->arm(); }

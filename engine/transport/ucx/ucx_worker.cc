@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <thread>
 
 #include "engine/transport/ucx/ucx_frame.h"
@@ -16,6 +17,11 @@ constexpr int kProgressRounds = 16;
 // How long progressUntil() sleeps, lock released, when UCX had nothing to do.
 constexpr auto kIdleBackoff = std::chrono::microseconds(50);
 
+std::atomic<std::uint64_t> nextWorkerSerial{1};
+
+// The worker whose thread setup last succeeded on this thread (0: none).
+thread_local std::uint64_t threadSetUpFor = 0;
+
 }  // namespace
 
 Result<std::shared_ptr<UcxWorker>> UcxWorker::create(std::shared_ptr<UcxContext> context,
@@ -26,7 +32,20 @@ Result<std::shared_ptr<UcxWorker>> UcxWorker::create(std::shared_ptr<UcxContext>
 }
 
 UcxWorker::UcxWorker(std::shared_ptr<UcxContext> context, std::string agentName)
-    : context_(std::move(context)), agentName_(agentName), receiver_(std::move(agentName)) {}
+    : context_(std::move(context)),
+      agentName_(agentName),
+      serial_(nextWorkerSerial.fetch_add(1)),
+      receiver_(std::move(agentName)) {}
+
+void UcxWorker::prepareThread() const {
+  if (!threadSetup_ || threadSetUpFor == serial_) return;
+  if (threadSetup_()) threadSetUpFor = serial_;
+}
+
+std::unique_lock<std::mutex> UcxWorker::lock() const {
+  prepareThread();
+  return std::unique_lock<std::mutex>(mutex_);
+}
 
 Status UcxWorker::init() {
   ucp_worker_params_t params{};
@@ -59,7 +78,7 @@ bool UcxWorker::progress() {
   std::vector<std::pair<EndpointErrorHandler, Status>> errors;
   unsigned events = 0;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    auto lock = this->lock();
     for (int round = 0; round < kProgressRounds; ++round) {
       const unsigned n = ucp_worker_progress(worker_);
       events += n;
@@ -74,7 +93,7 @@ bool UcxWorker::progress() {
 }
 
 bool UcxWorker::arm() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto lock = this->lock();
   if (!deferredErrors_.empty()) return false;
   const ucs_status_t status = ucp_worker_arm(worker_);
   if (status == UCS_OK) return true;
@@ -92,7 +111,7 @@ void UcxWorker::signal() {
 }
 
 void UcxWorker::setMessageHandler(MessageHandler handler) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto lock = this->lock();
   receiver_.setHandler(std::move(handler));
 }
 

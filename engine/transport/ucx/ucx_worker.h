@@ -1,10 +1,11 @@
 #pragma once
 
 // UcxWorker: one ucp_worker (UCX's progress engine and communication resources) with the
-// lock that serialises every UCX call of one transport.
+// lock that serialises every UCX call of one transport, and the per-thread setup (a CUDA
+// context) that those calls may need.
 //
 // Thread mode: the worker is created UCS_THREAD_MODE_SERIALIZED ("many threads, one at a
-// time") and guarded by mutex(). Completion callbacks must run under the transport's lock
+// time") and guarded by lock(). Completion callbacks must run under the transport's lock
 // anyway (completion.h), and the endpoint/key/request bookkeeping needs a lock of its own, so
 // one kvx mutex around UCX gives a single lock order and no second lock inside UCX
 // (UCS_THREAD_MODE_MULTI would add a UCX-internal lock under ours on every call).
@@ -40,7 +41,12 @@ class UcxWorker {
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
 
-  std::mutex& mutex() const { return mutex_; }
+  // The lock that serialises every UCX call of this worker, taken after the calling thread
+  // was set up (setThreadSetup): every UCX call happens under it, so no thread reaches UCX
+  // unprepared.
+  std::unique_lock<std::mutex> lock() const;
+  // See Transport::setThreadSetup. REQUIRES: no other thread uses the worker yet.
+  void setThreadSetup(ThreadSetup setup) { threadSetup_ = std::move(setup); }
   ucp_worker_h handle() const { return worker_; }
   const UcxContext& context() const { return *context_; }
   const std::string& agentName() const { return agentName_; }
@@ -58,12 +64,12 @@ class UcxWorker {
   // Takes the lock.
   void setMessageHandler(MessageHandler handler);
 
-  // REQUIRES: mutex() held by `lock`. Progresses until `done()` or `deadline`, releasing the
+  // REQUIRES: the lock held by `lock`. Progresses until `done()` or `deadline`, releasing the
   // lock while UCX has nothing to do so that other threads are not shut out. Returns done().
   bool progressUntil(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done,
                      std::chrono::steady_clock::time_point deadline);
 
-  // REQUIRES: mutex() held. Queues `handler(status)` for the next progress() to run outside
+  // REQUIRES: the lock held. Queues `handler(status)` for the next progress() to run outside
   // the lock (UCX calls endpoint error callbacks from deep inside its progress).
   void deferErrorLocked(EndpointErrorHandler handler, Status status);
 
@@ -71,8 +77,13 @@ class UcxWorker {
   UcxWorker(std::shared_ptr<UcxContext> context, std::string agentName);
   Status init();
 
+  // Runs threadSetup_ on the calling thread unless it already succeeded there for this worker.
+  void prepareThread() const;
+
   std::shared_ptr<UcxContext> context_;
   std::string agentName_;
+  const std::uint64_t serial_;  // tells workers apart in each thread's "set up for" record
+  ThreadSetup threadSetup_;     // set before the worker is shared between threads
   mutable std::mutex mutex_;
   ucp_worker_h worker_ = nullptr;
   int eventFd_ = -1;
