@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "doctor/byte_count.h"
+#include "engine/transport/ucx/ucx_gpu_transports.h"
 
 namespace kvx::doctor {
 namespace {
@@ -89,6 +90,13 @@ CheckResult checkUcx(const SystemFacts& facts) {
     result.found += " cannot move CUDA memory (memory types: " + joined(ucx.memoryTypes) + ")";
     result.state = gpus ? CheckState::kFailed : CheckState::kNotApplicable;
     if (gpus) result.fix = kUcxCudaFix;
+    if (!gpus) result.found += "; not needed without a GPU";
+    return result;
+  }
+  if (!ucx.putGetMovesCuda()) {
+    result.found = engine::ucx::ucxGpuRmaLimit(ucx.version);
+    result.state = gpus ? CheckState::kFailed : CheckState::kNotApplicable;
+    if (gpus) result.fix = kUcxReleaseFix;
     if (!gpus) result.found += "; not needed without a GPU";
     return result;
   }

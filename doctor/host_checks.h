@@ -16,7 +16,8 @@ CheckResult checkIommu(const SystemFacts& facts);
 CheckResult checkMemlock(const SystemFacts& facts);
 
 // "ucx": the version, memory types, components and transports; failed when GPUs exist and UCX
-// cannot move CUDA memory, a warning without gdr_copy or without an RDMA transport.
+// cannot move CUDA memory (built without CUDA, or a release before 1.16, whose put/get cannot
+// take it), a warning without gdr_copy or without an RDMA transport.
 CheckResult checkUcx(const SystemFacts& facts);
 
 inline constexpr const char* kIommuFix =
@@ -25,6 +26,9 @@ inline constexpr const char* kIommuFix =
 inline constexpr const char* kMemlockFix =
     "raise the limit for the kvx process: `ulimit -l unlimited`; systemd: LimitMEMLOCK=infinity; "
     "containers: --ulimit memlock=-1; /etc/security/limits.conf: `* - memlock unlimited`";
+inline constexpr const char* kUcxReleaseFix =
+    "use UCX 1.16 or later built with CUDA (and gdrcopy); until then kvx stages GPU memory "
+    "through host buffers";
 inline constexpr const char* kUcxCudaFix =
     "use a UCX built with CUDA: ./configure --with-cuda=/usr/local/cuda --with-gdrcopy=/usr "
     "(Debian's libucx has no CUDA); until then kvx stages GPU memory through host buffers";

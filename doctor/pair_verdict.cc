@@ -96,6 +96,10 @@ void judgeHost(const SystemFacts& facts, PairVerdict& verdict) {
   } else if (!facts.ucx->supportsCuda()) {
     verdict.blockers.push_back(
         {"ucx", "UCX " + facts.ucx->version + " cannot move CUDA memory", kUcxCudaFix});
+  } else if (!facts.ucx->putGetMovesCuda()) {
+    verdict.blockers.push_back(
+        {"ucx", "UCX " + facts.ucx->version + " cannot put or get CUDA memory (before 1.16)",
+         kUcxReleaseFix});
   } else if (!facts.ucx->hasGdrCopy()) {
     verdict.caveats.push_back(
         {"ucx", "UCX has no gdr_copy transport", "install gdrcopy and build UCX --with-gdrcopy"});

@@ -2,10 +2,16 @@
 
 #include <algorithm>
 
+#include "engine/transport/ucx/ucx_gpu_transports.h"
+
 namespace kvx::doctor {
 
 bool UcxFacts::supportsCuda() const {
   return std::find(memoryTypes.begin(), memoryTypes.end(), "cuda") != memoryTypes.end();
+}
+
+bool UcxFacts::putGetMovesCuda() const {
+  return supportsCuda() && engine::ucx::ucxRmaTakesGpuMemory(version);
 }
 
 bool UcxFacts::hasGdrCopy() const {

@@ -30,6 +30,9 @@ struct UcxFacts {
 
   // The UCS_MEMORY_TYPE_CUDA bit of the context's memory types: UCX was built with CUDA.
   bool supportsCuda() const;
+  // Built with CUDA and a release whose one-sided put/get takes GPU memory (1.16 and later:
+  // engine/transport/ucx/ucx_gpu_transports.h). What kvx needs for the direct path.
+  bool putGetMovesCuda() const;
   // UCX's gdr_copy component is there: built --with-gdrcopy and libgdrapi loads.
   bool hasGdrCopy() const;
 };

@@ -49,6 +49,19 @@ TEST_CASE("ucx: CUDA, no CUDA next to GPUs, no CUDA without GPUs", "[doctor]") {
   CHECK_THAT(host.fix, Catch::Contains("--with-cuda") && Catch::Contains("--with-gdrcopy"));
 
   CHECK(checkUcx(fixtureFacts("bare")).state == CheckState::kNotApplicable);
+
+  // Built with CUDA, but a release whose put/get cannot take it (measured: 1.13.1 on an H100).
+  SystemFacts old = fixtureFacts("dgx-h100");
+  old.ucx->version = "1.13.1";
+  const CheckResult tooOld = checkUcx(old);
+  CHECK(tooOld.state == CheckState::kFailed);
+  CHECK_THAT(tooOld.found, Catch::StartsWith("UCX 1.13.1 was built with CUDA, but its one-sided "
+                                             "put/get cannot take GPU memory before UCX 1.16"));
+  CHECK_THAT(tooOld.fix, Catch::Contains("UCX 1.16 or later"));
+  old.ucx->version = "1.15.0";
+  CHECK(checkUcx(old).state == CheckState::kFailed);
+  old.ucx->version = "1.17.0";
+  CHECK(checkUcx(old).state == CheckState::kOk);
 }
 
 TEST_CASE("ucx: warnings without gdr_copy or an RDMA transport; an error", "[doctor]") {

@@ -87,6 +87,15 @@ TEST_CASE("each broken fixture blocks its pair for its one reason", "[doctor]") 
                    "expect lower bandwidth");
 }
 
+TEST_CASE("a UCX built with CUDA but older than 1.16 blocks the pair", "[doctor]") {
+  SystemFacts facts = fixtureFacts("ucx-no-cuda");
+  facts.ucx->memoryTypes = {"host", "cuda", "cuda-managed"};  // built with CUDA, still 1.13.1
+  const auto pairs = judgePairs(facts);
+  REQUIRE(pairs.size() == 1);
+  requireBlockedBy(pairs[0], "ucx", "UCX 1.13.1 cannot put or get CUDA memory (before 1.16)",
+                   "UCX 1.16 or later");
+}
+
 TEST_CASE("without the driver, peermem is missing too", "[doctor]") {
   const PairVerdict pair = onlyPair("driver-missing");
   REQUIRE(pair.blockers.size() == 2);

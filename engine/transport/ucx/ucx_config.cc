@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <initializer_list>
 #include <string_view>
 
+#include "engine/transport/ucx/ucx_gpu_transports.h"
 #include "engine/transport/ucx/ucx_status.h"
 
 namespace kvx::engine::ucx {
@@ -35,12 +37,23 @@ void appendUnique(std::vector<std::string>& list, std::string name) {
 }
 
 // Expands kvx's transport names into a UCX_TLS value.
-Result<std::string> tlsFromOptions(const std::string& transports) {
+Result<std::string> tlsFromOptions(const std::string& transports,
+                                   const std::vector<std::string>& gpuTransports) {
   std::vector<std::string> tls;
+  // Those of the library's GPU transports in `wanted`, in the library's order.
+  auto addGpu = [&](std::initializer_list<std::string_view> wanted) {
+    for (const std::string& gpu : gpuTransports) {
+      if (std::find(wanted.begin(), wanted.end(), gpu) != wanted.end()) appendUnique(tls, gpu);
+    }
+  };
   for (const std::string& name : splitList(transports)) {
     if (name == "shm") {
       appendUnique(tls, "sm");
       appendUnique(tls, "self");
+      addGpu({"cuda_copy", "cuda_ipc", "gdr_copy"});
+    } else if (name == "tcp") {
+      appendUnique(tls, "tcp");
+      addGpu({"cuda_copy", "gdr_copy"});
     } else if (isTransportName(name)) {
       appendUnique(tls, name);
     } else {
@@ -68,7 +81,8 @@ bool tlsMayUse(const std::string& tls, std::string_view family) {
 }  // namespace
 
 Result<std::vector<UcxSetting>> computeUcxSettings(const TransportOptions& options,
-                                                   const EnvLookup& getEnv) {
+                                                   const EnvLookup& getEnv,
+                                                   const std::vector<std::string>& gpuTransports) {
   std::vector<UcxSetting> settings;
   auto isSet = [&](const char* name) { return getEnv(name) != nullptr; };
 
@@ -76,7 +90,7 @@ Result<std::vector<UcxSetting>> computeUcxSettings(const TransportOptions& optio
   if (const char* userTls = getEnv("UCX_TLS")) {
     tls = userTls;
   } else if (!options.transports.empty()) {
-    KVX_ASSIGN_OR_RETURN(tls, tlsFromOptions(options.transports));
+    KVX_ASSIGN_OR_RETURN(tls, tlsFromOptions(options.transports, gpuTransports));
     settings.push_back({"UCX_TLS", "TLS", tls});
   }
   if (!options.netDevices.empty() && !isSet("UCX_NET_DEVICES")) {
@@ -95,7 +109,8 @@ Result<std::vector<UcxSetting>> computeUcxSettings(const TransportOptions& optio
 }
 
 Result<std::vector<UcxSetting>> computeUcxSettings(const TransportOptions& options) {
-  return computeUcxSettings(options, [](const char* name) { return std::getenv(name); });
+  return computeUcxSettings(
+      options, [](const char* name) { return std::getenv(name); }, ucxGpuTransports());
 }
 
 std::string describeSettings(const std::vector<UcxSetting>& settings) {

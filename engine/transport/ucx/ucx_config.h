@@ -7,8 +7,10 @@
 //
 // Defaults (see /work/shared/UCX-NOTES.md for the measurements behind them):
 //   UCX_TLS               from options.transports: "shm" = "sm,self", "tcp" = "tcp", other
-//                         names pass through; comma lists are joined. Empty: UCX's own
-//                         default (all transports). A transport connecting to its own address
+//                         names pass through; comma lists are joined. With a UCX built with
+//                         CUDA, "shm" adds its GPU transports (cuda_copy, cuda_ipc, gdr_copy:
+//                         ucx_gpu_transports.h) and "tcp" adds cuda_copy and gdr_copy. Empty: UCX's
+//                         own default (all transports). A transport connecting to its own address
 //                         works without "self", and with UCP_ERR_HANDLING_MODE_PEER UCX never
 //                         selects "self" anyway (measured: the lane is tcp/lo or sysv/posix).
 //   UCX_NET_DEVICES       from options.netDevices when not empty (pin "lo" or a NIC, else
@@ -39,11 +41,13 @@ struct UcxSetting {
 using EnvLookup = std::function<const char*(const char* name)>;
 
 // The settings kvx applies on top of the environment for `options`, in order; a pure
-// function of its inputs. INVALID_ARGUMENT for a malformed transport list.
-Result<std::vector<UcxSetting>> computeUcxSettings(const TransportOptions& options,
-                                                   const EnvLookup& getEnv);
+// function of its inputs. `gpuTransports`: the library's GPU transports (ucxGpuTransports()).
+// INVALID_ARGUMENT for a malformed transport list.
+Result<std::vector<UcxSetting>> computeUcxSettings(
+    const TransportOptions& options, const EnvLookup& getEnv,
+    const std::vector<std::string>& gpuTransports = {});
 
-// The same, looked up in the real environment.
+// The same, looked up in the real environment and the loaded library.
 Result<std::vector<UcxSetting>> computeUcxSettings(const TransportOptions& options);
 
 // "UCX_TLS=tcp UCX_TCP_TX_SEG_SIZE=256K ...", for the log line at startup.

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/transport/ucx/ucx_config.h"
+#include "engine/transport/ucx/ucx_gpu_transports.h"
 #include "engine/transport/ucx/ucx_request.h"
 #include "engine/transport/ucx/ucx_status.h"
 
@@ -33,14 +34,22 @@ Result<std::shared_ptr<UcxContext>> UcxContext::create(const TransportOptions& o
     ucp_cleanup(context);
     return fromUcs(status, "ucp_context_query");
   }
-  const bool cuda = (attr.memory_types & (std::uint64_t{1} << UCS_MEMORY_TYPE_CUDA)) != 0;
+  const bool cudaBuilt = (attr.memory_types & (std::uint64_t{1} << UCS_MEMORY_TYPE_CUDA)) != 0;
 
   unsigned major = 0, minor = 0, release = 0;
   ucp_get_version(&major, &minor, &release);
-  spdlog::info("{}: UCX {}.{}.{} context ({}), CUDA memory {}",
-               options.agentName.empty() ? "kvx" : options.agentName, major, minor, release,
-               describeSettings(settings), cuda ? "supported" : "not supported");
-  return std::shared_ptr<UcxContext>(new UcxContext(context, cuda));
+  const std::string version =
+      std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
+  const std::string whyNotCuda =
+      cudaBuilt ? ucxGpuRmaLimit(version)
+                : "UCX " + version +
+                      " was built without CUDA support (ucp_context_query lists no CUDA memory "
+                      "type)";
+  spdlog::info("{}: UCX {} context ({}), CUDA memory {}",
+               options.agentName.empty() ? "kvx" : options.agentName, version,
+               describeSettings(settings),
+               whyNotCuda.empty() ? std::string("supported") : "not supported: " + whyNotCuda);
+  return std::shared_ptr<UcxContext>(new UcxContext(context, whyNotCuda));
 }
 
 UcxContext::~UcxContext() { ucp_cleanup(context_); }

@@ -5,11 +5,12 @@
 //
 // Threads: the context is created with mt_workers_shared = 0; every call that uses it
 // (ucp_mem_map, ucp_rkey_pack, worker calls) is made under the transport's lock
-// (UcxWorker::mutex()), so UCX needs no locking of its own.
+// (UcxWorker::lock()), so UCX needs no locking of its own.
 
 #include <ucp/api/ucp.h>
 
 #include <memory>
+#include <string>
 
 #include "engine/transport/transport.h"
 #include "kvx/result.h"
@@ -26,15 +27,19 @@ class UcxContext {
   UcxContext& operator=(const UcxContext&) = delete;
 
   ucp_context_h handle() const { return context_; }
-  // From ucp_context_query(UCP_ATTR_FIELD_MEMORY_TYPES): false unless UCX was built with CUDA.
-  bool supportsCuda() const { return supportsCuda_; }
+  // Whether kvx can put and get CUDA memory through this context: UCX was built with CUDA
+  // (ucp_context_query lists UCS_MEMORY_TYPE_CUDA) and is a release whose put/get takes it
+  // (ucxRmaTakesGpuMemory, ucx_gpu_transports.h).
+  bool supportsCuda() const { return whyNotCuda_.empty(); }
+  // Why not, or "" when it can: "UCX 1.13.1 was built without CUDA support (...)".
+  const std::string& whyNotCuda() const { return whyNotCuda_; }
 
  private:
-  explicit UcxContext(ucp_context_h context, bool supportsCuda)
-      : context_(context), supportsCuda_(supportsCuda) {}
+  UcxContext(ucp_context_h context, std::string whyNotCuda)
+      : context_(context), whyNotCuda_(std::move(whyNotCuda)) {}
 
   ucp_context_h context_;
-  bool supportsCuda_;
+  std::string whyNotCuda_;
 };
 
 }  // namespace kvx::engine::ucx

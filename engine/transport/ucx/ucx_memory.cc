@@ -18,8 +18,8 @@ std::string describeRange(const void* address, std::uint64_t length) {
 Status checkKind(const UcxWorker& worker, MemoryKind kind, const std::string& what) {
   if (kind == MemoryKind::kHost) return Status::ok();
   if (kind == MemoryKind::kCuda && !worker.context().supportsCuda()) {
-    return unimplemented(what + ": CUDA memory needs UCX built with CUDA support, and this " +
-                         "UCX was built without it (ucp_context_query reports host memory only)");
+    return unimplemented(what +
+                         ": this UCX cannot move CUDA memory: " + worker.context().whyNotCuda());
   }
   if (kind == MemoryKind::kCuda) return Status::ok();
   return invalidArgument(what + ": unknown memory kind " + std::to_string(static_cast<int>(kind)));
@@ -52,7 +52,7 @@ Result<std::unique_ptr<UcxMemory>> UcxMemory::allocate(std::shared_ptr<UcxWorker
 }
 
 Status UcxMemory::map(void* address, std::uint64_t length, bool allocate) {
-  std::lock_guard<std::mutex> lock(worker_->mutex());
+  auto lock = worker_->lock();
   ucp_context_h context = worker_->context().handle();
 
   ucp_mem_map_params_t params{};
@@ -95,7 +95,7 @@ Status UcxMemory::map(void* address, std::uint64_t length, bool allocate) {
 
 UcxMemory::~UcxMemory() {
   if (memh_ == nullptr) return;
-  std::lock_guard<std::mutex> lock(worker_->mutex());
+  auto lock = worker_->lock();
   ucp_mem_unmap(worker_->context().handle(), memh_);
 }
 

@@ -17,12 +17,8 @@ bool UcxTransport::supportsMemoryKind(MemoryKind kind) const {
 
 std::string UcxTransport::whyNotMemoryKind(MemoryKind kind) const {
   if (supportsMemoryKind(kind)) return {};
-  unsigned major = 0, minor = 0, release = 0;
-  ucp_get_version(&major, &minor, &release);
   // Only CUDA memory can be missing: UCX always moves host memory.
-  return "UCX " + std::to_string(major) + "." + std::to_string(minor) + "." +
-         std::to_string(release) +
-         " was built without CUDA support (ucp_context_query lists no CUDA memory type)";
+  return worker_->context().whyNotCuda();
 }
 
 Result<std::unique_ptr<TransportMemory>> UcxTransport::registerMemory(void* address,

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace kvx::engine::ucx {
 namespace {
@@ -120,6 +121,34 @@ TEST_CASE("ucx config: the settings reach UCX and the real environment wins", "[
   }
   ::unsetenv("UCX_NET_DEVICES");
   CHECK(describeSettings({}) == "(none)");
+}
+
+TEST_CASE("ucx config: a UCX built with CUDA gets its GPU transports added", "[ucx]") {
+  const auto none = [](const char*) -> const char* { return nullptr; };
+  const std::vector<std::string> all = {"cuda_copy", "cuda_ipc", "gdr_copy"};
+  auto tls = [&](const std::string& transports, const std::vector<std::string>& gpu) {
+    auto settings = computeUcxSettings(options(transports), none, gpu);
+    REQUIRE(settings.isOk());
+    for (const UcxSetting& s : *settings) {
+      if (s.envName == "UCX_TLS") return s.value;
+    }
+    return std::string("(no UCX_TLS)");
+  };
+  CHECK(tls("shm", all) == "sm,self,cuda_copy,cuda_ipc,gdr_copy");
+  CHECK(tls("tcp", all) == "tcp,cuda_copy,gdr_copy");  // no cuda_ipc: tcp is for other nodes
+  CHECK(tls("shm", {"cuda_copy", "cuda_ipc"}) == "sm,self,cuda_copy,cuda_ipc");
+  CHECK(tls("tcp,shm", all) == "tcp,cuda_copy,gdr_copy,sm,self,cuda_ipc");
+  CHECK(tls("sm", all) == "sm");       // a UCX name is the user's exact choice
+  CHECK(tls("shm", {}) == "sm,self");  // Debian's UCX: nothing to add
+  // The user's UCX_TLS still wins over all of it.
+  auto user = computeUcxSettings(
+      options("shm"),
+      [](const char* name) -> const char* {
+        return std::string(name) == "UCX_TLS" ? "tcp" : nullptr;
+      },
+      all);
+  REQUIRE(user.isOk());
+  for (const UcxSetting& s : *user) CHECK(s.envName != "UCX_TLS");
 }
 
 }  // namespace
