@@ -102,6 +102,30 @@ std::string latencyCell(const workload::LatencySummary& s) {
 
 }  // namespace
 
+// With GPU memory and a copy reference in the header: the best case against the ceiling of
+// the live path (device to device for the direct path; the slower of host to device and
+// device to host for the staged one, which crosses both). "" otherwise.
+std::string gpuCopyRatioLine(const RunHeader& header, const std::vector<CaseOutcome>& outcomes) {
+  const nlohmann::json& memory = header.json.value("memory", nlohmann::json::object());
+  if (!memory.contains("gpuCopyReference")) return "";
+  const nlohmann::json& r = memory["gpuCopyReference"];
+  double best = 0;
+  for (const CaseOutcome& o : outcomes) {
+    if (o.kvx && o.clean()) best = std::max(best, o.kvx->metrics.gbps);
+  }
+  if (best <= 0) return "";
+  const bool direct = header.json.value("gpuDirect", "").rfind("GPUDirect: on", 0) == 0;
+  const double ceiling =
+      direct ? r.value("deviceToDeviceGBps", 0.0)
+             : std::min(r.value("hostToDeviceGBps", 0.0), r.value("deviceToHostGBps", 0.0));
+  if (ceiling <= 0) return "";
+  return fmt::format("vs GPU copy: best clean case {:.2f} GB/s = {:.3f} of {} ({:.1f} GB/s)\n",
+                     best, best / ceiling,
+                     direct ? "the device->device copy (the direct path's ceiling)"
+                            : "the slower host<->device copy (the staged path's ceiling)",
+                     ceiling);
+}
+
 std::string renderTable(const RunHeader& header, const std::vector<CaseOutcome>& outcomes,
                         bool verified) {
   std::string out;
@@ -184,6 +208,7 @@ std::string renderTable(const RunHeader& header, const std::vector<CaseOutcome>&
       "UCP loop (same transport, op size on the wire, ops per request, window, a notification\n"
       "per request); latencies in ms: notify = submit -> decode agent notified, done = submit\n"
       "-> prefill agent saw the destination confirm.\n";
+  out += gpuCopyRatioLine(header, outcomes);
   return out;
 }
 

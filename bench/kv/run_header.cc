@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <fstream>
 
+#include "bench/kv/gpu_copy_reference.h"
 #include "doctor/ucx_probe.h"
 #include "engine/gpu/gpu_runtime.h"
 #include "engine/transport/ucx/ucx_config.h"
+#include "engine/transport/ucx/ucx_gpu_transports.h"
 
 namespace kvx::bench {
 namespace {
@@ -44,9 +46,10 @@ constexpr const char* kBareHost =
     "path with a host-memory loop)";
 
 // The GPUDirect line before the agents ran: what UCX can do and what --gpu-path asks.
-std::string expectedGpuDirect(const MemorySetting& memory, bool ucxCuda) {
-  const std::string noCuda =
-      "UCX " + std::string(ucp_get_version_string()) + " was built without CUDA support";
+// `whyNotCuda`: why UCX cannot move CUDA memory, "" when it can.
+std::string expectedGpuDirect(const MemorySetting& memory, const std::string& whyNotCuda) {
+  const bool ucxCuda = whyNotCuda.empty();
+  const std::string& noCuda = whyNotCuda;
   if (memory.kind != "cuda") {
     return fmt::format("{}off, host memory only: this run's pools are in host memory ({})",
                        kGpuDirect, ucxCuda ? "UCX can move CUDA memory" : noCuda);
@@ -126,8 +129,15 @@ RunHeader describeRun(const std::vector<std::string>& transports,
   }
   h.lines.push_back("UCX_* in the environment: " + ucxEnvironment());
   auto facts = doctor::makeUcxLibraryProbe()->probe();
-  const bool cuda = facts.isOk() && facts->supportsCuda();
-  const std::string gpu = expectedGpuDirect(memory, cuda);
+  std::string whyNotCuda;
+  if (!facts.isOk()) {
+    whyNotCuda = "UCX could not be queried: " + facts.status().message();
+  } else if (!facts->supportsCuda()) {
+    whyNotCuda = "UCX " + facts->version + " was built without CUDA support";
+  } else {
+    whyNotCuda = engine::ucx::ucxGpuRmaLimit(facts->version);
+  }
+  const std::string gpu = expectedGpuDirect(memory, whyNotCuda);
   nlohmann::json memoryJson = {{"kind", memory.kind}};
   if (memory.kind == "cuda") {
     const std::string runtime = engine::gpu::gpuRuntime().describe();
@@ -136,7 +146,21 @@ RunHeader describeRun(const std::vector<std::string>& transports,
         {{"device", memory.device}, {"gpuPath", memory.gpuPath}, {"gpuRuntime", runtime}});
   }
   h.lines.push_back(gpu);
-  if (memory.kind == "cuda") h.lines.push_back(kBareHost);
+  if (memory.kind == "cuda") {
+    h.lines.push_back(kBareHost);
+    auto reference = measureGpuCopyReference(memory.device);
+    if (reference.isOk()) {
+      h.lines.push_back(describeGpuCopyReference(*reference));
+      memoryJson["gpuCopyReference"] = {{"bytes", reference->bytes},
+                                        {"copies", reference->copies},
+                                        {"engine", reference->engine},
+                                        {"deviceToDeviceGBps", reference->deviceToDevice},
+                                        {"hostToDeviceGBps", reference->hostToDevice},
+                                        {"deviceToHostGBps", reference->deviceToHost}};
+    } else {
+      h.lines.push_back("GPU copy reference: not measured: " + reference.status().toString());
+    }
+  }
   h.json = {{"commandLine", commandLine},
             {"kvxVersion", KVX_VERSION_STRING},
             {"ucxVersion", ucp_get_version_string()},

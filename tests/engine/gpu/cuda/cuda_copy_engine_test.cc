@@ -2,14 +2,17 @@
 // On a machine without a visible CUDA device (or a build without CUDA) every case prints
 // "kvx-test-skipped: <reason>" as a Catch2 warning and passes.
 // The CUDA copy engine is reached through the factory: the test includes no CUDA header.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "engine/gpu/copy_engine_factory.h"
 #include "engine/gpu/copy_ticket.h"
 #include "engine/gpu/gpu_runtime.h"
 #include "engine/gpu/staged_pipeline.h"
+#include "tests/engine/gpu/cuda/gpu_test_support.h"
 #include "tests/engine/gpu/fake_staged_wire.h"
 
 using namespace kvx;
@@ -17,27 +20,10 @@ using namespace kvx::engine::gpu;
 using namespace std::chrono_literals;
 using kvx::engine::gpu::testing::FakeStagedWire;
 using Clock = std::chrono::steady_clock;
+using kvx::test::gpu::difference;
+using kvx::test::gpu::pattern;
 
 namespace {
-
-// Why the GPU tests cannot run here, or nothing when a device is visible.
-std::string skipReason() {
-  GpuRuntime& runtime = gpuRuntime();
-  if (!runtime.compiledIn()) return "kvx was built without CUDA";
-  Result<int> devices = runtime.deviceCount();
-  if (!devices.isOk()) return "no CUDA device visible (" + devices.status().message() + ")";
-  if (*devices == 0) return "no CUDA device visible";
-  return "";
-}
-
-#define KVX_SKIP_WITHOUT_GPU()               \
-  do {                                       \
-    const std::string reason = skipReason(); \
-    if (!reason.empty()) {                   \
-      WARN("kvx-test-skipped: " << reason);  \
-      return;                                \
-    }                                        \
-  } while (false)
 
 // Device memory for one test case.
 class DeviceBuffer {
@@ -58,12 +44,6 @@ class DeviceBuffer {
   std::size_t bytes_;
 };
 
-std::vector<std::byte> pattern(std::size_t length, unsigned seed) {
-  std::vector<std::byte> bytes(length);
-  for (std::size_t i = 0; i < length; ++i) bytes[i] = std::byte((i * 151 + seed) & 0xff);
-  return bytes;
-}
-
 Status copyNow(CopyEngine& engine, void* to, const void* from, std::size_t length, CopyKind kind) {
   return CopyTicket::start(engine, CopyRequest{to, from, length, kind})->wait(Clock::now() + 10s);
 }
@@ -80,9 +60,33 @@ TEST_CASE("CUDA copies: host to device, device to device, device to host", "[gpu
   std::vector<std::byte> back(bytes);
   DeviceBuffer a(bytes), b(bytes);
   REQUIRE(copyNow(**engine, a.data(), source.data(), bytes, CopyKind::kHostToDevice).isOk());
+  REQUIRE(copyNow(**engine, back.data(), a.data(), bytes, CopyKind::kDeviceToHost).isOk());
+  CHECK(difference(back, source) == "");  // host -> device -> host
+  std::fill(back.begin(), back.end(), std::byte{0});
   REQUIRE(copyNow(**engine, b.data(), a.data(), bytes, CopyKind::kDeviceToDevice).isOk());
   REQUIRE(copyNow(**engine, back.data(), b.data(), bytes, CopyKind::kDeviceToHost).isOk());
-  CHECK(back == source);
+  CHECK(difference(back, source) == "");  // and device -> device
+}
+
+TEST_CASE("CUDA copies through pinned host memory", "[gpu]") {
+  KVX_SKIP_WITHOUT_GPU();
+  auto engine = createCopyEngine();
+  REQUIRE(engine.isOk());
+  auto pinned = gpuRuntime().pinnedAllocator();
+  REQUIRE(pinned.isOk());
+  const std::size_t bytes = 4 << 20;
+  auto pool = StagingPool::create(*pinned, 2, bytes);
+  REQUIRE(pool.isOk());
+  const std::vector<std::byte> source = pattern(bytes, 5);
+  std::memcpy((*pool)->buffer(0), source.data(), bytes);
+  std::memset((*pool)->buffer(1), 0, bytes);
+  DeviceBuffer device(bytes);
+  REQUIRE(
+      copyNow(**engine, device.data(), (*pool)->buffer(0), bytes, CopyKind::kHostToDevice).isOk());
+  REQUIRE(
+      copyNow(**engine, (*pool)->buffer(1), device.data(), bytes, CopyKind::kDeviceToHost).isOk());
+  const auto* back = static_cast<const std::byte*>((*pool)->buffer(1));
+  CHECK(difference(std::vector<std::byte>(back, back + bytes), source) == "");
 }
 
 TEST_CASE("the probe tells device memory from host memory on a real device", "[gpu]") {
@@ -128,8 +132,9 @@ TEST_CASE("staged send and receive through pinned buffers on real device memory"
     REQUIRE(move.isOk());
     REQUIRE((*move)->wait(Clock::now() + 60s).isOk());
   }
-  CHECK(std::equal(remote.begin(), remote.begin() + (bytes - half), source.begin() + half));
-  CHECK(std::equal(remote.begin() + (bytes - half), remote.end(), source.begin()));
+  std::vector<std::byte> expected(source.begin() + half, source.end());
+  expected.insert(expected.end(), source.begin(), source.begin() + half);
+  CHECK(difference(remote, expected) == "");
 
   // Receive the remote bytes back into a second device buffer, then read it.
   DeviceBuffer target(bytes);
@@ -144,7 +149,7 @@ TEST_CASE("staged send and receive through pinned buffers on real device memory"
   }
   std::vector<std::byte> back(bytes);
   REQUIRE(copyNow(**engine, back.data(), target.data(), bytes, CopyKind::kDeviceToHost).isOk());
-  CHECK(back == source);
+  CHECK(difference(back, source) == "");
 }
 
 TEST_CASE("CUDA copy engine: many copies in flight, then close", "[gpu]") {
