@@ -109,8 +109,8 @@ Result<bool> MemoryRegistry::transportMoves(MemoryKind kind) const {
     return failedPrecondition(
         "gpu path 'direct' (AgentOptions::gpuPath) needs a transport that moves " +
         std::string(toString(kind)) + " memory, and " + transport_.whyNotMemoryKind(kind) +
-        "; use gpu path 'auto' or 'staged' to stage it through host buffers, or a UCX built "
-        "with CUDA");
+        "; use gpu path 'auto' or 'staged' to stage it through host buffers, or a UCX of 1.16 or "
+        "later built with CUDA");
   }
   return false;
 }

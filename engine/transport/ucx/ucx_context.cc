@@ -40,11 +40,17 @@ Result<std::shared_ptr<UcxContext>> UcxContext::create(const TransportOptions& o
   ucp_get_version(&major, &minor, &release);
   const std::string version =
       std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
-  const std::string whyNotCuda =
-      cudaBuilt ? ucxGpuRmaLimit(version)
-                : "UCX " + version +
-                      " was built without CUDA support (ucp_context_query lists no CUDA memory "
-                      "type)";
+  // Without CUDA among the context's memory types: UCX has no CUDA at all, or has it but is a
+  // release whose put/get cannot use it (kvx then leaves its GPU transports out of UCX_TLS),
+  // or the user's UCX_TLS leaves them out.
+  std::string whyNotCuda = ucxGpuRmaLimit(version);
+  if (ucxLibraryGpuTransports().empty()) {
+    whyNotCuda = "UCX " + version +
+                 " was built without CUDA support (ucp_context_query lists no CUDA memory type)";
+  } else if (whyNotCuda.empty() && !cudaBuilt) {
+    whyNotCuda = "the selected UCX transports (" + describeSettings(settings) +
+                 ") include none that moves CUDA memory";
+  }
   spdlog::info("{}: UCX {} context ({}), CUDA memory {}",
                options.agentName.empty() ? "kvx" : options.agentName, version,
                describeSettings(settings),

@@ -16,9 +16,6 @@ constexpr std::pair<std::string_view, std::string_view> kGpuComponents[] = {
 
 std::vector<std::string> queryGpuTransports() {
   std::vector<std::string> found;
-  unsigned major = 0, minor = 0, release = 0;
-  ucp_get_version(&major, &minor, &release);
-  if (!ucxRmaTakesGpuMemory(major, minor)) return found;
   uct_component_h* components = nullptr;
   unsigned count = 0;
   if (uct_query_components(&components, &count) != UCS_OK) return found;
@@ -59,9 +56,16 @@ std::string ucxGpuRmaLimit(std::string_view version) {
          "1.16 (it would read the device buffer with the CPU)";
 }
 
-const std::vector<std::string>& ucxGpuTransports() {
+const std::vector<std::string>& ucxLibraryGpuTransports() {
   static const std::vector<std::string> transports = queryGpuTransports();
   return transports;
+}
+
+const std::vector<std::string>& ucxGpuTransports() {
+  static const std::vector<std::string> none;
+  unsigned major = 0, minor = 0, release = 0;
+  ucp_get_version(&major, &minor, &release);
+  return ucxRmaTakesGpuMemory(major, minor) ? ucxLibraryGpuTransports() : none;
 }
 
 }  // namespace kvx::engine::ucx

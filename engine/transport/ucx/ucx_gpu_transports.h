@@ -17,6 +17,8 @@
 namespace kvx::engine::ucx {
 
 const std::vector<std::string>& ucxGpuTransports();
+// The library's GPU transports whatever its release: whether it was built with CUDA.
+const std::vector<std::string>& ucxLibraryGpuTransports();
 
 // Whether the one-sided put/get (ucp_put_nbx, ucp_get_nbx) of UCX `major.minor` takes GPU
 // memory: from 1.16 on. Older UCP selects RMA lanes only among transports that can copy with
