@@ -129,14 +129,9 @@ RunHeader describeRun(const std::vector<std::string>& transports,
   }
   h.lines.push_back("UCX_* in the environment: " + ucxEnvironment());
   auto facts = doctor::makeUcxLibraryProbe()->probe();
-  std::string whyNotCuda;
-  if (!facts.isOk()) {
-    whyNotCuda = "UCX could not be queried: " + facts.status().message();
-  } else if (!facts->supportsCuda()) {
-    whyNotCuda = "UCX " + facts->version + " was built without CUDA support";
-  } else {
-    whyNotCuda = engine::ucx::ucxGpuRmaLimit(facts->version);
-  }
+  const std::string whyNotCuda =
+      facts.isOk() ? engine::ucx::ucxWhyNotCuda(facts->version, facts->supportsCuda())
+                   : "UCX could not be queried: " + facts.status().message();
   const std::string gpu = expectedGpuDirect(memory, whyNotCuda);
   nlohmann::json memoryJson = {{"kind", memory.kind}};
   if (memory.kind == "cuda") {

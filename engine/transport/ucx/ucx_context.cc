@@ -43,10 +43,10 @@ Result<std::shared_ptr<UcxContext>> UcxContext::create(const TransportOptions& o
   // Without CUDA among the context's memory types: UCX has no CUDA at all, or has it but is a
   // release whose put/get cannot use it (kvx then leaves its GPU transports out of UCX_TLS),
   // or the user's UCX_TLS leaves them out.
-  std::string whyNotCuda = ucxGpuRmaLimit(version);
-  if (ucxLibraryGpuTransports().empty()) {
-    whyNotCuda = "UCX " + version +
-                 " was built without CUDA support (ucp_context_query lists no CUDA memory type)";
+  const bool libraryHasCuda = !ucxLibraryGpuTransports().empty();
+  std::string whyNotCuda = ucxWhyNotCuda(version, libraryHasCuda);
+  if (!libraryHasCuda) {
+    whyNotCuda += " (ucp_context_query lists no CUDA memory type)";
   } else if (whyNotCuda.empty() && !cudaBuilt) {
     whyNotCuda = "the selected UCX transports (" + describeSettings(settings) +
                  ") include none that moves CUDA memory";

@@ -56,6 +56,11 @@ std::string ucxGpuRmaLimit(std::string_view version) {
          "1.16 (it would read the device buffer with the CPU)";
 }
 
+std::string ucxWhyNotCuda(std::string_view version, bool builtWithCuda) {
+  if (!builtWithCuda) return "UCX " + std::string(version) + " was built without CUDA support";
+  return ucxGpuRmaLimit(version);
+}
+
 const std::vector<std::string>& ucxLibraryGpuTransports() {
   static const std::vector<std::string> transports = queryGpuTransports();
   return transports;

@@ -36,4 +36,8 @@ bool ucxRmaTakesGpuMemory(std::string_view version);
 // or "" when it can.
 std::string ucxGpuRmaLimit(std::string_view version);
 
+// Why a UCX `version`, built with CUDA or not, cannot move CUDA memory for kvx, or "" when it
+// can: "UCX 1.13.1 was built without CUDA support", or ucxGpuRmaLimit's reason.
+std::string ucxWhyNotCuda(std::string_view version, bool builtWithCuda);
+
 }  // namespace kvx::engine::ucx
