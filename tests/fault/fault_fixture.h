@@ -25,6 +25,7 @@
 #include "cli/kv_content.h"
 #include "examples/pair_transfer/child_process.h"
 #include "kvx/kv_agent.h"
+#include "tests/support/failed_assertions.h"
 #include "tests/support/kvx_binary.h"
 #include "workload/trace_record.h"
 
@@ -52,6 +53,32 @@ inline std::string scratchDir() {
   std::filesystem::create_directories(dir);
   return dir;
 }
+
+// scratchDir() for one test's logs: removed when the test ends without a failed assertion,
+// kept (and named on stdout) when any failed, CHECKs included, so that the logs of a failed
+// run can be read afterwards; kept always with KVX_KEEP_FAULT_LOGS=1.
+class ScratchDir {
+ public:
+  ScratchDir() : path_(scratchDir()), failuresBefore_(failedAssertions()) {}
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~ScratchDir() {
+    const bool keep = std::getenv("KVX_KEEP_FAULT_LOGS") != nullptr;
+    if (!keep && failedAssertions() == failuresBefore_ && std::uncaught_exceptions() == 0) {
+      std::error_code ignored;
+      std::filesystem::remove_all(path_, ignored);
+    } else {
+      std::printf("kvx fault test: %s; its logs are kept in %s\n",
+                  keep ? "KVX_KEEP_FAULT_LOGS is set" : "the test failed", path_.c_str());
+      std::fflush(stdout);
+    }
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::size_t failuresBefore_;
+};
 
 inline std::string readFile(const std::string& path) {
   std::ifstream in(path);

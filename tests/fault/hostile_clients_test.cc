@@ -258,7 +258,8 @@ TEST_CASE("hostile clients on the control port do not disturb live transfers", "
   // Both agents authenticate with it: the decode process inherits it, the prefill agent
   // reads it when its options name no token.
   REQUIRE(::setenv("KVX_AUTH_TOKEN", kToken.c_str(), 1) == 0);
-  const std::string dir = scratchDir();
+  const ScratchDir scratch;
+  const std::string& dir = scratch.path();
   DecodeProcess decode = startDecode("decode", "shm", 512, dir + "/hostile-decode.log");
   INFO("decode agent log " << decode.log);
   auto created = KvAgent::create(prefillOptions("prefill", "shm", 512));
@@ -354,5 +355,4 @@ TEST_CASE("hostile clients on the control port do not disturb live transfers", "
       refused, stream.completed().size(),
       static_cast<unsigned long long>(stream.completedBlocks()));
   std::fflush(stdout);
-  std::filesystem::remove_all(dir);
 }

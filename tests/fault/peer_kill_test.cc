@@ -169,7 +169,8 @@ IterationResult killOnce(KvAgent& prefill, int iteration, const std::string& dir
 }  // namespace
 
 TEST_CASE("kill -9 of the decode agent during transfers, repeated", "[fault]") {
-  const std::string dir = scratchDir();
+  const ScratchDir scratch;
+  const std::string& dir = scratch.path();
   auto prefill = KvAgent::create(prefillOptions("prefill", "shm", 512));
   REQUIRE(prefill.isOk());
   const int iterations = iterationCount();
@@ -220,5 +221,4 @@ TEST_CASE("kill -9 of the decode agent during transfers, repeated", "[fault]") {
   } else {
     std::printf("kill -9 fault: RSS bound not applied under AddressSanitizer (quarantine)\n");
   }
-  std::filesystem::remove_all(dir);
 }

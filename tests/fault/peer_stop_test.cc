@@ -31,7 +31,8 @@ TEST_CASE("a stopped decode agent fails the requests to it within the bound, and
           "[fault]") {
   const std::string transport = GENERATE("shm", "tcp");
   INFO("transport " << transport);
-  const std::string dir = scratchDir();
+  const ScratchDir scratch;
+  const std::string& dir = scratch.path();
   DecodeProcess stopped = startDecode("decode-stopped", transport, 48, dir + "/stopped.log");
   DecodeProcess live = startDecode("decode-live", transport, 48, dir + "/live.log");
   // Whatever happens below, never leave a stopped process behind.
@@ -130,5 +131,4 @@ TEST_CASE("a stopped decode agent fails the requests to it within the bound, and
   CHECK(liveStats["arrivals"] == 4);
   CHECK(liveStats["blocksVerified"] == liveStats["blocks"]);
   CHECK(liveStats["blocks"] == 2 + 4 + 4 + 3);
-  std::filesystem::remove_all(dir);
 }

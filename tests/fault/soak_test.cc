@@ -266,7 +266,8 @@ TEST_CASE("soak: random transfers, cancels and decode agent restarts", "[fault][
       envInt("KVX_SOAK_SEED", static_cast<int>(std::random_device{}() & 0x7fffffff)));
   std::printf("soak: %d s, seed %u (KVX_SOAK_SEED)\n", seconds, seed);
   std::fflush(stdout);
-  const std::string dir = scratchDir();
+  const ScratchDir scratch;
+  const std::string& dir = scratch.path();
   KvAgentOptions options = prefillOptions("prefill", "shm", kPoolBlocks);
   options.requestTimeout = kRequestTimeout;
   auto created = KvAgent::create(options);
@@ -348,5 +349,4 @@ TEST_CASE("soak: random transfers, cancels and decode agent restarts", "[fault][
     CHECK(fds <= fdsAfterWarmup + kFdGrowthLimit);
     CHECK(rssKib <= rssAfterWarmupKib + kRssGrowthLimitKib);
   }
-  std::filesystem::remove_all(dir);
 }

@@ -51,7 +51,8 @@ TEST_CASE("a cut between two namespaces fails pending requests in bound, then he
 
 TEST_CASE("netns cut: prefill side", "[.]") {
   const NetnsNames n = pairNames();
-  const std::string dir = fault::scratchDir();
+  const fault::ScratchDir scratch;
+  const std::string& dir = scratch.path();
   DecodeProcess decode = startDecode(n, 160, dir + "/decode.log");
   INFO("decode agent log " << decode.log);
   auto created = KvAgent::create(prefillOptions(n, 160));
@@ -133,5 +134,4 @@ TEST_CASE("netns cut: prefill side", "[.]") {
       static_cast<long long>(reconnected.count()), attempts, after.size(),
       static_cast<long long>(moved.count()));
   std::fflush(stdout);
-  std::filesystem::remove_all(dir);
 }

@@ -50,7 +50,8 @@ TEST_CASE("requests under a delayed link complete, verify, and take the delay lo
 
 TEST_CASE("netns delay: prefill side", "[.]") {
   const NetnsNames n = pairNames();
-  const std::string dir = fault::scratchDir();
+  const fault::ScratchDir scratch;
+  const std::string& dir = scratch.path();
   DecodeProcess decode = startDecode(n, 128, dir + "/decode.log");
   INFO("decode agent log " << decode.log);
   auto created = KvAgent::create(prefillOptions(n, 128));
@@ -100,5 +101,4 @@ TEST_CASE("netns delay: prefill side", "[.]") {
       kDelayMs, held->substr(5).c_str(), bare, delayed, delayed - bare, (delayed - bare) / kDelayMs,
       restored, bulk, stats["blocksVerified"].dump().c_str(), stats["blocks"].dump().c_str());
   std::fflush(stdout);
-  std::filesystem::remove_all(dir);
 }
