@@ -49,6 +49,7 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
   if (options.reconnect) {
     agent::ReconnectPolicy policy;
     policy.maxDelay = std::max(options.reconnectMaxDelay, policy.firstDelay);
+    policy.attemptTimeout = options.reconnectAttemptTimeout;
     impl->reconnector = std::make_unique<agent::PeerReconnector>(
         options.agent.name, policy,
         [self](const std::string& address, Deadline deadline) {
@@ -147,6 +148,31 @@ Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline 
   if (Clock::now() >= deadline) {
     return timedOut("connecting to " + address + ": the deadline passed before the call");
   }
+  {
+    // One connect per address at a time (the user's and the reconnector's may meet): two at
+    // once would share the half-made connection, and the first to give up would drop it
+    // under the other.
+    std::unique_lock lock(peersMutex);
+    const bool turn = peersChanged.wait_until(
+        lock, deadline, [&] { return !dialing.contains(address) || shutDown.load(); });
+    if (shutDown.load()) return failedPrecondition("the KV agent is shut down");
+    if (!turn) {
+      return timedOut("connecting to " + address +
+                      ": another connect to it was still in progress at the deadline");
+    }
+    dialing.insert(address);
+  }
+  struct DialEnd {
+    Impl& self;
+    const std::string& address;
+    ~DialEnd() {
+      {
+        std::lock_guard lock(self.peersMutex);
+        self.dialing.erase(address);
+      }
+      self.peersChanged.notify_all();
+    }
+  } dialEnd{*this, address};
   while (true) {
     const auto left = deadline - Clock::now();
     const bool mayRetry = left >= 2 * kHelloRetryAfter;
@@ -176,7 +202,7 @@ Result<std::string> KvAgent::Impl::connectOnce(const std::string& address, Deadl
   auto hello = std::make_shared<Status>();
   loop->post([this, peer, hello] {
     Status sent = port->send(peer, HelloMsg{options.role, pool->description(), availableBlocks(),
-                                            false, options.defaultMode});
+                                            false, options.defaultMode, ownSession(peer)});
     if (sent.isOk()) return;
     {
       std::lock_guard lock(peersMutex);
@@ -269,8 +295,24 @@ void KvAgent::Impl::onHello(const std::string& peer, const HelloMsg& hello) {
                                        incarnation != 0 && known->second.incarnation != 0) {
     forgetPeer(peer, peerFailed("peer '" + peer + "' restarted (new incarnation)"));
   }
+  if (auto known = kvPeers.find(peer); known != kvPeers.end() && known->second.session != 0 &&
+                                       hello.session != 0 &&
+                                       known->second.session != hello.session) {
+    // The peer dropped our session (it failed its requests with us, as when its data path
+    // to us failed) and started another, while this side saw no link close: its new
+    // connection came up before the old one went. Without this, what we reserved for the
+    // old session would wait for its leases.
+    spdlog::info(
+        "{}: '{}' started a new KV session (session {}, was {}); the old one's "
+        "requests end",
+        options.agent.name, peer, hello.session, known->second.session);
+    endSession(peer, peerFailed("peer '" + peer +
+                                "' ended its KV session with this agent (its requests with "
+                                "this agent failed on its side) and started a new one"));
+  }
   PeerEntry entry;
   entry.incarnation = incarnation;
+  entry.session = hello.session;
   entry.role = hello.role;
   entry.totalBlocks = hello.pool.blocks;
   entry.kvHeads = hello.pool.shape.kvHeads;
@@ -291,7 +333,7 @@ void KvAgent::Impl::onHello(const std::string& peer, const HelloMsg& hello) {
   if (!hello.reply) {
     if (ok.isOk()) {
       (void)port->send(peer, HelloMsg{options.role, pool->description(), availableBlocks(), true,
-                                      options.defaultMode});
+                                      options.defaultMode, ownSession(peer)});
     } else {
       (void)port->send(peer, RefusedMsg{"", ok, false, 0});
     }
@@ -331,16 +373,25 @@ void KvAgent::Impl::forgetPeer(const std::string& name, const Status& why) {
   // of it say so themselves.
   spdlog::info("{}: peer '{}' left ({}); requests with it end", options.agent.name, name,
                why.message());
+  endSession(name, why);
+  std::lock_guard lock(reconnectorMutex);
+  if (reconnector && !shutDown.load()) reconnector->lost(name);
+}
+
+void KvAgent::Impl::endSession(const std::string& name, const Status& why) {
   kvPeers.erase(name);
+  ownSessions.erase(name);
   port->detachPool(name);
   if (prefill) prefill->onPeerGone(name, why);
   if (decode) decode->onPeerGone(name, why);
-  {
-    std::lock_guard lock(peersMutex);
-    handshakes.erase(name);
-  }
-  std::lock_guard lock(reconnectorMutex);
-  if (reconnector && !shutDown.load()) reconnector->lost(name);
+  std::lock_guard lock(peersMutex);
+  handshakes.erase(name);
+}
+
+std::uint64_t KvAgent::Impl::ownSession(const std::string& peer) {
+  auto [it, made] = ownSessions.try_emplace(peer, 0);
+  if (made) it->second = ++sessionsMade;
+  return it->second;
 }
 
 void KvAgent::Impl::onTick() {

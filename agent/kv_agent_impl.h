@@ -45,6 +45,7 @@ struct KvAgent::Impl {
     std::uint64_t totalBlocks = 0;
     std::uint32_t kvHeads = 0;
     std::uint64_t incarnation = 0;  // of the agent that said hello; 0 when unknown
+    std::uint64_t session = 0;      // the peer's KV session, from its hello; 0 when not said
   };
 
   static Result<std::unique_ptr<Impl>> create(KvAgentOptions options);
@@ -55,7 +56,7 @@ struct KvAgent::Impl {
   // all within half the time left (at least kHelloRetryAfter: under heavy loss a reply takes
   // seconds of retransmissions) is tried again on a fresh connection: the first message on
   // a new UCX endpoint has been seen to stay stuck in UCX (shared memory, once in hundreds
-  // of connects; tcp opened under loss).
+  // of connects; tcp opened under loss). Connects to one address take turns.
   Result<std::string> connect(const std::string& address, Deadline deadline);
   static constexpr std::chrono::seconds kHelloRetryAfter{3};
 
@@ -66,8 +67,13 @@ struct KvAgent::Impl {
   // said hello, or a join of another incarnation under its name, ends its KV requests.
   void onPeerEvent(const PeerEvent& event);
   // Fails the peer's requests with `why`, frees what was reserved for it and forgets its
-  // handshake.
+  // handshake (endSession), then has the reconnector dial it again if it watches it.
   void forgetPeer(const std::string& peer, const Status& why);
+  // The KV half of forgetPeer, for a peer that is still connected but ended the session:
+  // the next hello starts a new one.
+  void endSession(const std::string& peer, const Status& why);
+  // This agent's session with `peer` (HelloMsg::session), made when first needed.
+  std::uint64_t ownSession(const std::string& peer);
   // Also notices peers the agent lost without an event reaching us (a safety net).
   void onTick();
   std::size_t liveRequests() const;
@@ -89,12 +95,17 @@ struct KvAgent::Impl {
   std::unique_ptr<agent::handoff::PrefillSide> prefill;
   std::unique_ptr<agent::handoff::DecodeSide> decode;
   std::map<std::string, PeerEntry> kvPeers;  // service thread
+  // This agent's KV session with each peer it said hello to (service thread): kept while
+  // the session lasts, so a connect() to a peer already in session repeats it.
+  std::map<std::string, std::uint64_t> ownSessions;
+  std::uint64_t sessionsMade = 0;  // numbers them; the incarnation tells restarts apart
 
   // Handshake outcomes, for connect() to wait on.
   std::mutex peersMutex;
   std::condition_variable peersChanged;
   std::map<std::string, PeerEntry> handshakes;
   std::set<std::string> repliesSeen;  // peers whose reply hello arrived (attach may follow)
+  std::set<std::string> dialing;      // addresses a connect() is in progress to
 
   std::shared_ptr<LoopGuard> guard = std::make_shared<LoopGuard>();
   std::unique_ptr<agent::handoff::TaskLoop> loop;

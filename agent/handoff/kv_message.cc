@@ -34,12 +34,14 @@ json poolJson(const kv::PoolDescription& pool) {
 
 struct Encoder {
   json operator()(const HelloMsg& m) const {
-    return {{"t", "hello"},
-            {"role", std::string(toString(m.role))},
-            {"pool", poolJson(m.pool)},
-            {"free", m.freeBlocks},
-            {"reply", m.reply},
-            {"mode", std::string(toString(m.mode))}};
+    json out = {{"t", "hello"},
+                {"role", std::string(toString(m.role))},
+                {"pool", poolJson(m.pool)},
+                {"free", m.freeBlocks},
+                {"reply", m.reply},
+                {"mode", std::string(toString(m.mode))}};
+    if (m.session != 0) out["session"] = m.session;
+    return out;
   }
   json operator()(const PlaceMsg& m) const {
     json out = {{"t", "place"},
@@ -197,6 +199,9 @@ Result<KvMessage> decodeObject(const JsonReader& r, const std::string& type) {
       if (!parsedMode) return channel::fieldError(r.fieldPath("mode"), "push or pull", *mode);
       m.mode = *parsedMode;
     }
+    KVX_ASSIGN_OR_RETURN(std::optional<std::uint64_t> session,
+                         r.optionalUnsignedInteger("session", 1));
+    m.session = session.value_or(0);  // older agents do not say
     return KvMessage(std::move(m));
   }
   if (type == "place") {

@@ -4,7 +4,8 @@
 // notifications (UCX active messages on the data endpoint, so a message sent after a
 // transfer's data arrives after that data), as JSON objects with a type field "t":
 //
-//   hello      both ways   role, pool description, free blocks; reply=false opens
+//   hello      both ways   role, pool description, free blocks, the sender's session;
+//                          reply=false opens
 //   place      P -> D      request id, tokens, blocks, prefix hashes, mode, layer-wise,
 //                          lease, (PULL) the source blocks, and for a sliced or gathered
 //                          request the head slice, the decode-side id and the part count
@@ -44,6 +45,12 @@ struct HelloMsg {
   // The sender's default direction: tells the other side which pool it will address, so
   // that only the initiating side readies the other's memory ahead of the first request.
   KvMode mode = KvMode::kPush;
+  // The sender's KV session with the receiver: the same number for as long as the sender
+  // keeps the session (its requests with the receiver), a new one once it has ended it. A
+  // hello with another number than the last one tells the receiver that the sender dropped
+  // every request of the old session, even when no link was seen to close. 0: not said
+  // (older agents).
+  std::uint64_t session = 0;
 };
 struct PlaceMsg {
   std::string req;

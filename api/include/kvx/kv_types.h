@@ -105,6 +105,10 @@ struct KvAgentOptions {
   // 100 ms, then twice as long each time up to reconnectMaxDelay between attempts.
   bool reconnect = true;
   std::chrono::milliseconds reconnectMaxDelay{2000};
+  // How long one such attempt may take. A connect is a control handshake, a data-path
+  // endpoint and the KV hello, several round trips each: under 30% packet loss it took 3 to
+  // 6 s, so a shorter attempt there never completes.
+  std::chrono::milliseconds reconnectAttemptTimeout{10000};
 };
 
 // Tensor-parallel slicing: a request that moves only some KV heads. Heads [sourceFirstHead,

@@ -24,7 +24,9 @@ kv::PoolDescription pool(const std::string& model, kv::KvLayout layout, std::uin
 }
 
 HelloMsg hello() {
-  return HelloMsg{KvRole::kDecode, pool("llama3-8b", kv::KvLayout::kNHD, 1024), 777, true};
+  HelloMsg m{KvRole::kDecode, pool("llama3-8b", kv::KvLayout::kNHD, 1024), 777, true};
+  m.session = 0xfedcba9876543210ull;
+  return m;
 }
 PlaceMsg place() {
   return PlaceMsg{"req-1",       1000, 63,   {11, 0, 18446744073709551615ull},
@@ -75,6 +77,7 @@ struct Same {
     CHECK(a.freeBlocks == b.freeBlocks);
     CHECK(a.reply == b.reply);
     CHECK(a.mode == b.mode);
+    CHECK(a.session == b.session);
   }
   void operator()(const PlaceMsg& a, const PlaceMsg& b) const {
     CHECK(a.req == b.req);
@@ -250,7 +253,7 @@ TEST_CASE("a missing field is named", "[handoff]") {
     const json document = encoded(message);
     for (const auto& [key, value] : document.items()) {
       if (key == "t") continue;
-      if (document["t"] == "hello" && key == "mode") continue;  // optional, below
+      if (document["t"] == "hello" && (key == "mode" || key == "session")) continue;  // below
       json broken = document;
       broken.erase(key);
       checkRejected(broken, "kv." + key + ": missing");
@@ -267,6 +270,18 @@ TEST_CASE("a hello without a mode is from an agent that pushes; a bad mode is re
   CHECK(std::get<HelloMsg>(*decoded).mode == KvMode::kPush);
   document["mode"] = "sideways";
   checkRejected(document, "kv.mode: expected push or pull");
+}
+
+TEST_CASE("a hello without a session is from an older agent; session 0 is refused", "[handoff]") {
+  HelloMsg unsaid = hello();
+  unsaid.session = 0;
+  json document = encoded(KvMessage(unsaid));
+  CHECK_FALSE(document.contains("session"));  // 0 is not sent: it means "not said"
+  auto decoded = decode(document.dump());
+  REQUIRE(decoded.isOk());
+  CHECK(std::get<HelloMsg>(*decoded).session == 0);
+  document["session"] = 0;
+  checkRejected(document, "kv.session: ");
 }
 
 TEST_CASE("a field of the wrong type is named", "[handoff]") {
