@@ -108,6 +108,16 @@ class HandPrefill {
   std::unique_ptr<Agent> agent_;
 };
 
+// The prefill side says the placed request `id`'s data is in place: the decode agent hands
+// it to the server, which releases it.
+void checkCompletes(HandPrefill& prefill, KvAgent& decode, const std::string& id) {
+  prefill.send(DataMsg{id, kAllLayers});
+  auto arrival = decode.nextArrival(deadlineIn(5s));
+  REQUIRE(arrival.isOk());
+  CHECK(arrival->id == id);
+  CHECK(decode.release(id).isOk());
+}
+
 bool eventually(const std::function<bool()>& done) {
   const auto until = Clock::now() + 5s;
   while (!done() && Clock::now() < until) std::this_thread::sleep_for(5ms);
@@ -144,11 +154,7 @@ TEST_CASE("a hello with a new session ends the old session's requests at once", 
   // The new session works.
   const PlacedMsg again = prefill.place("new", 2);
   CHECK(again.req == "new");
-  prefill.send(DataMsg{"new", kAllLayers});
-  auto arrival = decode->nextArrival(deadlineIn(5s));
-  REQUIRE(arrival.isOk());
-  CHECK(arrival->id == "new");
-  CHECK(decode->release("new").isOk());
+  checkCompletes(prefill, *decode, "new");
 }
 
 TEST_CASE("a hello repeating the session, or saying none, keeps the session's requests", "[kv]") {
@@ -170,11 +176,7 @@ TEST_CASE("a hello repeating the session, or saying none, keeps the session's re
   CHECK(kept->state != KvRequestState::kFailed);
 
   // And the request still completes in that session.
-  prefill.send(DataMsg{"kept", kAllLayers});
-  auto arrival = decode->nextArrival(deadlineIn(5s));
-  REQUIRE(arrival.isOk());
-  CHECK(arrival->id == "kept");
-  CHECK(decode->release("kept").isOk());
+  checkCompletes(prefill, *decode, "kept");
 }
 
 TEST_CASE("connects to one address take turns", "[kv]") {
