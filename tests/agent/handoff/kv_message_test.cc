@@ -6,32 +6,16 @@
 #include <random>
 #include <string>
 
+#include "tests/agent/handoff/kv_message_samples.h"
+
 using namespace kvx;
 using namespace kvx::agent::handoff;
+using namespace kvx::test::handoff;
 namespace kv = kvx::agent::kv;
 using nlohmann::json;
 
 namespace {
 
-kv::PoolDescription pool(const std::string& model, kv::KvLayout layout, std::uint64_t blocks) {
-  kv::PoolDescription out;
-  out.shape = kv::builtinShape(model).value();
-  out.layout = layout;
-  out.blocks = blocks;
-  const std::uint32_t tensors = layout == kv::KvLayout::kCrossLayer ? 1 : out.shape.layers;
-  for (std::uint32_t t = 0; t < tensors; ++t) out.tensorRegions.push_back(RegionId(100 + t * 7));
-  return out;
-}
-
-HelloMsg hello() {
-  HelloMsg m{KvRole::kDecode, pool("llama3-8b", kv::KvLayout::kNHD, 1024), 777, true};
-  m.session = 0xfedcba9876543210ull;
-  return m;
-}
-PlaceMsg place() {
-  return PlaceMsg{"req-1",       1000, 63,   {11, 0, 18446744073709551615ull},
-                  KvMode::kPull, true, 2500, {{4, 10}, {100, 53}}};
-}
 PlacedMsg placed() { return PlacedMsg{"req-2", {{0, 1}, {7, 62}}, 5, 900}; }
 RefusedMsg refused() {
   return RefusedMsg{"req-3", resourceExhausted("no room: 10 free, 63 needed"), true, 10};
@@ -147,18 +131,6 @@ void checkRoundTrip(const KvMessage& message) {
   CHECK(encode(*decoded) == text);
 }
 
-// Decodes `document` and requires a PROTOCOL_ERROR whose message contains `needle`.
-void checkRejected(const json& document, const std::string& needle) {
-  const std::string text = document.dump();
-  INFO(text);
-  Result<KvMessage> decoded = decode(text);
-  REQUIRE_FALSE(decoded.isOk());
-  CHECK(decoded.status().code() == StatusCode::kProtocolError);
-  CHECK_THAT(decoded.status().message(), Catch::Contains(needle));
-}
-
-json encoded(const KvMessage& message) { return json::parse(encode(message)); }
-
 // A value of another JSON type than `value`.
 json wrongType(const json& value) { return value.is_string() ? json(7) : json("x"); }
 
@@ -259,29 +231,6 @@ TEST_CASE("a missing field is named", "[handoff]") {
       checkRejected(broken, "kv." + key + ": missing");
     }
   }
-}
-
-TEST_CASE("a hello without a mode is from an agent that pushes; a bad mode is refused",
-          "[handoff]") {
-  json document = encoded(KvMessage(hello()));
-  document.erase("mode");
-  auto decoded = decode(document.dump());
-  REQUIRE(decoded.isOk());
-  CHECK(std::get<HelloMsg>(*decoded).mode == KvMode::kPush);
-  document["mode"] = "sideways";
-  checkRejected(document, "kv.mode: expected push or pull");
-}
-
-TEST_CASE("a hello without a session is from an older agent; session 0 is refused", "[handoff]") {
-  HelloMsg unsaid = hello();
-  unsaid.session = 0;
-  json document = encoded(KvMessage(unsaid));
-  CHECK_FALSE(document.contains("session"));  // 0 is not sent: it means "not said"
-  auto decoded = decode(document.dump());
-  REQUIRE(decoded.isOk());
-  CHECK(std::get<HelloMsg>(*decoded).session == 0);
-  document["session"] = 0;
-  checkRejected(document, "kv.session: ");
 }
 
 TEST_CASE("a field of the wrong type is named", "[handoff]") {
@@ -409,44 +358,6 @@ TEST_CASE("role and mode are checked", "[handoff]") {
   json placing = encoded(place());
   placing["mode"] = "PUSH";
   checkRejected(placing, "kv.mode: expected push or pull, got PUSH");
-}
-
-TEST_CASE("a hello with an invalid pool description is refused", "[handoff]") {
-  const json document = encoded(hello());
-  auto withPool = [&](auto&& change) {
-    json broken = document;
-    change(broken["pool"]);
-    return broken;
-  };
-  checkRejected(withPool([](json& p) { p["layout"] = "nchw"; }), "kv.pool.layout");
-  checkRejected(withPool([](json& p) { p["layout"] = "nchw"; }), "unknown KV layout 'nchw'");
-  checkRejected(withPool([](json& p) { p["layout"] = 1; }), "kv.pool.layout: expected string");
-  checkRejected(withPool([](json& p) { p["blocks"] = 0; }),
-                "kv.pool.blocks: expected unsigned integer in [1, ");
-  checkRejected(withPool([](json& p) { p["blocks"] = -4; }), "kv.pool.blocks");
-  checkRejected(withPool([](json& p) { p.erase("regions"); }), "kv.pool.regions: missing");
-  checkRejected(withPool([](json& p) { p["regions"].erase(0); }),
-                "kv.pool: pool description lists 31 tensor regions; layout nhd has 32");
-  checkRejected(withPool([](json& p) { p["regions"].push_back(9); }),
-                "kv.pool: pool description lists 33 tensor regions");
-  checkRejected(withPool([](json& p) { p["layout"] = "cross-layer"; }),
-                "lists 32 tensor regions; layout cross-layer has 1");
-  checkRejected(withPool([](json& p) { p["regions"][3] = "r3"; }),
-                "kv.pool.regions[3]: expected unsigned integer, got string");
-  checkRejected(withPool([](json& p) { p["shape"]["layers"] = 0; }), "kv.pool.shape");
-  checkRejected(withPool([](json& p) { p["shape"]["layers"] = 0; }), "'layers' must be");
-  checkRejected(withPool([](json& p) { p["shape"]["headDim"] = -1; }), "'headDim' must be");
-  checkRejected(withPool([](json& p) { p["shape"]["name"] = ""; }), "kv.pool.shape");
-  checkRejected(withPool([](json& p) { p["shape"].erase("kvHeads"); }), "kvHeads");
-  checkRejected(withPool([](json& p) { p["shape"]["mla"] = "yes"; }), "'mla'");
-  checkRejected(withPool([](json& p) { p["shape"] = "llama3-8b"; }),
-                "kv.pool.shape: expected object, got string");
-  checkRejected(withPool([](json& p) { p.erase("shape"); }), "kv.pool.shape: missing");
-  // 2^26 blocks of llama3-8b are 2^32 segments: more than a 32-bit list index addresses.
-  checkRejected(withPool([](json& p) { p["blocks"] = 1ull << 26; }), "kv.pool: pool has");
-  json notObject = document;
-  notObject["pool"] = json::array();
-  checkRejected(notObject, "kv.pool: expected object, got array");
 }
 
 TEST_CASE("status codes must be failures within the enum", "[handoff]") {
