@@ -118,6 +118,19 @@ void checkCompletes(HandPrefill& prefill, KvAgent& decode, const std::string& id
   CHECK(decode.release(id).isOk());
 }
 
+// A decode agent, and a hand-made prefill agent connected to it that said hello with
+// `session`; `first` is the decode agent's reply.
+struct InSession {
+  InSession(const std::string& transport, std::uint64_t session)
+      : decode(makeDecode(transport)), prefill(transport) {
+    prefill.connect(*decode);
+    first = prefill.hello(session);
+  }
+  std::unique_ptr<KvAgent> decode;
+  HandPrefill prefill;
+  HelloMsg first;
+};
+
 bool eventually(const std::function<bool()>& done) {
   const auto until = Clock::now() + 5s;
   while (!done() && Clock::now() < until) std::this_thread::sleep_for(5ms);
@@ -128,55 +141,49 @@ bool eventually(const std::function<bool()>& done) {
 
 TEST_CASE("a hello with a new session ends the old session's requests at once", "[kv]") {
   const std::string transport = GENERATE("inproc", "tcp");
-  auto decode = makeDecode(transport);
-  HandPrefill prefill(transport);
-  prefill.connect(*decode);
-  const HelloMsg first = prefill.hello(1);
-  CHECK(first.session != 0);
+  InSession s(transport, 1);
+  CHECK(s.first.session != 0);
 
-  const PlacedMsg placed = prefill.place("old", 4);
+  const PlacedMsg placed = s.prefill.place("old", 4);
   REQUIRE(placed.blocks.size() >= 1);
-  CHECK(decode->usage().freeBlocks == kBlocks - 4);
+  CHECK(s.decode->usage().freeBlocks == kBlocks - 4);
 
   // The prefill side forgot "old" (as when its data path to the decode agent failed) and
   // starts over on the same control link: nothing closed on the decode side.
   const auto start = Clock::now();
-  const HelloMsg second = prefill.hello(2);
-  CHECK(second.session != first.session);  // the decode agent started over too
-  REQUIRE(eventually([&] { return decode->usage().freeBlocks == kBlocks; }));
+  const HelloMsg second = s.prefill.hello(2);
+  CHECK(second.session != s.first.session);  // the decode agent started over too
+  REQUIRE(eventually([&] { return s.decode->usage().freeBlocks == kBlocks; }));
   CHECK(Clock::now() - start < 5s);  // not the 30 s lease
-  auto old = decode->status("old");
+  auto old = s.decode->status("old");
   REQUIRE(old.isOk());
   CHECK(old->state == KvRequestState::kFailed);
   CHECK(old->status.code() == StatusCode::kPeerFailed);
   CHECK_THAT(old->status.message(), Catch::Contains("started a new one"));
 
   // The new session works.
-  const PlacedMsg again = prefill.place("new", 2);
+  const PlacedMsg again = s.prefill.place("new", 2);
   CHECK(again.req == "new");
-  checkCompletes(prefill, *decode, "new");
+  checkCompletes(s.prefill, *s.decode, "new");
 }
 
 TEST_CASE("a hello repeating the session, or saying none, keeps the session's requests", "[kv]") {
   const std::string transport = GENERATE("inproc", "tcp");
-  auto decode = makeDecode(transport);
-  HandPrefill prefill(transport);
-  prefill.connect(*decode);
-  const HelloMsg first = prefill.hello(7);
+  InSession s(transport, 7);
 
-  prefill.place("kept", 4);
+  s.prefill.place("kept", 4);
   // A connect() to a peer already in session says hello again with the same session; an
   // older agent says none at all.
   const std::uint64_t session = GENERATE(7, 0);
-  const HelloMsg again = prefill.hello(session);
-  CHECK(again.session == first.session);
-  CHECK(decode->usage().freeBlocks == kBlocks - 4);
-  auto kept = decode->status("kept");
+  const HelloMsg again = s.prefill.hello(session);
+  CHECK(again.session == s.first.session);
+  CHECK(s.decode->usage().freeBlocks == kBlocks - 4);
+  auto kept = s.decode->status("kept");
   REQUIRE(kept.isOk());
   CHECK(kept->state != KvRequestState::kFailed);
 
   // And the request still completes in that session.
-  checkCompletes(prefill, *decode, "kept");
+  checkCompletes(s.prefill, *s.decode, "kept");
 }
 
 TEST_CASE("connects to one address take turns", "[kv]") {
