@@ -80,8 +80,9 @@ TEST_CASE("a killed or stopped prefill agent's reservations return to the decode
   const std::string transport = GENERATE("shm", "tcp");
   const std::string how = GENERATE("kill", "stop");
   INFO("transport " << transport << ", " << how);
+  const ScratchDir scratch;
   auto decode = makeDecode(transport, 60s);  // far beyond the bound: the lease is not why
-  const std::string log = scratchDir() + "/prefill-" + transport + "-" + how + ".log";
+  const std::string log = scratch.path() + "/prefill-" + transport + "-" + how + ".log";
   auto prefill = startPrefill(transport, decode->listenAddress(), log);
   struct Reap {
     ChildProcess& child;
