@@ -18,31 +18,6 @@ namespace {
 
 constexpr std::uint64_t kBulkBlocks = 64;  // 4 MiB: tens of ms on this tcp path
 
-std::string startLayerwise(KvAgent& prefill, const std::string& id) {
-  REQUIRE(
-      prefill.submit(fault::makeRequest(prefill, id, 4 * fault::kTokensPerBlock, "decode", true))
-          .isOk());
-  REQUIRE(prefill.layerReady(id, 0).isOk());
-  const KvRequestStatus s =
-      fault::waitState(prefill, id, KvRequestState::kTransferring, deadlineIn(10s));
-  INFO(id << " is " << toString(s.state) << ": " << s.status.toString());
-  REQUIRE(s.state == KvRequestState::kTransferring);
-  return id;
-}
-
-// Connects again until the decode agent takes the link (it may still hold the old one until
-// its own heartbeat timeout), by `deadline`; returns the attempts it took (0: never).
-int reconnect(KvAgent& prefill, const std::string& address, Deadline deadline,
-              std::string& lastError) {
-  for (int attempt = 1; Clock::now() < deadline; ++attempt) {
-    auto peer = prefill.connect(address, std::min(deadline, deadlineIn(3s)));
-    if (peer.isOk()) return attempt;
-    lastError = peer.status().toString();
-    std::this_thread::sleep_for(100ms);
-  }
-  return 0;
-}
-
 }  // namespace
 
 TEST_CASE("a cut between two namespaces fails pending requests in bound, then heals", "[fault]") {

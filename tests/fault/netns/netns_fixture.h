@@ -162,19 +162,46 @@ inline bool arrived(const DecodeProcess& decode, const std::string& id) {
 
 inline double millis(std::chrono::nanoseconds d) { return static_cast<double>(d.count()) / 1e6; }
 
-// Moves one whole request of `blocks` blocks to the decode agent, requires it released and
-// verified there, and returns its latency in ms.
+// Moves one whole request of `blocks` blocks to the decode agent, requires it released by
+// `deadline` (default: in 20 s) and verified there, and returns its latency in ms.
 inline double moveVerified(KvAgent& prefill, const DecodeProcess& decode, const std::string& id,
-                           std::uint64_t blocks) {
-  REQUIRE(
-      prefill
-          .submit(fault::makeRequest(prefill, id, blocks * fault::kTokensPerBlock, "decode", false))
-          .isOk());
-  auto done = prefill.wait(id, deadlineIn(20s));
+                           std::uint64_t blocks, std::optional<Deadline> deadline = {}) {
+  REQUIRE(prefill
+              .submit(fault::makeRequest(prefill, id, blocks * fault::kTokensPerBlock, decode.name,
+                                         false))
+              .isOk());
+  auto done = prefill.wait(id, deadline.value_or(deadlineIn(20s)));
   INFO(id << ": " << (done.isOk() ? "released" : done.status().toString()));
   REQUIRE(done.isOk());
   REQUIRE(fault::waitForLog(decode, "arrival " + id + " ", 10s));
   return millis(done->latency);
+}
+
+// Submits a layer-by-layer request `id` of 4 blocks to the decode agent and makes its first
+// layer ready; requires it transferring (placed) within 10 s. Returns `id`.
+inline std::string startLayerwise(KvAgent& prefill, const std::string& id) {
+  REQUIRE(
+      prefill.submit(fault::makeRequest(prefill, id, 4 * fault::kTokensPerBlock, "decode", true))
+          .isOk());
+  REQUIRE(prefill.layerReady(id, 0).isOk());
+  const KvRequestStatus s =
+      fault::waitState(prefill, id, KvRequestState::kTransferring, deadlineIn(10s));
+  INFO(id << " is " << toString(s.state) << ": " << s.status.toString());
+  REQUIRE(s.state == KvRequestState::kTransferring);
+  return id;
+}
+
+// Connects again until the decode agent takes the link (it may still hold the old one until
+// its own heartbeat timeout), by `deadline`; returns the attempts it took (0: never).
+inline int reconnect(KvAgent& prefill, const std::string& address, Deadline deadline,
+                     std::string& lastError) {
+  for (int attempt = 1; Clock::now() < deadline; ++attempt) {
+    auto peer = prefill.connect(address, std::min(deadline, deadlineIn(3s)));
+    if (peer.isOk()) return attempt;
+    lastError = peer.status().toString();
+    std::this_thread::sleep_for(100ms);
+  }
+  return 0;
 }
 
 }  // namespace kvx::test::netns
