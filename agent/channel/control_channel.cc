@@ -341,21 +341,37 @@ Status ControlChannel::broadcastMetadata(const engine::PeerMetadata& local) {
   return Status::ok();
 }
 
-Status ControlChannel::disconnect(const std::string& peer) {
-  if (impl_->onChannelThread()) {
-    if (impl_->stopping_) return failedPrecondition("disconnect: the channel is stopping");
-    return impl_->disconnectPeer(peer);
+template <typename T>
+Result<T> ControlChannel::Impl::callOnChannelThread(const std::function<Result<T>()>& work,
+                                                    const std::string& what) {
+  if (onChannelThread()) {
+    if (stopping_) return failedPrecondition(what + ": the channel is stopping");
+    return work();
   }
-  auto slot = std::make_shared<Impl::DoneSlot>();
-  const bool posted = impl_->post([impl = impl_.get(), peer, slot] {
-    const Status status = impl->disconnectPeer(peer);
-    slot->set(status.isOk() ? Result<std::monostate>(std::monostate{})
-                            : Result<std::monostate>(status));
-  });
-  if (!posted) return failedPrecondition("disconnect '" + peer + "': the channel is stopped");
-  slot->waitUntil(withSlack(deadlineIn(impl_->options_.readTimeout)));
-  slot->set(timedOut("disconnect '" + peer + "': no answer from the channel thread"));
-  return slot->waitUntil(Clock::now())->status();
+  auto slot = std::make_shared<ResultSlot<T>>();
+  const bool posted = post([work, slot] { slot->set(work()); });
+  if (!posted) return failedPrecondition(what + ": the channel is stopped");
+  slot->waitUntil(withSlack(deadlineIn(options_.readTimeout)));
+  slot->set(timedOut(what + ": no answer from the channel thread"));
+  return *slot->waitUntil(Clock::now());
+}
+
+Status ControlChannel::disconnect(const std::string& peer) {
+  return impl_
+      ->callOnChannelThread<std::monostate>(
+          [impl = impl_.get(), peer]() -> Result<std::monostate> {
+            const Status status = impl->disconnectPeer(peer);
+            if (!status.isOk()) return status;
+            return std::monostate{};
+          },
+          "disconnect '" + peer + "'")
+      .status();
+}
+
+Result<Clock::time_point> ControlChannel::lastHeardFrom(const std::string& peer) {
+  return impl_->callOnChannelThread<Clock::time_point>(
+      [impl = impl_.get(), peer] { return impl->lastHeardFromPeer(peer); },
+      "last heard from '" + peer + "'");
 }
 
 void ControlChannel::stop() {

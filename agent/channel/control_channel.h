@@ -164,6 +164,11 @@ class ControlChannel {
   // link has that name.
   Status disconnect(const std::string& peer);
 
+  // When a byte last arrived on an established link to `peer` (the latest, if it has
+  // several; a link counts from its establishment). NOT_FOUND when no established link has
+  // that name; FAILED_PRECONDITION once stopping.
+  Result<Clock::time_point> lastHeardFrom(const std::string& peer);
+
   // Closes the listener and every connection (established peers get a Goodbye, best
   // effort), fails pending connect() calls with CANCELLED, and joins the thread. Bounded
   // even when peers are silent. Idempotent. From a handler it begins the stop and returns.

@@ -35,7 +35,6 @@ namespace kvx::agent::channel {
 class ControlChannel::Impl {
  public:
   using MetadataSlot = ResultSlot<engine::PeerMetadata>;
-  using DoneSlot = ResultSlot<std::monostate>;
 
   Impl(ChannelOptions options, ChannelHandlers handlers);
 
@@ -111,6 +110,13 @@ class ControlChannel::Impl {
   void onClosed(std::uint64_t id, const Status& why);
   void broadcast(const std::vector<std::uint8_t>& update);
   Status disconnectPeer(const std::string& peer);
+  Result<Clock::time_point> lastHeardFromPeer(const std::string& peer) const;
+
+  // Runs `work` on the channel thread (at once when called on it) and returns its result:
+  // FAILED_PRECONDITION once stopping, TIMED_OUT when the thread does not answer within
+  // options_.readTimeout. `what` names the call in those errors.
+  template <typename T>
+  Result<T> callOnChannelThread(const std::function<Result<T>()>& work, const std::string& what);
 
   // ---- immutable after start ----
   const ChannelOptions options_;

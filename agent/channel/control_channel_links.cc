@@ -258,4 +258,15 @@ Status ControlChannel::Impl::disconnectPeer(const std::string& peer) {
   return Status::ok();
 }
 
+Result<Clock::time_point> ControlChannel::Impl::lastHeardFromPeer(const std::string& peer) const {
+  std::optional<Clock::time_point> latest;
+  for (const auto& [id, link] : links_) {
+    if (link.state != Link::State::kEstablished || link.peer != peer) continue;
+    const Clock::time_point heard = link.connection->lastReceived();
+    if (!latest || heard > *latest) latest = heard;
+  }
+  if (!latest) return notFound("no connected peer named " + quoteForError(peer));
+  return *latest;
+}
+
 }  // namespace kvx::agent::channel

@@ -97,6 +97,8 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   void close(Status why);
 
   bool isOpen() const { return state_ == State::kOpen; }
+  // When the last byte arrived (or liveness started, if later); on the strand, like the rest.
+  Deadline lastReceived() const { return lastReceived_; }
   const std::string& remoteAddress() const { return remoteAddress_; }
 
  private:
