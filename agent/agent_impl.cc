@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <thread>
+
 #include "agent/channel/auth_token.h"
 #include "agent/logging.h"
 
@@ -51,6 +53,10 @@ Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
   engineOptions.cancelGrace = impl->options.cancelGrace;
   engineOptions.maxOpsInFlight = impl->options.maxOpsInFlight;
   engineOptions.gpuPath = impl->options.gpuPath;
+  engineOptions.reopenGate = [self = impl.get()](const std::string& peer, Clock::time_point since,
+                                                 const std::function<bool()>& abandon) {
+    return self->awaitHeardFrom(peer, since, abandon);
+  };
   auto engine = engine::Engine::create(std::move(engineOptions));
   if (!engine.isOk()) return engine.status().withContext("agent '" + impl->options.name + "'");
   impl->engine = std::move(engine).value();
@@ -125,6 +131,22 @@ void Agent::Impl::onPeerDisconnected(const std::string& peer, const Status& why)
                        ? peerFailed("control link to '" + peer + "' lost: " + why.message())
                        : peerFailed("control link to '" + peer + "' lost: " + why.toString());
   engine->removePeer(peer, failure).ignore();
+}
+
+bool Agent::Impl::awaitHeardFrom(const std::string& peer, Clock::time_point since,
+                                 const std::function<bool()>& abandon) {
+  constexpr auto kPoll = std::chrono::milliseconds(10);
+  const Deadline deadline = since + options.peerTimeout + options.heartbeatInterval;
+  while (!abandon() && Clock::now() < deadline) {
+    {
+      std::lock_guard lock(channelUseMutex);
+      if (channelRetired || !channel) return false;
+      const Result<Clock::time_point> heard = channel->lastHeardFrom(peer);
+      if (heard.isOk() && *heard > since) return true;
+    }
+    std::this_thread::sleep_for(kPoll);
+  }
+  return false;
 }
 
 void Agent::Impl::onDataPathFailed(const std::string& peer, const Status& why) {

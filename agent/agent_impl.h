@@ -28,6 +28,11 @@ struct Agent::Impl {
   // The engine removed `peer` because its data path failed: drop its control link too, so
   // that both sides forget each other and a reconnect starts from a fresh handshake.
   void onDataPathFailed(const std::string& peer, const Status& why);
+  // The engine's ReopenGate: waits until a byte arrives from `peer` on its control link after
+  // `since`, until `abandon()`, or for peerTimeout plus a heartbeat interval (by then a
+  // silent peer has been declared failed).
+  bool awaitHeardFrom(const std::string& peer, Clock::time_point since,
+                      const std::function<bool()>& abandon);
 
   AgentOptions options;
   std::unique_ptr<engine::Engine> engine;

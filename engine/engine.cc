@@ -20,7 +20,9 @@ std::uint64_t randomIncarnation() {
 }  // namespace
 
 Engine::Engine(EngineOptions options)
-    : options_(std::move(options)), incarnation_(randomIncarnation()) {}
+    : options_(std::move(options)), incarnation_(randomIncarnation()) {
+  reopener_.setGate(options_.reopenGate);
+}
 
 Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   if (options.name.empty()) return invalidArgument("an agent needs a name");

@@ -61,6 +61,10 @@ struct EngineOptions {
   // Staging buffers for GPU memory the transport cannot move, on this side and, through
   // this agent's staging window, for peers.
   StagingOptions staging;
+  // Asked, before a reset of this engine's own opens a peer's next data-path link, to wait
+  // until the peer is heard from (link_reopener.h). Null: links reopen at once. The agent
+  // passes one that watches the peer's control link.
+  ReopenGate reopenGate;
 };
 
 class Engine {

@@ -1,5 +1,7 @@
 #include "engine/peer/link_reopener.h"
 
+#include <spdlog/spdlog.h>
+
 #include <utility>
 
 namespace kvx::engine {
@@ -24,6 +26,7 @@ void LinkReopener::stop() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
+    stopRequested_.store(true);
     thread = std::move(thread_);
   }
   wake_.notify_one();
@@ -38,11 +41,26 @@ void LinkReopener::run() {
     std::shared_ptr<RemotePeer> peer = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
+    awaitGate(*peer);
     // Its outcome reaches the peer's users through the link, or the peer's failure.
     peer->finishReset().ignore();
     peer.reset();
     lock.lock();
   }
+}
+
+void LinkReopener::awaitGate(const RemotePeer& peer) {
+  if (!gate_) return;
+  const Clock::time_point since = peer.resetStarted();
+  const bool heard = gate_(peer.name(), since, [this, &peer] {
+    return stopRequested_.load() || !peer.failure().isOk();
+  });
+  if (heard || !peer.failure().isOk() || stopRequested_.load()) return;
+  spdlog::warn(
+      "peer '{}': not heard from in the {} ms since its data path reset began; "
+      "opening the new endpoint anyway",
+      peer.name(),
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since).count());
 }
 
 }  // namespace kvx::engine

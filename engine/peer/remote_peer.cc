@@ -214,6 +214,11 @@ bool RemotePeer::beginReset(const std::string& reason, Deadline bound) {
   return true;
 }
 
+Clock::time_point RemotePeer::resetStarted() const {
+  std::lock_guard lock(mutex_);
+  return reopening_ ? reset_.started : Clock::time_point{};
+}
+
 Status RemotePeer::finishReset() {
   ResetInProgress reset;
   bool failed;

@@ -92,19 +92,22 @@ class RemotePeer {
   // beginReset force-closes the current link: its in-flight operations fail now, and the
   // close waits for the transport at most until `bound`, so what the reset fails is
   // reported within it. finishReset then opens the next link, which is not bounded (UCX
-  // opens it before returning; 1 s under heavy loss): run it off the caller's path
-  // (LinkReopener). Between the two, awaitLink() holds new transfers and notifications and
-  // linkWhenReady() defers its callers until the link is up; link() says it is being
-  // reopened. Notifications the close cancelled are sent again on the new link, once, each
-  // sender's completion reporting that resend; they may follow messages other threads sent
-  // on the new link meanwhile. The keys the old link had unpacked are unpacked again on the
-  // new one while `bound` lasts, the rest at their next transfer.
-  // beginReset returns true when the caller must call finishReset (exactly once); false when
-  // there was nothing to close: the peer failed, or another reset is already opening the
-  // next link (which is what this one would have done).
+  // connects before returning: a second under heavy loss, minutes toward a cut peer): run
+  // it off the caller's path, once the peer is heard from (LinkReopener). Between the two,
+  // awaitLink() holds new transfers and notifications and linkWhenReady() defers its
+  // callers until the link is up; link() says it is being reopened. Notifications the close
+  // cancelled are sent again on the new link, once, each sender's completion reporting that
+  // resend; they may follow messages other threads sent on the new link meanwhile. The keys
+  // the old link had unpacked are unpacked again on the new one while `bound` lasts, the
+  // rest at their next transfer.
+  // beginReset returns true when the caller must call finishReset (exactly once); false
+  // when there was nothing to close: the peer failed, or another reset is already opening
+  // the next link (which is what this one would have done).
   bool beginReset(const std::string& reason, Deadline bound);
   // Opens the next link (not when the peer failed meanwhile), resends, calls the deferred.
   Status finishReset();
+  // When the reset between beginReset and finishReset began; the clock's epoch when none is.
+  Clock::time_point resetStarted() const;
   // Both steps on the caller's thread.
   Status resetLink(const std::string& reason, Deadline bound);
   // Declares the peer failed: the link is closed and later calls fail with `why`.

@@ -5,7 +5,9 @@
 // resets its link to that target. Reads, so that the bytes that could land late would land
 // in the initiator's own buffer, which the test watches.
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "engine/engine.h"
@@ -19,8 +21,10 @@ namespace {
 constexpr auto kGrace = 400ms;
 constexpr std::size_t kBytes = 1 << 20;  // per transfer
 
-std::unique_ptr<Engine> makeEngine(const std::string& name, ProgressMode mode) {
+std::unique_ptr<Engine> makeEngine(const std::string& name, ProgressMode mode,
+                                   ReopenGate gate = nullptr) {
   EngineOptions options;
+  options.reopenGate = std::move(gate);
   options.name = name;
   options.transport = "ucx";
   options.transportOptions.transports = "tcp";
@@ -44,7 +48,8 @@ struct Target {
 };
 
 struct Initiator {
-  Initiator() : engine(makeEngine("initiator", ProgressMode::kThread)) {}
+  explicit Initiator(ReopenGate gate = nullptr)
+      : engine(makeEngine("initiator", ProgressMode::kThread, std::move(gate))) {}
 
   void addPeer(Target& target) {
     REQUIRE(engine->addOrUpdatePeer(target.engine->localMetadata()).isOk());
@@ -75,6 +80,41 @@ struct Initiator {
 
   std::unique_ptr<Engine> engine;
   std::vector<std::unique_ptr<std::vector<std::uint8_t>>> buffers;
+};
+
+// A ReopenGate the test opens by hand; it records what it was asked.
+struct ManualGate {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool open = false;
+  int calls = 0;
+  std::string peer;
+  Clock::time_point since{};
+  bool abandoned = false;
+
+  ReopenGate gate() {
+    return [this](const std::string& who, Clock::time_point from,
+                  const std::function<bool()>& abandon) {
+      std::unique_lock lock(mutex);
+      ++calls;
+      peer = who;
+      since = from;
+      const Deadline deadline = deadlineIn(20s);
+      while (!open && Clock::now() < deadline) {
+        if (abandon()) {
+          abandoned = true;
+          break;
+        }
+        changed.wait_for(lock, 5ms);
+      }
+      return open;
+    };
+  }
+  void openNow() {
+    std::lock_guard lock(mutex);
+    open = true;
+    changed.notify_all();
+  }
 };
 
 }  // namespace
@@ -214,4 +254,71 @@ TEST_CASE("a transfer interrupted by more resets than it may repost fails naming
   CHECK(failed.status.code() == StatusCode::kTransportError);
   CHECK(failed.status.message().find("reset its data path to 'target'") != std::string::npos);
   CHECK(failed.status.message().find("cancel of transfer(s)") != std::string::npos);
+}
+
+TEST_CASE("a reset opens the next link only once the gate says the peer was heard from",
+          "[engine][cancel]") {
+  ManualGate gate;
+  Target target("target");
+  Initiator initiator(gate.gate());
+  initiator.addPeer(target);
+  const TransferId bystander = initiator.postRead(target);
+  const TransferId stuck = initiator.postRead(target);
+  std::this_thread::sleep_for(100ms);
+  const auto cancelledAt = Clock::now();
+  REQUIRE(initiator.engine->cancel(stuck).isOk());
+
+  // The cancel returned with the old link closed; the next one waits for the gate.
+  std::this_thread::sleep_for(300ms);
+  {
+    std::lock_guard lock(gate.mutex);
+    CHECK(gate.calls == 1);
+    CHECK(gate.peer == "target");
+    CHECK(gate.since >= cancelledAt);  // the reset began in the cancel
+    CHECK(gate.since <= Clock::now());
+  }
+  const auto link = initiator.engine->peer("target").value()->link();
+  CHECK_FALSE(link.isOk());  // being reopened: no link yet
+  CHECK(initiator.engine->poll(bystander).state == TransferState::kPending);
+
+  gate.openNow();
+  const Deadline deadline = deadlineIn(10s);
+  while (initiator.engine->poll(bystander).state == TransferState::kPending &&
+         Clock::now() < deadline) {
+    target.engine->progress();
+  }
+  const Status done = initiator.engine->wait(bystander, Clock::now());
+  INFO(done.toString());
+  CHECK(done.isOk());
+  CHECK(*initiator.buffers[0] == std::vector<std::uint8_t>(kBytes, 0x5a));
+}
+
+TEST_CASE("a peer removed while its reset waits at the gate gets no new link", "[engine][cancel]") {
+  ManualGate gate;
+  Target target("target");
+  Initiator initiator(gate.gate());
+  initiator.addPeer(target);
+  const std::shared_ptr<RemotePeer> peer = initiator.engine->peer("target").value();
+  const TransferId bystander = initiator.postRead(target);
+  const TransferId stuck = initiator.postRead(target);
+  std::this_thread::sleep_for(100ms);
+  REQUIRE(initiator.engine->cancel(stuck).isOk());
+
+  REQUIRE(initiator.engine->removePeer("target", peerFailed("target went silent")).isOk());
+  const Deadline deadline = deadlineIn(5s);
+  while (Clock::now() < deadline) {
+    std::lock_guard lock(gate.mutex);
+    if (gate.abandoned) break;
+  }
+  {
+    std::lock_guard lock(gate.mutex);
+    CHECK(gate.abandoned);
+  }
+  const Status bystanderEnd = initiator.engine->wait(bystander, deadlineIn(5s));
+  INFO(bystanderEnd.toString());
+  CHECK(bystanderEnd.code() == StatusCode::kPeerFailed);
+  // The failure stays the removal's: no reconnect was tried.
+  const auto link = peer->awaitLink();
+  INFO(link.status().toString());
+  CHECK(link.status().message().find("target went silent") != std::string::npos);
 }
