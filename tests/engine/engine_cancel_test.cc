@@ -73,6 +73,15 @@ struct Initiator {
     return id;
   }
 
+  // Progresses the target until transfer `id` ends (10 s at most); returns how it ended.
+  Status serveUntilEnded(Target& target, TransferId id) {
+    const Deadline deadline = deadlineIn(10s);
+    while (engine->poll(id).state == TransferState::kPending && Clock::now() < deadline) {
+      target.engine->progress();
+    }
+    return engine->wait(id, Clock::now());
+  }
+
   std::uint64_t linkEpoch(const std::string& peer) {
     // The link a reset opens, once it is open.
     return engine->peer(peer).value()->awaitLink().value()->epoch();
@@ -216,12 +225,7 @@ TEST_CASE("a transfer the reset of another one's cancel interrupts is posted aga
   CHECK(during.state == TransferState::kPending);
 
   // Posted again on the new link, it completes once the target answers, with every byte.
-  const Deadline deadline = deadlineIn(10s);
-  while (initiator.engine->poll(bystander).state == TransferState::kPending &&
-         Clock::now() < deadline) {
-    target.engine->progress();
-  }
-  const Status done = initiator.engine->wait(bystander, Clock::now());
+  const Status done = initiator.serveUntilEnded(target, bystander);
   INFO(done.toString());
   CHECK(done.isOk());
   const std::vector<std::uint8_t> expected(kBytes, 0x5a);
@@ -282,12 +286,7 @@ TEST_CASE("a reset opens the next link only once the gate says the peer was hear
   CHECK(initiator.engine->poll(bystander).state == TransferState::kPending);
 
   gate.openNow();
-  const Deadline deadline = deadlineIn(10s);
-  while (initiator.engine->poll(bystander).state == TransferState::kPending &&
-         Clock::now() < deadline) {
-    target.engine->progress();
-  }
-  const Status done = initiator.engine->wait(bystander, Clock::now());
+  const Status done = initiator.serveUntilEnded(target, bystander);
   INFO(done.toString());
   CHECK(done.isOk());
   CHECK(*initiator.buffers[0] == std::vector<std::uint8_t>(kBytes, 0x5a));
