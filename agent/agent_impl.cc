@@ -53,10 +53,12 @@ Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
   engineOptions.cancelGrace = impl->options.cancelGrace;
   engineOptions.maxOpsInFlight = impl->options.maxOpsInFlight;
   engineOptions.gpuPath = impl->options.gpuPath;
-  engineOptions.reopenGate = [self = impl.get()](const std::string& peer, Clock::time_point since,
-                                                 const std::function<bool()>& abandon) {
+  engineOptions.reopenGate.wait = [self = impl.get()](const std::string& peer,
+                                                      Clock::time_point since,
+                                                      const std::function<bool()>& abandon) {
     return self->awaitHeardFrom(peer, since, abandon);
   };
+  engineOptions.reopenGate.longest = impl->heardFromWait();
   auto engine = engine::Engine::create(std::move(engineOptions));
   if (!engine.isOk()) return engine.status().withContext("agent '" + impl->options.name + "'");
   impl->engine = std::move(engine).value();
@@ -136,7 +138,7 @@ void Agent::Impl::onPeerDisconnected(const std::string& peer, const Status& why)
 bool Agent::Impl::awaitHeardFrom(const std::string& peer, Clock::time_point since,
                                  const std::function<bool()>& abandon) {
   constexpr auto kPoll = std::chrono::milliseconds(10);
-  const Deadline deadline = since + options.peerTimeout + options.heartbeatInterval;
+  const Deadline deadline = since + heardFromWait();
   while (!abandon() && Clock::now() < deadline) {
     {
       std::lock_guard lock(channelUseMutex);

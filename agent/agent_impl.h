@@ -33,6 +33,7 @@ struct Agent::Impl {
   // silent peer has been declared failed).
   bool awaitHeardFrom(const std::string& peer, Clock::time_point since,
                       const std::function<bool()>& abandon);
+  Clock::duration heardFromWait() const { return options.peerTimeout + options.heartbeatInterval; }
 
   AgentOptions options;
   std::unique_ptr<engine::Engine> engine;

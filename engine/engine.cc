@@ -188,11 +188,12 @@ Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
   const std::uint64_t incarnation = metadata.incarnation;
   const std::vector<RegionMetadata> regions = metadata.regions;
   const StagingWindowMetadata window = metadata.stagingWindow;
-  KVX_ASSIGN_OR_RETURN(auto peer,
-                       RemotePeer::connect(*transport_, std::move(metadata),
-                                           [this, peerName, incarnation](const Status& why) {
-                                             onDataPathFailed(peerName, incarnation, why);
-                                           }));
+  KVX_ASSIGN_OR_RETURN(auto peer, RemotePeer::connect(
+                                      *transport_, std::move(metadata),
+                                      [this, peerName, incarnation](const Status& why) {
+                                        onDataPathFailed(peerName, incarnation, why);
+                                      },
+                                      RemotePeer::kReopenWait + options_.reopenGate.longest));
   std::shared_ptr<RemotePeer> redundant;  // closed outside the lock
   bool joined = true;
   {

@@ -52,7 +52,7 @@ void LinkReopener::run() {
 void LinkReopener::awaitGate(const RemotePeer& peer) {
   if (!gate_) return;
   const Clock::time_point since = peer.resetStarted();
-  const bool heard = gate_(peer.name(), since, [this, &peer] {
+  const bool heard = gate_.wait(peer.name(), since, [this, &peer] {
     return stopRequested_.load() || !peer.failure().isOk();
   });
   if (heard || !peer.failure().isOk() || stopRequested_.load()) return;

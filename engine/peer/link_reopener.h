@@ -29,11 +29,21 @@
 
 namespace kvx::engine {
 
-// Waits until `peer` has been heard from after `since`, or until there is no point in
-// waiting: `abandon()` returns true (the peer failed, the engine stops), or the gate's own
-// deadline passed. Returns whether the peer was heard from. Called on the reopener's thread.
-using ReopenGate = std::function<bool(const std::string& peer, Clock::time_point since,
-                                      const std::function<bool()>& abandon)>;
+// Waits until a peer has been heard from after a reset began, before its next link opens.
+struct ReopenGate {
+  // Waits until `peer` has been heard from after `since`, or until there is no point in
+  // waiting: `abandon()` returns true (the peer failed, the engine stops), or `longest`
+  // passed since `since`. Returns whether the peer was heard from. Called on the reopener's
+  // thread.
+  std::function<bool(const std::string& peer, Clock::time_point since,
+                     const std::function<bool()>& abandon)>
+      wait;
+  // The longest `wait` takes; transfers waiting for the reset's link (RemotePeer::awaitLink)
+  // wait this much longer than they would without a gate.
+  Clock::duration longest{};
+
+  explicit operator bool() const { return static_cast<bool>(wait); }
+};
 
 class LinkReopener {
  public:

@@ -14,21 +14,23 @@
 namespace kvx::engine {
 
 RemotePeer::RemotePeer(Transport& transport, PeerMetadata metadata,
-                       LinkFailureHandler onLinkFailure)
+                       LinkFailureHandler onLinkFailure, Clock::duration reopenWait)
     : transport_(transport),
       name_(std::move(metadata.name)),
       incarnation_(metadata.incarnation),
       dataAddress_(std::move(metadata.dataAddress)),
-      onLinkFailure_(std::move(onLinkFailure)) {}
+      onLinkFailure_(std::move(onLinkFailure)),
+      reopenWait_(reopenWait) {}
 
 RemotePeer::~RemotePeer() = default;
 
 Result<std::shared_ptr<RemotePeer>> RemotePeer::connect(Transport& transport, PeerMetadata metadata,
-                                                        LinkFailureHandler onLinkFailure) {
+                                                        LinkFailureHandler onLinkFailure,
+                                                        Clock::duration reopenWait) {
   std::vector<RegionMetadata> regions = metadata.regions;
   const StagingWindowMetadata window = metadata.stagingWindow;
   std::shared_ptr<RemotePeer> peer(
-      new RemotePeer(transport, std::move(metadata), std::move(onLinkFailure)));
+      new RemotePeer(transport, std::move(metadata), std::move(onLinkFailure), reopenWait));
   peer->self_ = peer;
   peer->updateRegions(regions);
   peer->updateStagingWindow(window);
@@ -138,10 +140,13 @@ void RemotePeer::updateRegions(const std::vector<RegionMetadata>& regions) {
 Result<std::shared_ptr<PeerLink>> RemotePeer::awaitLink() const {
   {
     std::unique_lock lock(mutex_);
-    if (!linkReady_.wait_until(lock, Clock::now() + kReopenWait,
+    if (!linkReady_.wait_until(lock, Clock::now() + reopenWait_,
                                [this] { return !reopening_ || !failure_.isOk(); })) {
-      return timedOut("the data path to peer '" + name_ + "' was not reopened within " +
-                      std::to_string(kReopenWait.count()) + " s of a reset");
+      return timedOut(
+          "the data path to peer '" + name_ + "' was not reopened within " +
+          std::to_string(
+              std::chrono::duration_cast<std::chrono::milliseconds>(reopenWait_).count()) +
+          " ms of a reset");
     }
   }
   return link();

@@ -32,9 +32,15 @@ class RemotePeer {
   // closed, nor after fail().
   using LinkFailureHandler = std::function<void(const Status& why)>;
 
-  // Connects a data-path endpoint to the peer described by `metadata`.
+  // How long awaitLink() waits for a reset to open the next link, once it may open it.
+  static constexpr std::chrono::seconds kReopenWait{5};
+
+  // Connects a data-path endpoint to the peer described by `metadata`. awaitLink() waits
+  // `reopenWait` for a reset: kReopenWait plus however long the reset may wait before it
+  // opens the link (the engine's ReopenGate::longest).
   static Result<std::shared_ptr<RemotePeer>> connect(Transport& transport, PeerMetadata metadata,
-                                                     LinkFailureHandler onLinkFailure = nullptr);
+                                                     LinkFailureHandler onLinkFailure = nullptr,
+                                                     Clock::duration reopenWait = kReopenWait);
   ~RemotePeer();
 
   const std::string& name() const { return name_; }
@@ -68,17 +74,15 @@ class RemotePeer {
                    std::string what);
   static constexpr std::size_t kMaxDeferred = 65536;
 
-  // How long awaitLink() waits for a reset to open the next link.
-  static constexpr std::chrono::seconds kReopenWait{5};
-
   // The current link; fails with PEER_FAILED once the peer was declared failed, and with
   // TRANSPORT_ERROR while a reset is opening the next one (for the progress thread, which
   // must not wait: what it would send then was meant for the closed link).
   Result<std::shared_ptr<PeerLink>> link() const;
-  // The current link, waiting up to kReopenWait for a reset in progress to open it
+  // The current link, waiting up to reopenWait for a reset in progress to open it
   // (TIMED_OUT after that): for what cannot wait asynchronously (a staged transfer's start,
   // unpacking keys). Transfers and notifications wait with linkWhenReady and sendOwned.
   Result<std::shared_ptr<PeerLink>> awaitLink() const;
+  Clock::duration reopenWait() const { return reopenWait_; }
   // The current link without waiting, for the progress thread: while a reset opens the
   // next link, null, and `onReady` runs once that reset ended (whatever its outcome), on
   // the resetting thread with no RemotePeer lock held; otherwise as link(), and `onReady` is
@@ -117,7 +121,8 @@ class RemotePeer {
   std::string dataPathDescription() const;
 
  private:
-  RemotePeer(Transport& transport, PeerMetadata metadata, LinkFailureHandler onLinkFailure);
+  RemotePeer(Transport& transport, PeerMetadata metadata, LinkFailureHandler onLinkFailure,
+             Clock::duration reopenWait);
   Result<std::shared_ptr<PeerLink>> openLink();
   void onLinkFailed(std::uint64_t epoch, const Status& why);
   // Sends `messages` (cancelled by a reset) on `next`, or fails them when there is none.
@@ -131,6 +136,7 @@ class RemotePeer {
   const std::uint64_t incarnation_;
   const std::vector<std::uint8_t> dataAddress_;
   const LinkFailureHandler onLinkFailure_;
+  const Clock::duration reopenWait_;
   std::weak_ptr<RemotePeer> self_;  // for the endpoints' error handlers
 
   mutable std::mutex mutex_;

@@ -180,7 +180,7 @@ Status Transfer::start(MemoryRegistry& registry, FinishedCallback onFinished) {
   }
   // While a reset of ours opens the peer's next link, the transfer waits for it without
   // holding up the caller: advance() attaches the link once it is up. A staged transfer
-  // builds its runs on the link, so it waits here (at most RemotePeer::kReopenWait).
+  // builds its runs on the link, so it waits here (at most the peer's reopen wait).
   bool awaitingLink = false;
   if (staged()) {
     KVX_RETURN_IF_ERROR(refreshKeys());

@@ -22,7 +22,7 @@ constexpr auto kGrace = 400ms;
 constexpr std::size_t kBytes = 1 << 20;  // per transfer
 
 std::unique_ptr<Engine> makeEngine(const std::string& name, ProgressMode mode,
-                                   ReopenGate gate = nullptr) {
+                                   ReopenGate gate = {}) {
   EngineOptions options;
   options.reopenGate = std::move(gate);
   options.name = name;
@@ -48,7 +48,7 @@ struct Target {
 };
 
 struct Initiator {
-  explicit Initiator(ReopenGate gate = nullptr)
+  explicit Initiator(ReopenGate gate = {})
       : engine(makeEngine("initiator", ProgressMode::kThread, std::move(gate))) {}
 
   void addPeer(Target& target) {
@@ -101,14 +101,17 @@ struct ManualGate {
   Clock::time_point since{};
   bool abandoned = false;
 
+  static constexpr auto kLongest = 20s;
   ReopenGate gate() {
-    return [this](const std::string& who, Clock::time_point from,
-                  const std::function<bool()>& abandon) {
+    ReopenGate gate;
+    gate.longest = kLongest;
+    gate.wait = [this](const std::string& who, Clock::time_point from,
+                       const std::function<bool()>& abandon) {
       std::unique_lock lock(mutex);
       ++calls;
       peer = who;
       since = from;
-      const Deadline deadline = deadlineIn(20s);
+      const Deadline deadline = from + kLongest;
       while (!open && Clock::now() < deadline) {
         if (abandon()) {
           abandoned = true;
@@ -118,6 +121,7 @@ struct ManualGate {
       }
       return open;
     };
+    return gate;
   }
   void openNow() {
     std::lock_guard lock(mutex);
@@ -281,8 +285,10 @@ TEST_CASE("a reset opens the next link only once the gate says the peer was hear
     CHECK(gate.since >= cancelledAt);  // the reset began in the cancel
     CHECK(gate.since <= Clock::now());
   }
-  const auto link = initiator.engine->peer("target").value()->link();
-  CHECK_FALSE(link.isOk());  // being reopened: no link yet
+  const std::shared_ptr<RemotePeer> peer = initiator.engine->peer("target").value();
+  CHECK_FALSE(peer->link().isOk());  // being reopened: no link yet
+  // What waits for the link waits out the gate, and then the open.
+  CHECK(peer->reopenWait() == RemotePeer::kReopenWait + ManualGate::kLongest);
   CHECK(initiator.engine->poll(bystander).state == TransferState::kPending);
 
   gate.openNow();

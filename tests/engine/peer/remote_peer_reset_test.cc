@@ -115,13 +115,14 @@ struct Message final : Completion {
   }
 };
 
-std::shared_ptr<RemotePeer> connectPeer(HoldingTransport& transport) {
+std::shared_ptr<RemotePeer> connectPeer(HoldingTransport& transport,
+                                        Clock::duration reopenWait = RemotePeer::kReopenWait) {
   PeerMetadata metadata;
   metadata.name = "decode";
   metadata.incarnation = 7;
   metadata.transport = "holding";
   metadata.dataAddress = {2};
-  auto peer = RemotePeer::connect(transport, metadata);
+  auto peer = RemotePeer::connect(transport, metadata, nullptr, reopenWait);
   REQUIRE(peer.isOk());
   REQUIRE(transport.endpoints.size() == 1);
   return *peer;
@@ -248,6 +249,34 @@ TEST_CASE("a reset closes the old link before it opens the next; new work waits 
   (**awaited)->endpoint().sendMessage(later.header, later.bytes(), &later);
   REQUIRE(transport.endpoints[1]->sent.size() == 2);
   CHECK(transport.endpoints[1]->sent[1].payload == "ready r2");
+  peer->fail(peerFailed("test over"));
+}
+
+TEST_CASE("awaitLink waits the peer's reopen wait for a reset's link, then times out", "[peer]") {
+  HoldingTransport transport;
+  auto peer = connectPeer(transport, 300ms);
+  REQUIRE(peer->beginReset("a cancel", Clock::now() + 200ms));
+
+  // Nothing opens the next link: the wait ends at the peer's bound, not kReopenWait's.
+  const auto started = Clock::now();
+  const auto timedOutLink = peer->awaitLink();
+  const auto waited = Clock::now() - started;
+  REQUIRE_FALSE(timedOutLink.isOk());
+  CHECK(timedOutLink.status().code() == StatusCode::kTimedOut);
+  CHECK_THAT(timedOutLink.status().message(), Catch::Contains("within 300 ms"));
+  CHECK(waited >= 300ms);
+  CHECK(waited < RemotePeer::kReopenWait);
+
+  // A link that opens within the bound is what the waiter gets.
+  std::optional<Result<std::shared_ptr<PeerLink>>> awaited;
+  std::thread waiter([&] { awaited = peer->awaitLink(); });
+  std::this_thread::sleep_for(100ms);
+  REQUIRE(peer->finishReset().isOk());
+  waiter.join();
+  REQUIRE(awaited.has_value());
+  REQUIRE(awaited->isOk());
+  CHECK((**awaited)->epoch() == 2);  // the link the reset opened
+  CHECK(transport.endpoints.size() == 2);
   peer->fail(peerFailed("test over"));
 }
 
