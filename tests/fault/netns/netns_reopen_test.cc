@@ -1,8 +1,4 @@
-// kvx-test-labels: fault multiprocess slow
-// Not in the default run (label slow): about one run in six the prefill agent crashes with
-// SIGSEGV inside UCX's tcp progress soon after the link returns and it reconnects (open in
-// docs/reliability.md, "Cut during a reset"). Run it with
-// `ctest -L slow -R netns_reopen --repeat until-fail:6`.
+// kvx-test-labels: fault multiprocess
 // A data-path link reset toward a cut peer must not hold up the agent's other peers. The
 // prefill agent (in-process, in one network namespace) moves requests to two decode agents:
 // "decode" across the veth pair, and "near", a second `kvx agent --role decode --verify` in
@@ -15,6 +11,11 @@
 // from again on its control link; a cut peer is declared failed first and gets none.
 // Meanwhile requests to "near" must complete and verify as before. Then the link returns and
 // the same prefill agent connects to "decode" again and moves a verified request.
+//
+// The prefill agent stops before the decode agents. In the other order UCX 1.13.1 crashes
+// the prefill agent in about one run in four (a use-after-free in its tcp transport's event
+// dispatch, docs/reliability.md "Peer exit after a cut-time reset"); the hidden case
+// "[ucx-exit-crash]" reproduces that.
 #include "tests/fault/netns/netns_fixture.h"
 
 using namespace kvx;
@@ -32,6 +33,12 @@ constexpr auto kNearBound = 10s;
 
 TEST_CASE("reopening a cut peer's data path does not stall transfers to other peers", "[fault]") {
   runPrefillSide("netns reopen: prefill side");
+}
+
+// Not run by default: fails (the prefill side dies of SIGSEGV) in about one run in four.
+TEST_CASE("UCX 1.13.1 crash: the cut peer exits while the prefill agent still runs",
+          "[.][ucx-exit-crash]") {
+  runPrefillSide("netns reopen: prefill side", {"KVX_REOPEN_DECODE_EXITS_FIRST=1"});
 }
 
 TEST_CASE("netns reopen: prefill side", "[.]") {
@@ -90,6 +97,7 @@ TEST_CASE("netns reopen: prefill side", "[.]") {
   INFO("reconnecting after the cut: " << lastError);
   REQUIRE(attempts > 0);
   (void)moveVerified(p, far, "after", 4);
+  if (std::getenv("KVX_REOPEN_DECODE_EXITS_FIRST") == nullptr) created->reset();
 
   const nlohmann::json farStats = stopAndCheckDecode(far);
   const nlohmann::json nearStats = stopAndCheckDecode(near);

@@ -74,6 +74,7 @@ inline CommandResult runCommand(std::vector<std::string> argv, std::chrono::mill
     ::dup2(fds[1], STDERR_FILENO);
     const int devNull = ::open("/dev/null", O_RDONLY);
     if (devNull >= 0) ::dup2(devNull, STDIN_FILENO);
+    ::close_range(3, ~0U, 0);  // the agent's sockets (UCX's lack CLOEXEC) stay with it
     ::execvp(cargv[0], cargv.data());
     ::_exit(127);
   }
@@ -113,6 +114,7 @@ inline CommandResult runInheritingOutput(const std::string& path, std::vector<st
   const pid_t pid = ::fork();
   if (pid < 0) return result;
   if (pid == 0) {
+    ::close_range(3, ~0U, 0);  // as in runCommand
     ::execve(path.c_str(), cargv.data(), cenv.data());
     ::_exit(127);
   }
