@@ -12,8 +12,8 @@
 // Meanwhile requests to "near" must complete and verify as before. Then the link returns and
 // the same prefill agent connects to "decode" again and moves a verified request.
 //
-// The prefill agent stops before the decode agents. In the other order UCX 1.13.1 crashes
-// the prefill agent in about one run in four (a use-after-free in its tcp transport's event
+// The prefill agent stops before the decode agents. In the other order UCX 1.13.1 crashed
+// the prefill agent in 5 runs of 12 (a use-after-free in its tcp transport's event
 // dispatch, docs/reliability.md "Peer exit after a cut-time reset"); the hidden case
 // "[ucx-exit-crash]" reproduces that.
 #include "tests/fault/netns/netns_fixture.h"
@@ -35,7 +35,7 @@ TEST_CASE("reopening a cut peer's data path does not stall transfers to other pe
   runPrefillSide("netns reopen: prefill side");
 }
 
-// Not run by default: fails (the prefill side dies of SIGSEGV) in about one run in four.
+// Not run by default: fails (the prefill side dies of SIGSEGV) in about one run in three.
 TEST_CASE("UCX 1.13.1 crash: the cut peer exits while the prefill agent still runs",
           "[.][ucx-exit-crash]") {
   runPrefillSide("netns reopen: prefill side", {"KVX_REOPEN_DECODE_EXITS_FIRST=1"});
