@@ -92,10 +92,7 @@ TEST_CASE("netns cut: prefill side", "[.]") {
   for (const std::string& id : after) (void)moveVerified(p, decode, id, 4);
   const auto moved = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - movedAt);
 
-  // The prefill agent stops first: the decode agent exiting while it runs can crash it
-  // inside UCX 1.13.1 after a forced close during the cut (docs/reliability.md, "Peer exit
-  // after a cut-time reset").
-  created->reset();
+  stopPrefillFirst(*created);
   const nlohmann::json stats = stopAndCheckDecode(decode);
   const bool bulkArrived = arrived(decode, "cut-bulk");
   CHECK(stats["arrivals"] == 1 + after.size() + (bulkArrived ? 1 : 0));

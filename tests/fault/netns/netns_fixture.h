@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -140,6 +141,11 @@ inline void restoreLink(const NetnsNames& n) {
   INFO("nft delete table inet kvx_fault: " << r.output);
   REQUIRE(r.ok());
 }
+
+// Stops the in-process prefill agent; call it before stopping the decode agents. A decode agent
+// exiting while the prefill agent runs can crash it inside UCX 1.13.1 once the prefill agent
+// force-closed a link during a cut (docs/reliability.md, "Peer exit after a cut-time reset").
+inline void stopPrefillFirst(std::unique_ptr<KvAgent>& prefill) { prefill.reset(); }
 
 // Checks the decode agent's account once it stopped: nothing corrupt, every block it received
 // verified, every block back in its pool; returns its STATS.

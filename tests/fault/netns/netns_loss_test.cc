@@ -170,10 +170,7 @@ TEST_CASE("netns loss: prefill side", "[.]") {
   REQUIRE(fault::waitForLog(decode, "arrival after ", 10s));
   REQUIRE(fault::waitPoolFree(p, deadlineIn(5s)));
 
-  // The prefill agent stops first: the decode agent exiting while it runs can crash it
-  // inside UCX 1.13.1 after a forced close during the cut (docs/reliability.md, "Peer exit
-  // after a cut-time reset").
-  created->reset();
+  stopPrefillFirst(*created);
   const nlohmann::json stats = stopAndCheckDecode(decode);
   for (const std::string& id : released) {
     INFO(id << " was released on the prefill side");
