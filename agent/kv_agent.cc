@@ -70,6 +70,7 @@ KvPoolUsage KvAgent::usage() const {
         u.largestFreeExtent = stats.largestFreeExtent;
         if (impl_->decode) u.cachedPrefixBlocks = impl_->decode->prefixCache().cachedBlocks();
         u.peersReadyCpuNs = impl_->port->readyCpuTotalNs();
+        if (impl_->canary) u.lateWrites = impl_->canary->lateWrites();
         return u;
       },
       impl_->callDeadline());

@@ -25,12 +25,19 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
   impl->allocator = std::make_unique<agent::kv::BlockAllocator>(impl->pool->info().blocks);
   KVX_ASSIGN_OR_RETURN(impl->port, AgentKvPort::create(*impl->agent, *impl->pool));
   std::weak_ptr<LoopGuard> weakGuard = impl->guard;
+  if (options.role == KvRole::kDecode && options.checkFreeBlocks) {
+    KVX_ASSIGN_OR_RETURN(impl->canary, agent::kv::FreeBlockCanary::create(*impl->pool));
+    spdlog::info(
+        "{}: checking free blocks for late writes (each freed block is filled, then "
+        "checked when placed again and at shutdown)",
+        options.agent.name);
+  }
   impl->context = std::make_unique<SideContext>(SideContext{
       options.agent.name, *impl->port, impl->pool->description(), *impl->allocator, impl->board,
       [weakGuard](std::function<void()> task) {
         if (auto g = weakGuard.lock()) g->post(std::move(task));
       },
-      options});
+      options, impl->canary.get()});
   if (options.role == KvRole::kPrefill) {
     impl->prefill = std::make_unique<PrefillSide>(*impl->context);
   } else {
@@ -88,6 +95,7 @@ KvAgent::Impl::~Impl() {
   port.reset();
   prefill.reset();
   decode.reset();
+  canary.reset();
   pool.reset();
   agent.reset();
 }
@@ -126,7 +134,20 @@ Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
     }
     return false;
   };
-  if (wait(deadline)) return Status::ok();
+  // With a canary, every block still free is checked once more: a late write into a block
+  // that was never handed out again shows here.
+  auto sweep = [this] {
+    (void)loop->callStatus(
+        [this] {
+          if (decode) decode->checkFreeBlocks();
+          return Status::ok();
+        },
+        callDeadline());
+  };
+  if (wait(deadline)) {
+    sweep();
+    return Status::ok();
+  }
   (void)loop->callStatus(
       [this, reason] {
         const Status why = cancelled(reason);
@@ -139,6 +160,7 @@ Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
   if (!wait(std::max(deadline, Clock::now()) + std::chrono::seconds(1))) {
     spdlog::warn("{}: {} requests still live at shutdown", options.agent.name, live().valueOr(0));
   }
+  sweep();
   board.wakeAll();
   return Status::ok();
 }

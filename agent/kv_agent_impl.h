@@ -16,6 +16,7 @@
 #include "agent/handoff/request_board.h"
 #include "agent/handoff/task_loop.h"
 #include "agent/kv/block_allocator.h"
+#include "agent/kv/free_block_canary.h"
 #include "agent/kv/kv_pool.h"
 #include "agent/peer_reconnector.h"
 #include "kvx/kv_agent.h"
@@ -89,6 +90,7 @@ struct KvAgent::Impl {
   std::unique_ptr<Agent> agent;
   std::unique_ptr<agent::kv::KvPool> pool;
   std::unique_ptr<agent::kv::BlockAllocator> allocator;
+  std::unique_ptr<agent::kv::FreeBlockCanary> canary;  // decode with checkFreeBlocks
   std::unique_ptr<agent::handoff::AgentKvPort> port;
   agent::handoff::RequestBoard board;
   std::unique_ptr<agent::handoff::SideContext> context;

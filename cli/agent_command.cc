@@ -94,7 +94,8 @@ int runDecode(KvAgent& agent, const AgentConfig& config, const TpPlan& tp, StopS
               {"errors", d.errors},
               {"verify", config.verify},
               {"totalBlocks", usage.totalBlocks},
-              {"freeBlocks", usage.freeBlocks}},
+              {"freeBlocks", usage.freeBlocks},
+              {"lateWrites", usage.lateWrites}},
              agent);
   return 0;
 }

@@ -182,6 +182,8 @@ Result<KvAgentOptions> toKvAgentOptions(const AgentConfig& c) {
   options.leaseTimeout = std::chrono::milliseconds(c.leaseMs);
   options.maxInFlightBytesPerPeer = c.maxInflightBytes;
   options.prefixCacheBlocks = c.prefixCacheBlocks;
+  // --verify also checks that nothing writes into a block while it is free (host pools).
+  options.checkFreeBlocks = c.verify && options.pool.kind == MemoryKind::kHost;
 
   KVX_ASSIGN_OR_RETURN(std::string model, modelText(c.model));
   options.pool.model = model;

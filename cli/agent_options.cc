@@ -185,7 +185,9 @@ void addAgentOptions(CLI::App& app, AgentConfig& c) {
 
   const std::string decode = "Decode";
   addFlag(app, "--verify", c.verify,
-          "check every block of every arrival against the content prefill agents write", decode);
+          "check every block of every arrival against the content prefill agents write, and "
+          "(host pools) that no transfer writes into a block while it is free",
+          decode);
 
   WorkloadConfig& w = c.workload;
   const std::string workload = "Prefill workload";

@@ -224,7 +224,7 @@ Status DecodeSide::release(const std::string& id) {
 Status DecodeSide::dropPrefixCache() {
   const auto evicted = cache_.evictAll();
   if (evicted.empty()) return Status::ok();
-  Status freed = context_.allocator.free(evicted);
+  Status freed = freeBlocks(evicted);
   broadcastCapacity();
   return freed;
 }

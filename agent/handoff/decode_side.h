@@ -56,6 +56,8 @@ class DecodeSide {
   std::size_t liveRequests() const { return groups_.size(); }
   // Free blocks plus unpinned prefix-cache blocks (evicted on demand): what we report.
   std::uint64_t availableBlocks() const;
+  // With a canary: checks every free block now, logging each late write found.
+  void checkFreeBlocks();
   const kv::PrefixCache& prefixCache() const { return cache_; }
 
  private:
@@ -112,6 +114,13 @@ class DecodeSide {
   void maybeFinishPart(const PartKey& key);
   void maybeFinishGroup(const std::string& id);
   void returnBlocks(Group& g, bool keepPrefixes);
+  // Gives `extents` back to the allocator (filling them for the canary first, if any).
+  Status freeBlocks(std::span<const kv::BlockExtent> extents);
+  // Takes `count` blocks from the allocator for request `id`; with a canary, logs every
+  // block found written while it was free.
+  Result<std::vector<kv::BlockExtent>> takeBlocks(std::uint64_t count, const std::string& id);
+  // With a canary: checks `extents` (free until now), logging each block written meanwhile.
+  void reportLateWrites(std::span<const kv::BlockExtent> extents, const std::string& when);
   void broadcastCapacity();
   void publish(Group& g);
   Group* findGroup(const std::string& id);

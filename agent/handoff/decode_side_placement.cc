@@ -122,10 +122,10 @@ Result<DecodeSide::Group*> DecodeSide::createGroup(const std::string& peer, cons
   const std::uint64_t need = blocks - prefixBlocks;
   if (need > context_.allocator.freeBlocks()) {
     const auto evicted = cache_.evict(need - context_.allocator.freeBlocks());
-    if (!evicted.empty()) (void)context_.allocator.free(evicted);
+    if (!evicted.empty()) (void)freeBlocks(evicted);
   }
   if (need > 0) {
-    auto allocated = context_.allocator.allocate(need);
+    auto allocated = takeBlocks(need, m.groupId());
     if (!allocated.isOk()) {
       if (!g.pinnedHashes.empty()) (void)cache_.release(g.pinnedHashes);
       return allocated.status();
@@ -180,7 +180,7 @@ void DecodeSide::returnBlocks(Group& g, bool keepPrefixes) {
   auto rest = kv::compressBlocks(std::span<const std::uint64_t>(own).subspan(used));
   toFree.insert(toFree.end(), rest.begin(), rest.end());
   if (!toFree.empty()) {
-    Status freed = context_.allocator.free(toFree);
+    Status freed = freeBlocks(toFree);
     if (!freed.isOk()) {
       spdlog::error("{}: freeing the blocks of '{}': {}", context_.name, g.view.id,
                     freed.toString());
@@ -188,6 +188,38 @@ void DecodeSide::returnBlocks(Group& g, bool keepPrefixes) {
   }
   g.ownExtents.clear();
   g.pinnedHashes.clear();
+}
+
+Status DecodeSide::freeBlocks(std::span<const kv::BlockExtent> extents) {
+  if (context_.canary != nullptr) context_.canary->fill(extents);
+  return context_.allocator.free(extents);
+}
+
+Result<std::vector<kv::BlockExtent>> DecodeSide::takeBlocks(std::uint64_t count,
+                                                            const std::string& id) {
+  auto taken = context_.allocator.allocate(count);
+  if (taken.isOk()) reportLateWrites(*taken, "when placing '" + id + "'");
+  return taken;
+}
+
+void DecodeSide::checkFreeBlocks() {
+  if (context_.canary == nullptr) return;
+  std::vector<std::uint64_t> free;
+  for (std::uint64_t block = 0; block < context_.allocator.totalBlocks(); ++block) {
+    if (context_.allocator.isFree(block)) free.push_back(block);
+  }
+  reportLateWrites(kv::compressBlocks(free), "in a sweep of the free blocks");
+}
+
+void DecodeSide::reportLateWrites(std::span<const kv::BlockExtent> extents,
+                                  const std::string& when) {
+  if (context_.canary == nullptr) return;
+  for (const std::uint64_t block : context_.canary->check(extents)) {
+    spdlog::error(
+        "{}: LATE WRITE: pool block {} changed while it was free (found {}): a transfer wrote "
+        "into it after its request ended",
+        context_.name, block, when);
+  }
 }
 
 }  // namespace kvx::agent::handoff

@@ -9,6 +9,7 @@
 #include "agent/handoff/kv_port.h"
 #include "agent/handoff/request_board.h"
 #include "agent/kv/block_allocator.h"
+#include "agent/kv/free_block_canary.h"
 #include "agent/kv/pool_description.h"
 #include "kvx/kv_types.h"
 
@@ -22,6 +23,7 @@ struct SideContext {
   RequestBoard& board;
   std::function<void(std::function<void()>)> postToLoop;  // runs a task on the service thread
   KvAgentOptions options;
+  kv::FreeBlockCanary* canary = nullptr;  // decode with options.checkFreeBlocks
 
   std::uint64_t blockBytes() const {
     return pool.shape.segmentBytes() * pool.shape.kvCount() * pool.shape.layers;

@@ -79,6 +79,8 @@ struct KvPoolUsage {
   // CPU spent so far readying peers' pools on the data path (all peers, departed ones too):
   // a one-time cost per peer, see KvPeerStatus::readyCpuNs.
   std::uint64_t peersReadyCpuNs = 0;
+  // Decode with checkFreeBlocks: blocks found written while they were free (late writes).
+  std::uint64_t lateWrites = 0;
 };
 
 struct KvAgentOptions {
@@ -109,6 +111,13 @@ struct KvAgentOptions {
   // endpoint and the KV hello, several round trips each: under 30% packet loss it took 3 to
   // 6 s, so a shorter attempt there never completes.
   std::chrono::milliseconds reconnectAttemptTimeout{10000};
+  // Decode, host pools: fill every block going back to the pool with a pattern and check it
+  // when the block is handed out again, and every block still free at shutdown. A changed
+  // block is a late write (a transfer that wrote after its request ended): logged as an
+  // error ("LATE WRITE") and counted in KvPoolUsage::lateWrites. For tests and fault
+  // drills: each freed block is written and read once more. A CUDA pool refuses it at
+  // create (FAILED_PRECONDITION).
+  bool checkFreeBlocks = false;
 };
 
 // Tensor-parallel slicing: a request that moves only some KV heads. Heads [sourceFirstHead,
