@@ -339,6 +339,7 @@ TEST_CASE("hostile clients on the control port do not disturb live transfers", "
   const nlohmann::json stats = decode.stop();
   INFO("decode agent STATS " << stats.dump());
   CHECK(stats["corruptBlocks"] == 0);
+  CHECK(stats["lateWrites"] == 0);
   CHECK(stats["blocksVerified"] == stats["blocks"]);
   CHECK(stats["arrivals"] == stream.completed().size() + 3);
   CHECK(stats["blocks"] == stream.completedBlocks() + 9);

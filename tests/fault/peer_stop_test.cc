@@ -125,9 +125,11 @@ TEST_CASE("a stopped decode agent fails the requests to it within the bound, and
   INFO("stopped agent: " << stoppedStats.dump() << "\nlive agent: " << liveStats.dump());
   CHECK(stoppedStats["freeBlocks"] == stoppedStats["totalBlocks"]);
   CHECK(stoppedStats["corruptBlocks"] == 0);
+  CHECK(stoppedStats["lateWrites"] == 0);
   CHECK(stoppedStats["arrivals"] == 1);
   CHECK(liveStats["freeBlocks"] == liveStats["totalBlocks"]);
   CHECK(liveStats["corruptBlocks"] == 0);
+  CHECK(liveStats["lateWrites"] == 0);
   CHECK(liveStats["arrivals"] == 4);
   CHECK(liveStats["blocksVerified"] == liveStats["blocks"]);
   CHECK(liveStats["blocks"] == 2 + 4 + 4 + 3);

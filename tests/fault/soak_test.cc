@@ -199,6 +199,7 @@ void stopEpoch(DecodeProcess& decode, KvAgent& prefill, Stream& stream, Totals& 
   INFO("decode agent STATS " << stats.dump() << "; log " << decode.log);
   totals.corrupt += stats["corruptBlocks"].get<std::uint64_t>();
   CHECK(stats["corruptBlocks"] == 0);
+  CHECK(stats["lateWrites"] == 0);  // nothing of a cancelled request landed in a free block
   CHECK(stats["blocksVerified"] == stats["blocks"]);
   CHECK(stats["freeBlocks"] == stats["totalBlocks"]);
   CHECK(stats["arrivals"].get<std::size_t>() >= stream.completedThisEpoch().size());

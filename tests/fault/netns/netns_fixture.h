@@ -153,6 +153,7 @@ inline nlohmann::json stopAndCheckDecode(DecodeProcess& decode) {
   const nlohmann::json stats = decode.stop();
   INFO("decode agent STATS " << stats.dump() << "; log " << decode.log);
   CHECK(stats["corruptBlocks"] == 0);
+  CHECK(stats["lateWrites"] == 0);
   CHECK(stats["blocksVerified"] == stats["blocks"]);
   CHECK(stats["freeBlocks"] == stats["totalBlocks"]);
   const std::string log = decode.logText();
