@@ -134,12 +134,15 @@ Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
     }
     return false;
   };
-  // With a canary, every block still free is checked once more: a late write into a block
-  // that was never handed out again shows here.
+  // Blocks still held for lost PUSH peers go back now; with a canary, every free block is
+  // checked once more: a late write into a block never handed out again shows here.
   auto sweep = [this] {
     (void)loop->callStatus(
         [this] {
-          if (decode) decode->checkFreeBlocks();
+          if (decode) {
+            decode->releaseHeld(Clock::time_point::max());
+            decode->checkFreeBlocks();
+          }
           return Status::ok();
         },
         callDeadline());

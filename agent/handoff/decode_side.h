@@ -58,6 +58,9 @@ class DecodeSide {
   std::uint64_t availableBlocks() const;
   // With a canary: checks every free block now, logging each late write found.
   void checkFreeBlocks();
+  // Frees the blocks held for lost PUSH peers whose hold ended by `now` (all of them for
+  // Clock::time_point::max(), at shutdown).
+  void releaseHeld(Clock::time_point now);
   const kv::PrefixCache& prefixCache() const { return cache_; }
 
  private:
@@ -94,6 +97,7 @@ class DecodeSide {
     std::vector<std::uint64_t> blocks;        // all destination blocks, in token order
     std::vector<bool> layersDone;             // every part has this layer in place
     bool failing = false;
+    bool lostPush = false;  // a PUSH part's prefill agent was lost before it was confirmed
     Clock::time_point placedAt;
   };
 
@@ -114,6 +118,9 @@ class DecodeSide {
   void maybeFinishPart(const PartKey& key);
   void maybeFinishGroup(const std::string& id);
   void returnBlocks(Group& g, bool keepPrefixes);
+  // Keeps a failed request's own blocks out of the pool for options.lostPushHold (its
+  // prefill agent's late bytes may still land), then frees them; releases its prefix pins.
+  void holdBlocks(Group& g);
   // Gives `extents` back to the allocator (filling them for the canary first, if any).
   Status freeBlocks(std::span<const kv::BlockExtent> extents);
   // Takes `count` blocks from the allocator for request `id`; with a canary, logs every
@@ -132,6 +139,12 @@ class DecodeSide {
   kv::PrefixCache cache_;
   placement::LeaseTable leases_;  // by group id
   std::map<std::string, Group> groups_;
+  struct Held {
+    std::string id;
+    std::vector<kv::BlockExtent> extents;
+    Clock::time_point until;
+  };
+  std::vector<Held> held_;  // blocks of requests lost with their PUSH peer, in hold
   std::map<PartKey, Part> parts_;
   std::unordered_set<std::string> peers_;
   bool accepting_ = true;

@@ -62,7 +62,11 @@ void DecodeSide::maybeFinishGroup(const std::string& id) {
   for (const PartKey& key : g->members) {
     if (parts_.contains(key)) return;  // still draining or awaiting an acknowledgement
   }
-  returnBlocks(*g, false);
+  if (g->lostPush && context_.options.lostPushHold > std::chrono::milliseconds(0)) {
+    holdBlocks(*g);
+  } else {
+    returnBlocks(*g, false);
+  }
   g->view.state = KvRequestState::kFailed;
   publish(*g);
   groups_.erase(id);
@@ -81,6 +85,7 @@ void DecodeSide::onPeerGone(const std::string& peer, const Status& why) {
     p->awaitingAck = false;
     if (p->confirmed) continue;  // its data is here; the server will release it
     const std::string group = p->group;
+    if (p->place.mode == KvMode::kPush) groups_.at(group).lostPush = true;
     if (p->failing) {
       maybeFinishPart(key);
       maybeFinishGroup(group);
@@ -92,6 +97,7 @@ void DecodeSide::onPeerGone(const std::string& peer, const Status& why) {
 }
 
 void DecodeSide::onTick() {
+  releaseHeld(Clock::now());
   for (const std::string& id : leases_.takeExpired(Clock::now())) {
     Group* g = findGroup(id);
     if (g == nullptr) continue;
@@ -114,6 +120,36 @@ void DecodeSide::onTick() {
     context_.port.disconnect(peer, why);
     onPeerGone(peer, why);
   }
+}
+
+void DecodeSide::holdBlocks(Group& g) {
+  if (!g.pinnedHashes.empty()) (void)cache_.release(g.pinnedHashes);
+  g.pinnedHashes.clear();
+  if (g.ownExtents.empty()) return;
+  spdlog::debug(
+      "{}: holding the {} blocks of '{}' for {} ms: its prefill agent was lost "
+      "mid-push and its last bytes may still land",
+      context_.name, kv::totalBlocks(g.ownExtents), g.view.id,
+      context_.options.lostPushHold.count());
+  held_.push_back(
+      {g.view.id, std::move(g.ownExtents), Clock::now() + context_.options.lostPushHold});
+  g.ownExtents.clear();
+}
+
+void DecodeSide::releaseHeld(Clock::time_point now) {
+  bool freed = false;
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (it->until > now) {
+      ++it;
+      continue;
+    }
+    if (Status s = freeBlocks(it->extents); !s.isOk()) {
+      spdlog::error("{}: freeing the held blocks of '{}': {}", context_.name, it->id, s.toString());
+    }
+    it = held_.erase(it);
+    freed = true;
+  }
+  if (freed) broadcastCapacity();
 }
 
 void DecodeSide::failAll(const Status& why) {

@@ -111,6 +111,15 @@ struct KvAgentOptions {
   // endpoint and the KV hello, several round trips each: under 30% packet loss it took 3 to
   // 6 s, so a shorter attempt there never completes.
   std::chrono::milliseconds reconnectAttemptTimeout{10000};
+  // Decode: the blocks of a PUSH request whose prefill agent was lost before its data was
+  // confirmed stay out of the pool this long before they are reused. Bytes that agent sent
+  // before it was lost can still be queued in this host's socket buffers (UCX tcp; e.g. this
+  // agent was stopped, or its progress thread was late) and land once the data path reads
+  // them: measured with checkFreeBlocks, they landed within milliseconds of the peer's loss
+  // being seen. Short, as a lost peer's blocks must come back within peerTimeout plus about
+  // a second. Bytes still in the lost peer's own kernel when a link is cut are not bounded
+  // by this (docs/reliability.md, "Late bytes").
+  std::chrono::milliseconds lostPushHold{250};
   // Decode, host pools: fill every block going back to the pool with a pattern and check it
   // when the block is handed out again, and every block still free at shutdown. A changed
   // block is a late write (a transfer that wrote after its request ended): logged as an
