@@ -109,9 +109,17 @@ Status validateAgentConfig(const AgentConfig& c) {
           "--decode-tp applies to prefill agents (the decode group they send to); a decode "
           "rank gives its own group with --tp-size and --tp-rank");
     }
+    if (c.checkFreeBlocks && c.memory != "host") {
+      return invalidArgument(
+          "--check-free-blocks needs a host pool (--memory host): it reads "
+          "the pool's bytes directly");
+    }
     return validateTp(c);
   }
   if (c.verify) return invalidArgument("--verify applies to decode agents only");
+  if (c.checkFreeBlocks) {
+    return invalidArgument("--check-free-blocks applies to decode agents only");
+  }
   if (w.synthetic && isSet(w.trace)) {
     return invalidArgument("--trace and --synthetic exclude each other; give one workload");
   }
@@ -182,8 +190,7 @@ Result<KvAgentOptions> toKvAgentOptions(const AgentConfig& c) {
   options.leaseTimeout = std::chrono::milliseconds(c.leaseMs);
   options.maxInFlightBytesPerPeer = c.maxInflightBytes;
   options.prefixCacheBlocks = c.prefixCacheBlocks;
-  // --verify also checks that nothing writes into a block while it is free (host pools).
-  options.checkFreeBlocks = c.verify && options.pool.kind == MemoryKind::kHost;
+  options.checkFreeBlocks = c.checkFreeBlocks;
 
   KVX_ASSIGN_OR_RETURN(std::string model, modelText(c.model));
   options.pool.model = model;

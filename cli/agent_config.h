@@ -79,6 +79,9 @@ struct AgentConfig {
   std::string configFile;
   bool printConfig = false;  // print the effective configuration and exit
   bool verify = false;       // decode: check every arrived block
+  // Decode, host pools: check that nothing writes into a block while it is free
+  // (KvAgentOptions::checkFreeBlocks).
+  bool checkFreeBlocks = false;
   // Tensor parallelism (cli/tensor_parallel.h): --model is the whole model; this agent's
   // pool holds rank tpRank's heads of a group of tpSize. Prefill: decodeTp decode ranks,
   // the --peer addresses in rank order.

@@ -185,8 +185,11 @@ void addAgentOptions(CLI::App& app, AgentConfig& c) {
 
   const std::string decode = "Decode";
   addFlag(app, "--verify", c.verify,
-          "check every block of every arrival against the content prefill agents write, and "
-          "(host pools) that no transfer writes into a block while it is free",
+          "check every block of every arrival against the content prefill agents write", decode);
+  addFlag(app, "--check-free-blocks", c.checkFreeBlocks,
+          "host pools: fill every freed block with a pattern and check it when the block is "
+          "placed again and at exit; a changed block is a late write (logged, counted in "
+          "STATS lateWrites). For fault drills: costs a write and a read of every block",
           decode);
 
   WorkloadConfig& w = c.workload;

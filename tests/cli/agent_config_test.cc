@@ -195,6 +195,8 @@ TEST_CASE("validation explains what is missing or contradictory", "[agent_config
   const std::vector<std::string> prefill{"--role",   "prefill", "--name", "p",
                                          "--blocks", "8",       "--peer", "127.0.0.1:1"};
   fails(with(prefill, {"--verify"}), "--verify applies to decode");
+  fails(with(prefill, {"--check-free-blocks"}), "--check-free-blocks applies to decode");
+  fails(with(kDecode, {"--check-free-blocks", "--memory", "cuda"}), "needs a host pool");
   fails(with(prefill, {"--synthetic", "--trace", "t.jsonl"}), "exclude each other");
   fails(with(prefill, {"--report", "r.json"}), "--report needs a workload");
   fails(with(prefill, {"--synthetic", "--block-order", "sorted"}), "--block-order");
@@ -225,6 +227,12 @@ TEST_CASE("the agent's options follow the configuration", "[agent_config]") {
   CHECK(options->leaseTimeout == std::chrono::milliseconds(50));
   CHECK(options->prefixCacheBlocks == 9);
   CHECK(options->defaultMode == KvMode::kPull);
+  CHECK_FALSE(options->checkFreeBlocks);
+  auto checking = parseAgentConfig(with(kDecode, {"--verify", "--check-free-blocks"}));
+  REQUIRE(checking.isOk());
+  auto checkingOptions = toKvAgentOptions(*checking);
+  REQUIRE(checkingOptions.isOk());
+  CHECK(checkingOptions->checkFreeBlocks);
 }
 
 TEST_CASE("--model reads a JSON shape file", "[agent_config]") {

@@ -124,7 +124,7 @@ inline DecodeProcess startDecode(const std::string& name, const std::string& tra
   auto child = ChildProcess::spawn(
       "/bin/sh", {"-c", script, kvxBinary(), "agent", "--role", "decode", "--name", name,
                   "--blocks", std::to_string(blocks), "--model", kModel, "--transport", transport,
-                  "--verify", "--log-level", "debug"});
+                  "--verify", "--check-free-blocks", "--log-level", "debug"});
   REQUIRE(child.isOk());
   DecodeProcess decode{std::make_unique<ChildProcess>(std::move(child).value()), name, "", log};
   auto line = decode.process->readLine(30s);

@@ -65,6 +65,10 @@ class HandoffHarness {
     options.requestTimeout = 30s;
     options.leaseTimeout = 30s;
     options.prefixChunkTokens = 8;  // 2 blocks of the tiny shape
+    // The in-memory port delivers nothing late, and the harness's time does not pass by
+    // itself: a lost PUSH peer's blocks come back at once (the hold is tested with real
+    // agents, peer_stop_test and initiator_loss_test).
+    options.lostPushHold = 0ms;
     return options;
   }
 

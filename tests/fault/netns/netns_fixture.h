@@ -83,7 +83,7 @@ inline DecodeProcess startDecode(const NetnsNames& n, std::uint64_t blocks,
   const std::string script =
       "exec ip netns exec \"$0\" env UCX_NET_DEVICES=\"$1\" \"$2\" agent "
       "--role decode --name decode --listen \"$3\" --blocks \"$4\" "
-      "--model \"$5\" --transport tcp --verify --log-level debug 2>" +
+      "--model \"$5\" --transport tcp --verify --check-free-blocks --log-level debug 2>" +
       log;
   auto child = ChildProcess::spawn(
       "/bin/sh", {"-c", script, n.decodeNs, n.decodeIf, kvxBinary(), n.decodeAddress + ":0",

@@ -16,8 +16,8 @@
 // the prefill agent in 5 runs of 12 (a use-after-free in its tcp transport's event
 // dispatch, docs/reliability.md "Peer exit after a cut-time reset"); the hidden case
 // "[ucx-exit-crash]" reproduces that; "[ucx-link-return-crash]" shows the same crash when the
-// link returns and stays idle a few seconds. The decode agents' free-block canary (--verify)
-// must find no late write of the cancelled requests (stopAndCheckDecode).
+// link returns and stays idle a few seconds. The decode agents' free-block canary
+// (--check-free-blocks) must find no late write of the cancelled requests (stopAndCheckDecode).
 #include "tests/fault/netns/netns_fixture.h"
 
 using namespace kvx;
