@@ -117,10 +117,10 @@ class DecodeSide {
   void failPart(const PartKey& key, Part& part, bool tellPeer);
   void maybeFinishPart(const PartKey& key);
   void maybeFinishGroup(const std::string& id);
-  void returnBlocks(Group& g, bool keepPrefixes);
-  // Keeps a failed request's own blocks out of the pool for options.lostPushHold (its
-  // prefill agent's late bytes may still land), then frees them; releases its prefix pins.
-  void holdBlocks(Group& g);
+  // Releases the request's prefix pins and frees its own blocks (keeping full prefix chunks
+  // in the cache if `keepPrefixes`); with a `hold`, the blocks stay out of the pool that long
+  // first (held_, freed by releaseHeld).
+  void returnBlocks(Group& g, bool keepPrefixes, Clock::duration hold = Clock::duration::zero());
   // Gives `extents` back to the allocator (filling them for the canary first, if any).
   Status freeBlocks(std::span<const kv::BlockExtent> extents);
   // Takes `count` blocks from the allocator for request `id`; with a canary, logs every

@@ -62,11 +62,8 @@ void DecodeSide::maybeFinishGroup(const std::string& id) {
   for (const PartKey& key : g->members) {
     if (parts_.contains(key)) return;  // still draining or awaiting an acknowledgement
   }
-  if (g->lostPush && context_.options.lostPushHold > std::chrono::milliseconds(0)) {
-    holdBlocks(*g);
-  } else {
-    returnBlocks(*g, false);
-  }
+  // A lost PUSH peer's last bytes may still be queued here: keep its blocks a while.
+  returnBlocks(*g, false, g->lostPush ? context_.options.lostPushHold : Clock::duration::zero());
   g->view.state = KvRequestState::kFailed;
   publish(*g);
   groups_.erase(id);
@@ -120,20 +117,6 @@ void DecodeSide::onTick() {
     context_.port.disconnect(peer, why);
     onPeerGone(peer, why);
   }
-}
-
-void DecodeSide::holdBlocks(Group& g) {
-  if (!g.pinnedHashes.empty()) (void)cache_.release(g.pinnedHashes);
-  g.pinnedHashes.clear();
-  if (g.ownExtents.empty()) return;
-  spdlog::debug(
-      "{}: holding the {} blocks of '{}' for {} ms: its prefill agent was lost "
-      "mid-push and its last bytes may still land",
-      context_.name, kv::totalBlocks(g.ownExtents), g.view.id,
-      context_.options.lostPushHold.count());
-  held_.push_back(
-      {g.view.id, std::move(g.ownExtents), Clock::now() + context_.options.lostPushHold});
-  g.ownExtents.clear();
 }
 
 void DecodeSide::releaseHeld(Clock::time_point now) {

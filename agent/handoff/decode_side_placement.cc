@@ -154,7 +154,7 @@ Result<DecodeSide::Group*> DecodeSide::createGroup(const std::string& peer, cons
   return &it->second;
 }
 
-void DecodeSide::returnBlocks(Group& g, bool keepPrefixes) {
+void DecodeSide::returnBlocks(Group& g, bool keepPrefixes, Clock::duration hold) {
   if (!g.pinnedHashes.empty()) (void)cache_.release(g.pinnedHashes);
   std::vector<std::uint64_t> own = kv::expandExtents(g.ownExtents);
   std::vector<kv::BlockExtent> toFree;
@@ -179,7 +179,14 @@ void DecodeSide::returnBlocks(Group& g, bool keepPrefixes) {
   }
   auto rest = kv::compressBlocks(std::span<const std::uint64_t>(own).subspan(used));
   toFree.insert(toFree.end(), rest.begin(), rest.end());
-  if (!toFree.empty()) {
+  if (!toFree.empty() && hold > Clock::duration::zero()) {
+    spdlog::debug(
+        "{}: holding the {} blocks of '{}' for {} ms: its prefill agent was lost mid-push and "
+        "its last bytes may still land",
+        context_.name, kv::totalBlocks(toFree), g.view.id,
+        std::chrono::duration_cast<std::chrono::milliseconds>(hold).count());
+    held_.push_back({g.view.id, std::move(toFree), Clock::now() + hold});
+  } else if (!toFree.empty()) {
     Status freed = freeBlocks(toFree);
     if (!freed.isOk()) {
       spdlog::error("{}: freeing the blocks of '{}': {}", context_.name, g.view.id,
