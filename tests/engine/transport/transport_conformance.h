@@ -8,3 +8,4 @@
 
 #include "tests/engine/transport/transport_conformance_data_cases.h"
 #include "tests/engine/transport/transport_conformance_lifecycle_cases.h"
+#include "tests/engine/transport/transport_conformance_wakeup_cases.h"

@@ -1,10 +1,7 @@
 #pragma once
 
 // Conformance cases about lifecycle and failure: malformed input, close (graceful and
-// forced), a dying peer, sleeping on the event fd, concurrent posting. Included by
-// transport_conformance.h.
-
-#include <poll.h>
+// forced), a dying peer, concurrent posting. Included by transport_conformance.h.
 
 #include "tests/engine/transport/transport_conformance_support.h"
 
@@ -187,35 +184,6 @@ TEST_CASE("conformance: the endpoint error handler fires when the peer transport
   progressFor({link.a.get()}, 100ms);
   CHECK(link.errorCalls.load() == 1);
   CHECK(inFlight.count() == 1);
-}
-
-TEST_CASE("conformance: a thread sleeping on the event fd is woken by wake()", "[conformance]") {
-  std::unique_ptr<engine::Transport> transport = makeTransport("conformance-sleeper");
-  const int fd = transport->eventFd();
-  if (fd < 0) {
-    WARN("this transport cannot sleep (eventFd() is -1); skipped");
-    return;
-  }
-  const auto deadline = Clock::now() + 2s;
-  bool armed = false;
-  while (!armed && Clock::now() < deadline) {
-    transport->progress();
-    armed = transport->arm();
-  }
-  REQUIRE(armed);
-  std::atomic<int> polled{-2};
-  std::thread sleeper([&] {
-    pollfd entry{fd, POLLIN, 0};
-    polled.store(::poll(&entry, 1, 5000));
-  });
-  std::this_thread::sleep_for(50ms);
-  const auto woken = Clock::now();
-  transport->wake();
-  sleeper.join();
-  const auto latency = Clock::now() - woken;
-  REQUIRE(polled.load() == 1);
-  CHECK(latency < 2s);
-  transport->progress();
 }
 
 TEST_CASE("conformance: threads post while another thread drives progress", "[conformance]") {
