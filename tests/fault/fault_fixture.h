@@ -117,13 +117,15 @@ struct DecodeProcess {
   }
 };
 
+// `model`: kModel, or a model name or JSON for a test that needs bigger blocks.
 inline DecodeProcess startDecode(const std::string& name, const std::string& transport,
-                                 std::uint64_t blocks, const std::string& log) {
+                                 std::uint64_t blocks, const std::string& log,
+                                 const std::string& model = kModel) {
   // exec keeps the pid: signals reach the agent itself.
   const std::string script = "exec \"$0\" \"$@\" 2>" + log;
   auto child = ChildProcess::spawn(
       "/bin/sh", {"-c", script, kvxBinary(), "agent", "--role", "decode", "--name", name,
-                  "--blocks", std::to_string(blocks), "--model", kModel, "--transport", transport,
+                  "--blocks", std::to_string(blocks), "--model", model, "--transport", transport,
                   "--verify", "--check-free-blocks", "--log-level", "debug"});
   REQUIRE(child.isOk());
   DecodeProcess decode{std::make_unique<ChildProcess>(std::move(child).value()), name, "", log};
