@@ -87,6 +87,16 @@ inline std::string readFile(const std::string& path) {
   return text.str();
 }
 
+// The STATS line that a `kvx agent` process told to stop prints, within 30 s each line;
+// the process is left to exit.
+inline nlohmann::json readStats(ChildProcess& process) {
+  for (;;) {
+    auto line = process.readLine(30s);
+    REQUIRE(line.isOk());
+    if (line->rfind("STATS ", 0) == 0) return nlohmann::json::parse(line->substr(6));
+  }
+}
+
 // A `kvx agent --role decode --verify` process; its stderr (debug log) goes to `log`.
 struct DecodeProcess {
   std::unique_ptr<ChildProcess> process;
@@ -105,15 +115,10 @@ struct DecodeProcess {
 
   // The STATS line of an agent already told to stop, and its exit, within 30 s.
   nlohmann::json awaitStats() {
-    for (;;) {
-      auto line = process->readLine(30s);
-      INFO("decode agent '" << name << "' log: " << log);
-      REQUIRE(line.isOk());
-      if (line->rfind("STATS ", 0) == 0) {
-        CHECK(process->waitExit(30s) == 0);
-        return nlohmann::json::parse(line->substr(6));
-      }
-    }
+    INFO("decode agent '" << name << "' log: " << log);
+    nlohmann::json stats = readStats(*process);
+    CHECK(process->waitExit(30s) == 0);
+    return stats;
   }
 };
 

@@ -9,7 +9,6 @@
 #include "tests/engine/transport/transport_conformance_support.h"
 
 namespace kvx::test::conformance {
-namespace {
 
 // Progresses `transport` until arm() says it may sleep; false if that never came in 2 s.
 inline bool armWithin2s(engine::Transport& transport) {
@@ -20,8 +19,6 @@ inline bool armWithin2s(engine::Transport& transport) {
   }
   return false;
 }
-
-}  // namespace
 
 TEST_CASE("conformance: a thread sleeping on the event fd is woken by wake()", "[conformance]") {
   std::unique_ptr<engine::Transport> transport = makeTransport("conformance-sleeper");
