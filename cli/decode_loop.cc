@@ -11,7 +11,7 @@ namespace kvx::cli {
 namespace {
 
 constexpr auto kPoll = std::chrono::milliseconds(100);
-constexpr auto kSummaryEvery = std::chrono::seconds(5);
+constexpr auto kDecodeSummaryEvery = std::chrono::seconds(5);
 constexpr auto kPeerPollEvery = std::chrono::seconds(1);
 
 }  // namespace
@@ -26,7 +26,7 @@ DecodeLoop::DecodeLoop(KvAgent& agent, bool verify, std::uint32_t prefixChunkTok
       peers_(agent) {}
 
 void DecodeLoop::run(const std::function<bool()>& done) {
-  auto nextSummary = Clock::now() + kSummaryEvery;
+  auto nextSummary = Clock::now() + kDecodeSummaryEvery;
   auto nextPeerPoll = Clock::now();
   while (!done()) {
     auto arrival = agent_.nextArrival(deadlineIn(kPoll));
@@ -43,7 +43,7 @@ void DecodeLoop::run(const std::function<bool()>& done) {
     }
     if (now >= nextSummary) {
       logSummary();
-      nextSummary = now + kSummaryEvery;
+      nextSummary = now + kDecodeSummaryEvery;
     }
   }
 }

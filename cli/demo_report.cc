@@ -8,6 +8,7 @@
 #include <map>
 
 #include "cli/demo_tp_counts.h"
+#include "cli/report_field.h"
 #include "workload/latency_stats.h"
 
 namespace kvx::cli {
@@ -16,12 +17,6 @@ namespace {
 constexpr std::size_t kReasonsShown = 5;
 
 double ms(std::chrono::nanoseconds d) { return static_cast<double>(d.count()) / 1e6; }
-
-std::uint64_t u64(const nlohmann::json& object, const char* key) {
-  return object.is_object() && object.contains(key) && object[key].is_number()
-             ? object[key].get<std::uint64_t>()
-             : 0;
-}
 
 std::string line(const std::string& label, const std::string& text) {
   return fmt::format("{:<14}{}", label, text);
@@ -88,9 +83,10 @@ void DemoReport::summarizeRequests() {
     for (const nlohmann::json& r : p.report["requests"]) requests.push_back(&r);
     wall = std::max(wall, p.report["totals"].value("wallSeconds", 0.0));
     const nlohmann::json& usage = p.report["usageAtExit"];
-    if (u64(usage, "freeBlocks") != u64(usage, "totalBlocks")) {
+    if (reportCount(usage, "freeBlocks") != reportCount(usage, "totalBlocks")) {
       problems_.push_back(fmt::format("{} pool: {} of {} blocks free at exit", p.name,
-                                      u64(usage, "freeBlocks"), u64(usage, "totalBlocks")));
+                                      reportCount(usage, "freeBlocks"),
+                                      reportCount(usage, "totalBlocks")));
     }
   }
   if (inputs_.prefills.empty()) problems_.push_back("no prefill agent ran");
@@ -112,7 +108,7 @@ void DemoReport::summarizeRequests() {
     if (!peer.empty()) {
       Placement& p = placements[peer];
       ++p.requests;
-      p.bytes += u64(r, "bytes");
+      p.bytes += reportCount(r, "bytes");
       ++p.reasons[placementKind(r.value("placement", ""))];
     }
     if (!released) {
@@ -121,15 +117,15 @@ void DemoReport::summarizeRequests() {
       continue;
     }
     ++ok;
-    const auto lat = std::chrono::nanoseconds(u64(r, "latencyNs"));
+    const auto lat = std::chrono::nanoseconds(reportCount(r, "latencyNs"));
     latency.add(lat);
-    queued.add(std::chrono::nanoseconds(u64(r, "queuedNs")));
-    bytes += u64(r, "bytes");
-    descriptors += u64(r, "descriptors");
-    operations += u64(r, "operations");
-    blocks += u64(r, "blocks");
-    prefixBlocks += u64(r, "prefixBlocks");
-    if (lat.count() > 0) rateSum += static_cast<double>(u64(r, "bytes")) / lat.count();
+    queued.add(std::chrono::nanoseconds(reportCount(r, "queuedNs")));
+    bytes += reportCount(r, "bytes");
+    descriptors += reportCount(r, "descriptors");
+    operations += reportCount(r, "operations");
+    blocks += reportCount(r, "blocks");
+    prefixBlocks += reportCount(r, "prefixBlocks");
+    if (lat.count() > 0) rateSum += static_cast<double>(reportCount(r, "bytes")) / lat.count();
   }
   const auto lat = latency.summary();
   const auto que = queued.summary();
@@ -248,22 +244,23 @@ void DemoReport::summarizeDecodes() {
                           ")");
       continue;
     }
-    const std::uint64_t corrupt = u64(d.stats, "corruptBlocks");
-    const std::uint64_t errors = u64(d.stats, "errors");
+    const std::uint64_t corrupt = reportCount(d.stats, "corruptBlocks");
+    const std::uint64_t errors = reportCount(d.stats, "errors");
     lines_.push_back(
         line(first ? "decode side" : "",
              fmt::format("{}: {} arrivals{}, {} of {} blocks verified, {} corrupt{}", d.name,
-                         u64(d.stats, "arrivals"),
-                         u64(d.stats, "gathered") > 0
-                             ? fmt::format(" ({} gathered)", u64(d.stats, "gathered"))
+                         reportCount(d.stats, "arrivals"),
+                         reportCount(d.stats, "gathered") > 0
+                             ? fmt::format(" ({} gathered)", reportCount(d.stats, "gathered"))
                              : "",
-                         u64(d.stats, "blocksVerified"), u64(d.stats, "blocks"), corrupt,
-                         errors > 0 ? fmt::format(", {} errors", errors) : "")));
+                         reportCount(d.stats, "blocksVerified"), reportCount(d.stats, "blocks"),
+                         corrupt, errors > 0 ? fmt::format(", {} errors", errors) : "")));
     first = false;
     if (corrupt > 0) problems_.push_back(fmt::format("{}: {} corrupt blocks", d.name, corrupt));
     if (errors > 0) problems_.push_back(fmt::format("{}: {} failed calls", d.name, errors));
     if (d.exitCode != 0) problems_.push_back(d.name + " exited with " + std::to_string(d.exitCode));
-    const std::uint64_t free = u64(d.stats, "freeBlocks"), total = u64(d.stats, "totalBlocks");
+    const std::uint64_t free = reportCount(d.stats, "freeBlocks"),
+                        total = reportCount(d.stats, "totalBlocks");
     if (free != total) {
       problems_.push_back(fmt::format("{}: {} of {} blocks free at exit", d.name, free, total));
     }
@@ -272,8 +269,8 @@ void DemoReport::summarizeDecodes() {
   for (const PrefillOutcome& p : inputs_.prefills) {
     if (!p.report.is_object()) continue;
     const nlohmann::json& usage = p.report["usageAtExit"];
-    pools += fmt::format("{}{} {}/{}", pools.empty() ? "" : ", ", p.name, u64(usage, "freeBlocks"),
-                         u64(usage, "totalBlocks"));
+    pools += fmt::format("{}{} {}/{}", pools.empty() ? "" : ", ", p.name,
+                         reportCount(usage, "freeBlocks"), reportCount(usage, "totalBlocks"));
   }
   lines_.push_back(line("pools free", pools + " (free/total blocks at exit)"));
   json_["decodes"] = std::move(decodes);

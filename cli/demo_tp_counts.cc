@@ -4,16 +4,9 @@
 
 #include <map>
 
+#include "cli/report_field.h"
+
 namespace kvx::cli {
-namespace {
-
-std::uint64_t u64(const nlohmann::json& object, const char* key) {
-  return object.is_object() && object.contains(key) && object[key].is_number()
-             ? object[key].get<std::uint64_t>()
-             : 0;
-}
-
-}  // namespace
 
 TpDemoCounts countTensorParallel(const DemoInputs& inputs) {
   TpDemoCounts c;
@@ -34,14 +27,14 @@ TpDemoCounts countTensorParallel(const DemoInputs& inputs) {
   for (const auto& [prompt, ok] : complete) c.completePrompts += ok ? 1 : 0;
   for (const DecodeOutcome& d : inputs.decodes) {
     if (!d.stats.is_object()) continue;  // reported as a problem of its own
-    c.gathers += u64(d.stats, "gathered");
-    if (u64(d.stats, "arrivals") == c.completePrompts &&
-        u64(d.stats, "blocksVerified") == u64(d.stats, "blocks")) {
+    c.gathers += reportCount(d.stats, "gathered");
+    if (reportCount(d.stats, "arrivals") == c.completePrompts &&
+        reportCount(d.stats, "blocksVerified") == reportCount(d.stats, "blocks")) {
       ++c.ranksVerified;
     } else {
-      c.shortRanks.push_back(fmt::format("{}: {} arrivals with {} of {} blocks verified", d.name,
-                                         u64(d.stats, "arrivals"), u64(d.stats, "blocksVerified"),
-                                         u64(d.stats, "blocks")));
+      c.shortRanks.push_back(fmt::format(
+          "{}: {} arrivals with {} of {} blocks verified", d.name, reportCount(d.stats, "arrivals"),
+          reportCount(d.stats, "blocksVerified"), reportCount(d.stats, "blocks")));
     }
   }
   return c;

@@ -7,14 +7,12 @@
 #include <algorithm>
 #include <thread>
 
+#include "cli/report_clocks.h"
+
 namespace kvx::cli {
 namespace {
 
-constexpr auto kSummaryEvery = std::chrono::seconds(5);
-
-std::chrono::nanoseconds fromMs(double ms) {
-  return std::chrono::nanoseconds(static_cast<std::int64_t>(ms * 1e6));
-}
+constexpr auto kPrefillSummaryEvery = std::chrono::seconds(5);
 
 KvMode modeOf(const std::string& mode, std::size_t index) {
   if (mode == "pull") return KvMode::kPull;
@@ -51,7 +49,7 @@ ReplayResult PrefillDriver::run(StopSignal& stop) {
   for (std::size_t i = 0; i < workers; ++i) threads.emplace_back([this, &stop] { worker(stop); });
 
   bool shutDown = false;
-  auto nextSummary = Clock::now() + kSummaryEvery;
+  auto nextSummary = Clock::now() + kPrefillSummaryEvery;
   while (true) {
     {
       std::unique_lock lock(mutex_);
@@ -69,7 +67,7 @@ ReplayResult PrefillDriver::run(StopSignal& stop) {
     }
     if (Clock::now() >= nextSummary) {
       logSummary();
-      nextSummary = Clock::now() + kSummaryEvery;
+      nextSummary = Clock::now() + kPrefillSummaryEvery;
     }
   }
   for (auto& t : threads) t.join();

@@ -7,13 +7,10 @@
 
 #include "cli/kv_content.h"
 #include "cli/prefill_driver.h"
+#include "cli/report_clocks.h"
 
 namespace kvx::cli {
 namespace {
-
-std::chrono::nanoseconds fromMs(double ms) {
-  return std::chrono::nanoseconds(static_cast<std::int64_t>(ms * 1e6));
-}
 
 void freeBlocks(KvAgent& agent, const KvRequestSpec& spec) {
   Status freed = agent.freeBlocks(spec.sourceBlocks);

@@ -5,6 +5,7 @@
 // on Linux, one clock for every process of the machine), and the process's CPU time
 // (getrusage RUSAGE_SELF). Pure functions; safe from any thread.
 
+#include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,11 @@ namespace kvx::cli {
 // steady_clock nanoseconds since its epoch (boot, on Linux).
 std::int64_t monotonicNs(Clock::time_point at);
 inline std::int64_t monotonicNowNs() { return monotonicNs(Clock::now()); }
+
+// A duration given in (fractional) milliseconds, as the command lines and traces give them.
+inline std::chrono::nanoseconds fromMs(double ms) {
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(ms * 1e6));
+}
 
 // The process's CPU time so far, in microseconds, user and system.
 struct CpuTime {

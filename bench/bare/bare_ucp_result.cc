@@ -19,7 +19,7 @@ Json latencyJson(const LatencyFigures& f) {
 
 // Reads typed fields out of a parsed object; remembers the first missing or mistyped key so
 // that the caller checks once at the end.
-class Reader {
+class JsonFieldReader {
  public:
   const Json* field(const Json& object, const char* key) {
     if (!object.is_object() || !object.contains(key)) {
@@ -146,7 +146,7 @@ Result<BareUcpResult> parseBareUcpResult(std::string_view text) {
                            std::to_string(text.size()) + " bytes: '" +
                            std::string(text.substr(0, 80)) + "')");
   }
-  Reader in;
+  JsonFieldReader in;
   if (in.text(object, "tool") != "kvx-bare-ucp") in.fail("'tool' is not \"kvx-bare-ucp\"");
   if (in.count(object, "schemaVersion") != kSchemaVersion) {
     in.fail("'schemaVersion' is not " + std::to_string(kSchemaVersion));

@@ -5,7 +5,7 @@
 namespace kvx::bench {
 namespace {
 
-class Writer {
+class WireWriter {
  public:
   void u64(std::uint64_t v) { append(&v, sizeof(v)); }
   void bytes(std::span<const std::uint8_t> b) {
@@ -22,9 +22,9 @@ class Writer {
   std::vector<std::uint8_t> out_;
 };
 
-class Reader {
+class WireReader {
  public:
-  Reader(std::span<const std::uint8_t> in, const char* what) : in_(in), what_(what) {}
+  WireReader(std::span<const std::uint8_t> in, const char* what) : in_(in), what_(what) {}
 
   bool u64(std::uint64_t& v, const char* field) {
     if (!need(sizeof(v), field)) return false;
@@ -66,7 +66,7 @@ class Reader {
 }  // namespace
 
 std::vector<std::uint8_t> encode(const TargetHello& hello) {
-  Writer w;
+  WireWriter w;
   w.bytes(hello.workerAddress);
   w.bytes(hello.packedKey);
   w.u64(hello.bufferAddress);
@@ -75,7 +75,7 @@ std::vector<std::uint8_t> encode(const TargetHello& hello) {
 }
 
 std::vector<std::uint8_t> encode(const TargetReport& report) {
-  Writer w;
+  WireWriter w;
   w.u64(report.cpuNs);
   w.u64(report.checksum);
   w.u64(report.notifications.size());
@@ -87,13 +87,13 @@ std::vector<std::uint8_t> encode(const TargetReport& report) {
 }
 
 std::vector<std::uint8_t> encodeStop(std::uint64_t notificationsSent) {
-  Writer w;
+  WireWriter w;
   w.u64(notificationsSent);
   return w.take();
 }
 
 Result<std::uint64_t> decodeStop(std::span<const std::uint8_t> bytes) {
-  Reader r(bytes, "stop");
+  WireReader r(bytes, "stop");
   std::uint64_t sent = 0;
   r.u64(sent, "notificationsSent");
   KVX_RETURN_IF_ERROR(r.status());
@@ -101,7 +101,7 @@ Result<std::uint64_t> decodeStop(std::span<const std::uint8_t> bytes) {
 }
 
 Result<TargetHello> decodeHello(std::span<const std::uint8_t> bytes) {
-  Reader r(bytes, "target hello");
+  WireReader r(bytes, "target hello");
   TargetHello hello;
   r.bytes(hello.workerAddress, "workerAddress") && r.bytes(hello.packedKey, "packedKey") &&
       r.u64(hello.bufferAddress, "bufferAddress") && r.u64(hello.bufferBytes, "bufferBytes");
@@ -115,7 +115,7 @@ Result<TargetHello> decodeHello(std::span<const std::uint8_t> bytes) {
 }
 
 Result<TargetReport> decodeReport(std::span<const std::uint8_t> bytes) {
-  Reader r(bytes, "target report");
+  WireReader r(bytes, "target report");
   TargetReport report;
   std::uint64_t count = 0;
   if (r.u64(report.cpuNs, "cpuNs") && r.u64(report.checksum, "checksum") &&

@@ -48,8 +48,8 @@ Result<double> timeCopies(engine::gpu::CopyEngine& engine, const CopyRequest& re
   KVX_RETURN_IF_ERROR(copyOnce());
   const auto start = Clock::now();
   for (int i = 0; i < copies; ++i) KVX_RETURN_IF_ERROR(copyOnce());
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return static_cast<double>(request.length) * copies / seconds / 1e9;
+  const double elapsedS = std::chrono::duration<double>(Clock::now() - start).count();
+  return static_cast<double>(request.length) * copies / elapsedS / 1e9;
 }
 
 }  // namespace

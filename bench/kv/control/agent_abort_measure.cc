@@ -21,7 +21,7 @@
 namespace kvx::bench {
 namespace {
 
-constexpr const char* kGroup = "abort";
+constexpr const char* kAgentAbortGroup = "abort";
 constexpr std::uint64_t kSegment = 1u << 20;
 
 // How a post ended; shared with its callback, which may outlive the measuring frame if the
@@ -114,10 +114,11 @@ std::vector<ControlFigure> measureAgentAbort(const std::string& transport, std::
   const std::string name = fmt::format("Agent::cancel {} write, {}", bytesLabel(bytes),
                                        registered ? "registered" : "allocated");
   auto fail = [&](const Status& s) {
-    return std::vector<ControlFigure>{failedFigure(kGroup, name, transport, s.toString())};
+    return std::vector<ControlFigure>{
+        failedFigure(kAgentAbortGroup, name, transport, s.toString())};
   };
   if (Status room = checkMemoryRoom(2 * bytes); !room.isOk()) {
-    return {unmeasuredFigure(kGroup, name, transport, room.message())};
+    return {unmeasuredFigure(kAgentAbortGroup, name, transport, room.message())};
   }
   Mapping mapping;  // outlives the agents below
   if (registered) {
@@ -125,8 +126,8 @@ std::vector<ControlFigure> measureAgentAbort(const std::string& transport, std::
     mapping.address = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (mapping.address == MAP_FAILED) {
-      return {
-          unmeasuredFigure(kGroup, name, transport, "mmap of " + bytesLabel(bytes) + " failed")};
+      return {unmeasuredFigure(kAgentAbortGroup, name, transport,
+                               "mmap of " + bytesLabel(bytes) + " failed")};
     }
   }
   auto initiator = Agent::create(controlAgentOptions("control-abort-initiator", transport));
@@ -189,9 +190,10 @@ std::vector<ControlFigure> measureAgentAbort(const std::string& transport, std::
     }
     const std::string ending(toString(once->ended.status.code()));
     std::vector<ControlFigure> out{
-        measuredFigure(kGroup, name + ": returned", transport, once->returnedMs, "ms", 1, context),
+        measuredFigure(kAgentAbortGroup, name + ": returned", transport, once->returnedMs, "ms", 1,
+                       context),
         measuredFigure(
-            kGroup, name + ": -> completion", transport, once->finishedMs, "ms", 1,
+            kAgentAbortGroup, name + ": -> completion", transport, once->finishedMs, "ms", 1,
             fmt::format("ended {}; a 1 MiB transfer to the peer next: {:.1f} ms", ending, *after))};
     if (once->ended.status.code() != StatusCode::kCancelled) {
       out.back().failed = true;
@@ -200,7 +202,7 @@ std::vector<ControlFigure> measureAgentAbort(const std::string& transport, std::
     return out;
   }
   return {unmeasuredFigure(
-      kGroup, name, transport,
+      kAgentAbortGroup, name, transport,
       "3 tries, each transfer was DONE before cancel() could act (last: " + missed + ")")};
 }
 

@@ -17,19 +17,20 @@
 namespace kvx::bench {
 namespace {
 
-constexpr const char* kGroup = "descriptors";
+constexpr const char* kDescriptorGroup = "descriptors";
 constexpr double kTargetNs = 100;
 
-struct Pair {
+struct DescriptorPair {
   std::unique_ptr<Agent> initiator;
   std::unique_ptr<Agent> target;
   std::string peer;  // the target's name as the initiator knows it
 };
 
-Result<Pair> connectPair(const std::string& transport, std::uint32_t descriptors) {
+Result<DescriptorPair> connectDescriptorPair(const std::string& transport,
+                                             std::uint32_t descriptors) {
   AgentOptions initiatorOptions = controlAgentOptions("control-desc-initiator", transport);
   initiatorOptions.maxOpsInFlight = descriptors;
-  Pair pair;
+  DescriptorPair pair;
   KVX_ASSIGN_OR_RETURN(pair.initiator, Agent::create(initiatorOptions));
   KVX_ASSIGN_OR_RETURN(pair.target,
                        Agent::create(controlAgentOptions("control-desc-target", transport)));
@@ -72,7 +73,7 @@ struct PostCost {
   double transferMs = 0;  // post until done, median (not part of the CPU figure)
 };
 
-Result<PostCost> postCost(Pair& pair, std::uint32_t descriptors, std::uint64_t bytes,
+Result<PostCost> postCost(DescriptorPair& pair, std::uint32_t descriptors, std::uint64_t bytes,
                           std::uint32_t repeats) {
   Agent& a = *pair.initiator;
   KVX_ASSIGN_OR_RETURN(AllocatedRegion local,
@@ -136,8 +137,9 @@ std::vector<ControlFigure> measureDescriptors(const std::string& transport,
   std::vector<ControlFigure> out;
   const std::string prepLocal = fmt::format("prepareLocalList, {} entries, CPU", descriptors);
   const std::string prepRemote = fmt::format("prepareRemoteList, {} entries, CPU", descriptors);
-  auto pair = connectPair(transport, descriptors);
-  if (!pair.isOk()) return {failedFigure(kGroup, prepLocal, transport, pair.status().toString())};
+  auto pair = connectDescriptorPair(transport, descriptors);
+  if (!pair.isOk())
+    return {failedFigure(kDescriptorGroup, prepLocal, transport, pair.status().toString())};
   Agent& a = *pair->initiator;
   {
     constexpr std::uint64_t kBytes = 64;
@@ -146,12 +148,12 @@ std::vector<ControlFigure> measureDescriptors(const std::string& transport,
         {.name = "control.prep.remote", .length = descriptors * kBytes});
     if (!local.isOk() || !remote.isOk()) {
       const Status why = local.isOk() ? remote.status() : local.status();
-      return {failedFigure(kGroup, prepLocal, transport, why.toString())};
+      return {failedFigure(kDescriptorGroup, prepLocal, transport, why.toString())};
     }
     if (Status known =
             awaitPeerRegion(a, pair->peer, remote->id, deadlineIn(std::chrono::seconds(5)));
         !known.isOk()) {
-      return {failedFigure(kGroup, prepRemote, transport, known.toString())};
+      return {failedFigure(kDescriptorGroup, prepRemote, transport, known.toString())};
     }
     const auto localRanges = rangesOf(local->id, descriptors, kBytes);
     const auto remoteRanges = rangesOf(remote->id, descriptors, kBytes);
@@ -159,29 +161,30 @@ std::vector<ControlFigure> measureDescriptors(const std::string& transport,
     (void)prepareNsPerEntry(a, pair->peer, remoteRanges, 1);
     auto localNs = prepareNsPerEntry(a, "", localRanges, repeats);
     auto remoteNs = prepareNsPerEntry(a, pair->peer, remoteRanges, repeats);
+    out.push_back(localNs.isOk() ? measuredFigure(kDescriptorGroup, prepLocal, transport, *localNs,
+                                                  "ns/desc", repeats, "median")
+                                 : failedFigure(kDescriptorGroup, prepLocal, transport,
+                                                localNs.status().toString()));
     out.push_back(
-        localNs.isOk()
-            ? measuredFigure(kGroup, prepLocal, transport, *localNs, "ns/desc", repeats, "median")
-            : failedFigure(kGroup, prepLocal, transport, localNs.status().toString()));
-    out.push_back(remoteNs.isOk()
-                      ? measuredFigure(kGroup, prepRemote, transport, *remoteNs, "ns/desc", repeats,
-                                       "median; peer readied")
-                      : failedFigure(kGroup, prepRemote, transport, remoteNs.status().toString()));
+        remoteNs.isOk()
+            ? measuredFigure(kDescriptorGroup, prepRemote, transport, *remoteNs, "ns/desc", repeats,
+                             "median; peer readied")
+            : failedFigure(kDescriptorGroup, prepRemote, transport, remoteNs.status().toString()));
   }
   for (std::uint64_t bytes : segmentBytes) {
     const std::string name =
         fmt::format("makeTransfer + post, {} x {} random, CPU", descriptors, bytesLabel(bytes));
     if (Status room = checkMemoryRoom(2 * descriptors * bytes); !room.isOk()) {
-      out.push_back(unmeasuredFigure(kGroup, name, transport, room.message()));
+      out.push_back(unmeasuredFigure(kDescriptorGroup, name, transport, room.message()));
       continue;
     }
     auto cost = postCost(*pair, descriptors, bytes, repeats);
     if (!cost.isOk()) {
-      out.push_back(failedFigure(kGroup, name, transport, cost.status().toString()));
+      out.push_back(failedFigure(kDescriptorGroup, name, transport, cost.status().toString()));
       continue;
     }
     ControlFigure figure = measuredFigure(
-        kGroup, name, transport, cost->totalNs, "ns/desc", repeats,
+        kDescriptorGroup, name, transport, cost->totalNs, "ns/desc", repeats,
         fmt::format("makeTransfer {:.0f} + post {:.0f} ns/desc; {} ops; done in {:.1f} ms",
                     cost->makeNs, cost->postNs, cost->operations, cost->transferMs));
     if (cost->operations != descriptors) {

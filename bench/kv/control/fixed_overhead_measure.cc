@@ -20,7 +20,7 @@
 namespace kvx::bench {
 namespace {
 
-constexpr const char* kGroup = "fixed overhead";
+constexpr const char* kFixedOverheadGroup = "fixed overhead";
 constexpr double kAllowanceUs = 5;  // WORKLOADS.md: at most bare + 5 us
 constexpr auto kEventDeadline = std::chrono::seconds(5);
 // The "never sleeps" row: progress threads that spin this long after each event stay awake
@@ -61,7 +61,7 @@ struct Events {
   }
 };
 
-struct Pair {
+struct OverheadPair {
   std::unique_ptr<Agent> initiator;
   std::unique_ptr<Agent> target;
   std::string peer;
@@ -71,9 +71,10 @@ struct Pair {
   Agent* driven() const { return callerDriven ? initiator.get() : nullptr; }
 };
 
-Result<Pair> connectPair(const std::string& transport, std::chrono::microseconds spin,
-                         bool callerDriven = false) {
-  Pair pair;
+Result<OverheadPair> connectOverheadPair(const std::string& transport,
+                                         std::chrono::microseconds spin,
+                                         bool callerDriven = false) {
+  OverheadPair pair;
   pair.callerDriven = callerDriven;
   AgentOptions initiator = controlAgentOptions("control-fixed-initiator", transport);
   AgentOptions target = controlAgentOptions("control-fixed-target", transport);
@@ -100,7 +101,7 @@ double usBetween(Clock::time_point from, Clock::time_point to) {
 }
 
 // One S-byte WRITE with a notification, reposted `warmup + repeats` times.
-Result<Latencies> oneBlockLatencies(Pair& pair, std::uint64_t bytes,
+Result<Latencies> oneBlockLatencies(OverheadPair& pair, std::uint64_t bytes,
                                     const FixedOverheadOptions& o) {
   Agent& a = *pair.initiator;
   const std::string suffix = std::to_string(bytes);
@@ -146,7 +147,8 @@ Result<Latencies> oneBlockLatencies(Pair& pair, std::uint64_t bytes,
   return out;
 }
 
-Result<std::vector<double>> notificationLatencies(Pair& pair, const FixedOverheadOptions& o) {
+Result<std::vector<double>> notificationLatencies(OverheadPair& pair,
+                                                  const FixedOverheadOptions& o) {
   std::vector<double> out;
   auto events = pair.events;
   for (std::uint32_t i = 0; i < o.warmup + o.repeats; ++i) {
@@ -201,13 +203,14 @@ struct Row {
 
 ControlFigure rowFigure(const Row& row, const std::string& transport,
                         const FixedOverheadOptions& o) {
-  if (row.failed) return failedFigure(kGroup, row.name, transport, row.failed->toString());
+  if (row.failed)
+    return failedFigure(kFixedOverheadGroup, row.name, transport, row.failed->toString());
   const SampleStats kvx = summarize(row.kvxUs);
   std::string detail = fmt::format("max {:.1f} us", kvx.max);
   if (!row.kvxDoneUs.empty()) {
     detail += fmt::format("; initiator done p50 {:.1f} us", summarize(row.kvxDoneUs).p50);
   }
-  ControlFigure f = measuredFigure(kGroup, row.name, transport, kvx.p50, "us p50",
+  ControlFigure f = measuredFigure(kFixedOverheadGroup, row.name, transport, kvx.p50, "us p50",
                                    static_cast<std::uint32_t>(kvx.count), detail);
   f.target = "<= bare + 5 us";
   if (o.bareBinary.empty()) {
@@ -228,7 +231,8 @@ ControlFigure rowFigure(const Row& row, const std::string& transport,
   return f;
 }
 
-Row oneBlockRow(Pair& pair, std::uint64_t bytes, std::string name, const FixedOverheadOptions& o) {
+Row oneBlockRow(OverheadPair& pair, std::uint64_t bytes, std::string name,
+                const FixedOverheadOptions& o) {
   Row row;
   row.name = std::move(name);
   row.bytes = bytes;
@@ -254,10 +258,11 @@ std::vector<ControlFigure> measureFixedOverhead(const std::string& transport,
                                                 const FixedOverheadOptions& o) {
   std::vector<Row> rows;
   {
-    auto pair = connectPair(
+    auto pair = connectOverheadPair(
         transport, std::chrono::microseconds(static_cast<std::int64_t>(kKvxProgressSpinUs)));
     if (!pair.isOk()) {
-      return {failedFigure(kGroup, "1 block + notification", transport, pair.status().toString())};
+      return {failedFigure(kFixedOverheadGroup, "1 block + notification", transport,
+                           pair.status().toString())};
     }
     for (std::uint64_t bytes : o.segmentBytes) {
       rows.push_back(oneBlockRow(
@@ -279,7 +284,7 @@ std::vector<ControlFigure> measureFixedOverhead(const std::string& transport,
   // in caller mode, posting and progressing on one thread as the bare loop does: what is
   // left is the hand-over between the posting thread and a progress thread.
   for (bool callerDriven : {false, true}) {
-    auto pair = connectPair(transport, kAwakeSpin, callerDriven);
+    auto pair = connectOverheadPair(transport, kAwakeSpin, callerDriven);
     Row row;
     if (pair.isOk()) {
       row = oneBlockRow(*pair, kAwakeRowBytes, awakeRowName(callerDriven), o);

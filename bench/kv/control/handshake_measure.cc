@@ -13,7 +13,7 @@
 namespace kvx::bench {
 namespace {
 
-constexpr const char* kGroup = "handshake";
+constexpr const char* kHandshakeGroup = "handshake";
 constexpr auto kTimeout = std::chrono::seconds(10);
 
 struct Contact {
@@ -54,7 +54,7 @@ std::vector<ControlFigure> measureHandshake(const std::string& transport, std::u
   for (std::uint32_t i = 0; i < pairs; ++i) {
     auto contact = firstContact(transport, poolBlocks);
     if (!contact.isOk()) {
-      return {failedFigure(kGroup, latencyName, transport,
+      return {failedFigure(kHandshakeGroup, latencyName, transport,
                            fmt::format("pair {}: {}", i, contact.status().toString()))};
     }
     latencies.push_back(contact->ms);
@@ -63,10 +63,10 @@ std::vector<ControlFigure> measureHandshake(const std::string& transport, std::u
   const SampleStats latency = summarize(latencies);
   const SampleStats ready = summarize(readyCpu);
   const auto n = static_cast<std::uint32_t>(latency.count);
-  return {measuredFigure(kGroup, latencyName + ", p50", transport, latency.p50, "ms", n,
+  return {measuredFigure(kHandshakeGroup, latencyName + ", p50", transport, latency.p50, "ms", n,
                          fmt::format("min {:.2f} ms; fresh agent pairs", latency.min)),
-          measuredFigure(kGroup, latencyName + ", max", transport, latency.max, "ms", n),
-          measuredFigure(kGroup, fmt::format("readying the peer's {} pool, CPU p50", pool),
+          measuredFigure(kHandshakeGroup, latencyName + ", max", transport, latency.max, "ms", n),
+          measuredFigure(kHandshakeGroup, fmt::format("readying the peer's {} pool, CPU p50", pool),
                          transport, ready.p50, "ms", n,
                          fmt::format("max {:.2f} ms; KvPeerStatus::readyCpuNs", ready.max))};
 }

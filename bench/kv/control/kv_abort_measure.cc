@@ -15,7 +15,7 @@ namespace {
 
 using std::chrono::seconds;
 
-constexpr const char* kGroup = "abort";
+constexpr const char* kKvAbortGroup = "abort";
 constexpr std::uint64_t kBlockBytes = 2u << 20;  // one llama3-8b block: all layers, K and V
 
 // Submits a request of `blocks` fresh source blocks (their content does not matter).
@@ -109,10 +109,10 @@ std::vector<ControlFigure> measureKvAbort(const std::string& transport, std::uin
   const std::string name =
       fmt::format("KvAgent::cancel {} request -> FAILED", bytesLabel(blocks * kBlockBytes));
   auto fail = [&](const Status& s) {
-    return std::vector<ControlFigure>{failedFigure(kGroup, name, transport, s.toString())};
+    return std::vector<ControlFigure>{failedFigure(kKvAbortGroup, name, transport, s.toString())};
   };
   if (Status room = checkMemoryRoom(2 * (blocks + 16) * kBlockBytes); !room.isOk()) {
-    return {unmeasuredFigure(kGroup, name, transport, room.message())};
+    return {unmeasuredFigure(kKvAbortGroup, name, transport, room.message())};
   }
   auto decode = KvAgent::create(controlKvOptions("control-abort-decode", KvRole::kDecode, transport,
                                                  "llama3-8b", blocks + 16, true));
@@ -152,7 +152,7 @@ std::vector<ControlFigure> measureKvAbort(const std::string& transport, std::uin
       return fail(after.status().withContext("a 1-block request to the peer after the cancel"));
     }
     ControlFigure figure = measuredFigure(
-        kGroup, name, transport, once->endedMs, "ms", 1,
+        kKvAbortGroup, name, transport, once->endedMs, "ms", 1,
         fmt::format("ended {}; cancel() returned in {:.2f} ms, {:.1f} ms into TRANSFERRING "
                     "(try {}); whole request {:.1f} ms; a 1-block request next: {:.1f} ms",
                     toString(once->code), once->returnedMs, fullMs * fraction, attempt, fullMs,
@@ -164,7 +164,7 @@ std::vector<ControlFigure> measureKvAbort(const std::string& transport, std::uin
     return {figure};
   }
   return {unmeasuredFigure(
-      kGroup, name, transport,
+      kKvAbortGroup, name, transport,
       fmt::format("3 tries, each request finished before the cancel reached it (whole request "
                   "{:.1f} ms; last: {})",
                   fullMs, missed))};

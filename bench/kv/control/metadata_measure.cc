@@ -11,7 +11,7 @@
 namespace kvx::bench {
 namespace {
 
-constexpr const char* kGroup = "metadata";
+constexpr const char* kMetadataGroup = "metadata";
 
 struct BlobSize {
   std::size_t bytes = 0;
@@ -40,18 +40,18 @@ std::vector<ControlFigure> measureMetadata(const std::string& transport) {
         fmt::format("metadata blob, {} regions ({} pool, NHD)", pools[i].second, pools[i].first);
     auto blob = blobOf(transport, pools[i].first);
     if (!blob.isOk()) {
-      out.push_back(failedFigure(kGroup, name, transport, blob.status().toString()));
+      out.push_back(failedFigure(kMetadataGroup, name, transport, blob.status().toString()));
       continue;
     }
     sizes[i] = *blob;
-    out.push_back(measuredFigure(kGroup, name, transport, static_cast<double>(blob->bytes), "bytes",
-                                 1, fmt::format("{} regions in the blob", blob->regions)));
+    out.push_back(measuredFigure(kMetadataGroup, name, transport, static_cast<double>(blob->bytes),
+                                 "bytes", 1, fmt::format("{} regions in the blob", blob->regions)));
   }
   if (sizes[0] && sizes[1] && sizes[1]->regions > sizes[0]->regions) {
     const double perRegion = static_cast<double>(sizes[1]->bytes - sizes[0]->bytes) /
                              static_cast<double>(sizes[1]->regions - sizes[0]->regions);
-    out.push_back(measuredFigure(kGroup, "metadata bytes per added region", transport, perRegion,
-                                 "bytes", 1, "JSON with a hex packed key per region"));
+    out.push_back(measuredFigure(kMetadataGroup, "metadata bytes per added region", transport,
+                                 perRegion, "bytes", 1, "JSON with a hex packed key per region"));
   }
   return out;
 }

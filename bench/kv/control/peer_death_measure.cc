@@ -17,7 +17,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr const char* kGroup = "peer death";
+constexpr const char* kPeerDeathGroup = "peer death";
 constexpr auto kPoll = std::chrono::microseconds(200);
 
 Result<std::string> readListening(pair_transfer::ChildProcess& child, Deadline deadline) {
@@ -180,7 +180,8 @@ std::vector<ControlFigure> measurePeerDeath(const std::string& transport,
   std::string missed;
   for (int attempt = 1; attempt <= 3; ++attempt) {
     auto kill = killOnce(transport, o);
-    if (!kill.isOk()) return {failedFigure(kGroup, name, transport, kill.status().toString())};
+    if (!kill.isOk())
+      return {failedFigure(kPeerDeathGroup, name, transport, kill.status().toString())};
     double first = -1, last = 0;
     for (const Ending& e : kill->endings) {
       last = std::max(last, e.ms);
@@ -193,17 +194,17 @@ std::vector<ControlFigure> measurePeerDeath(const std::string& transport,
     }
     const auto n = static_cast<std::uint32_t>(kill->endings.size());
     std::vector<ControlFigure> out{
-        measuredFigure(kGroup, "SIGKILL decode process -> first request FAILED", transport, first,
-                       "ms", n, fmt::format("{} (try {})", kill->atKill, attempt)),
-        measuredFigure(kGroup, "SIGKILL decode process -> every placed request ended", transport,
-                       last, "ms", n, "ended: " + describeCodes(kill->endings))};
+        measuredFigure(kPeerDeathGroup, "SIGKILL decode process -> first request FAILED", transport,
+                       first, "ms", n, fmt::format("{} (try {})", kill->atKill, attempt)),
+        measuredFigure(kPeerDeathGroup, "SIGKILL decode process -> every placed request ended",
+                       transport, last, "ms", n, "ended: " + describeCodes(kill->endings))};
     if (kill->queued > 0) {
       out.back().detail +=
           fmt::format("; {} still queued for placement, cancelled after", kill->queued);
     }
     return out;
   }
-  return {unmeasuredFigure(kGroup, name, transport, "3 tries: " + missed)};
+  return {unmeasuredFigure(kPeerDeathGroup, name, transport, "3 tries: " + missed)};
 }
 
 }  // namespace kvx::bench

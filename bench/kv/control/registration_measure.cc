@@ -12,7 +12,7 @@
 namespace kvx::bench {
 namespace {
 
-constexpr const char* kGroup = "registration";
+constexpr const char* kRegistrationGroup = "registration";
 
 double gibPerSecond(std::uint64_t bytes, double ms) {
   return ms > 0 ? static_cast<double>(bytes) / static_cast<double>(1u << 30) / (ms / 1000) : 0;
@@ -23,7 +23,7 @@ ControlFigure allocate(Agent& agent, const std::string& transport, std::uint64_t
   const std::string name =
       fmt::format("allocateMemory {}, populate {}", bytesLabel(bytes), populate ? "on" : "off");
   if (Status room = checkMemoryRoom(bytes); !room.isOk()) {
-    return unmeasuredFigure(kGroup, name, transport, room.message());
+    return unmeasuredFigure(kRegistrationGroup, name, transport, room.message());
   }
   AllocationSpec spec{.name = fmt::format("control.pool.{}", populate ? "populated" : "lazy"),
                       .length = bytes,
@@ -31,13 +31,14 @@ ControlFigure allocate(Agent& agent, const std::string& transport, std::uint64_t
   const auto started = Clock::now();
   auto region = agent.allocateMemory(spec);
   const double ms = msSince(started);
-  if (!region.isOk()) return failedFigure(kGroup, name, transport, region.status().toString());
+  if (!region.isOk())
+    return failedFigure(kRegistrationGroup, name, transport, region.status().toString());
   const auto deregistering = Clock::now();
   const Status gone = agent.deregisterMemory(region->id);
   const double deregisterMs = msSince(deregistering);
-  if (!gone.isOk()) return failedFigure(kGroup, name, transport, gone.toString());
+  if (!gone.isOk()) return failedFigure(kRegistrationGroup, name, transport, gone.toString());
   const std::string deregistered = fmt::format("deregisterMemory {:.1f} ms", deregisterMs);
-  return measuredFigure(kGroup, name, transport, ms, "ms", 1,
+  return measuredFigure(kRegistrationGroup, name, transport, ms, "ms", 1,
                         populate
                             ? fmt::format("{:.2f} GiB/s; {}", gibPerSecond(bytes, ms), deregistered)
                             : deregistered);
@@ -48,12 +49,12 @@ ControlFigure registerCallerMemory(Agent& agent, const std::string& transport,
   const std::string name =
       fmt::format("registerMemory {} (caller's, pages present)", bytesLabel(bytes));
   if (Status room = checkMemoryRoom(bytes); !room.isOk()) {
-    return unmeasuredFigure(kGroup, name, transport, room.message());
+    return unmeasuredFigure(kRegistrationGroup, name, transport, room.message());
   }
   void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (memory == MAP_FAILED) {
-    return unmeasuredFigure(kGroup, name, transport,
+    return unmeasuredFigure(kRegistrationGroup, name, transport,
                             fmt::format("mmap of {} failed", bytesLabel(bytes)));
   }
   const auto started = Clock::now();
@@ -65,11 +66,11 @@ ControlFigure registerCallerMemory(Agent& agent, const std::string& transport,
     const auto deregistering = Clock::now();
     const Status gone = agent.deregisterMemory(*region);
     const double deregisterMs = msSince(deregistering);
-    figure = gone.isOk() ? measuredFigure(kGroup, name, transport, ms, "ms", 1,
+    figure = gone.isOk() ? measuredFigure(kRegistrationGroup, name, transport, ms, "ms", 1,
                                           fmt::format("deregisterMemory {:.2f} ms", deregisterMs))
-                         : failedFigure(kGroup, name, transport, gone.toString());
+                         : failedFigure(kRegistrationGroup, name, transport, gone.toString());
   } else {
-    figure = failedFigure(kGroup, name, transport, region.status().toString());
+    figure = failedFigure(kRegistrationGroup, name, transport, region.status().toString());
   }
   ::munmap(memory, bytes);
   return figure;
@@ -84,10 +85,11 @@ std::vector<ControlFigure> measureRegistration(const std::string& transport,
   const auto started = Clock::now();
   auto created = Agent::create(controlAgentOptions("control-registration", transport));
   if (!created.isOk()) {
-    out.push_back(failedFigure(kGroup, startName, transport, created.status().toString()));
+    out.push_back(
+        failedFigure(kRegistrationGroup, startName, transport, created.status().toString()));
     return out;
   }
-  out.push_back(measuredFigure(kGroup, startName, transport, msSince(started), "ms"));
+  out.push_back(measuredFigure(kRegistrationGroup, startName, transport, msSince(started), "ms"));
   Agent& agent = **created;
   for (std::uint64_t bytes : poolBytes) {
     out.push_back(allocate(agent, transport, bytes, true));
