@@ -4,9 +4,8 @@
 // a workload, until the workload is done). Prints "LISTENING <address>" once it serves and
 // "STATS {json}" when it stops, each as one flushed line on stdout; logs go to stderr.
 
-#include <CLI/CLI.hpp>
-
 #include "cli/agent_config.h"
+#include "cli/cli_app_fwd.h"
 #include "cli/signals.h"
 
 namespace kvx::cli {

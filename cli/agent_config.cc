@@ -1,5 +1,6 @@
 #include "cli/agent_config.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>

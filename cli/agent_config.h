@@ -7,12 +7,12 @@
 // then the defaults below.
 // Plain data and pure functions; safe from any thread.
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "agent/kv/model_shape.h"
+#include "cli/cli_app_fwd.h"
 #include "cli/tensor_parallel.h"
 #include "kvx/kv_types.h"
 #include "kvx/result.h"

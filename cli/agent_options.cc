@@ -1,4 +1,5 @@
 // AgentConfig: the `kvx agent` command-line options, their help, and their KVX_* variables.
+#include <CLI/CLI.hpp>
 #include <cctype>
 
 #include "cli/agent_config.h"

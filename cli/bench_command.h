@@ -6,12 +6,12 @@
 // costs) runs after them. See bench/kv/scenarios.h, bench/kv/control/control_scenario.h and
 // docs/benchmarks.md.
 
-#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
 #include "bench/kv/scenarios.h"
 #include "bench/kv/sweep.h"
+#include "cli/cli_app_fwd.h"
 #include "cli/signals.h"
 
 namespace kvx::cli {

@@ -9,8 +9,7 @@
 // each prompt's heads to the decode ranks that hold them (gathers when P > D, scatters when
 // P < D), and every decode rank verifies its heads.
 
-#include <CLI/CLI.hpp>
-
+#include "cli/cli_app_fwd.h"
 #include "cli/demo_plan.h"
 #include "cli/signals.h"
 

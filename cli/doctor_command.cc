@@ -1,5 +1,6 @@
 #include "cli/doctor_command.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 #include <iostream>

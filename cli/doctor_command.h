@@ -5,10 +5,10 @@
 // CUDA support) and prints, per check, what it found, whether that is OK and how to fix it,
 // then a verdict per GPU-NIC pair (doctor/doctor.h, docs/gpu.md).
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 
+#include "cli/cli_app_fwd.h"
 #include "doctor/doctor.h"
 
 namespace kvx::cli {

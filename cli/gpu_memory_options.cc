@@ -1,5 +1,7 @@
 #include "cli/gpu_memory_options.h"
 
+#include <CLI/CLI.hpp>
+
 #include "kvx/agent_options.h"
 #include "kvx/memory.h"
 

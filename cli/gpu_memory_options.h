@@ -6,10 +6,10 @@
 // CUDA pools only. `pools` says in messages what is in host memory ("this pool is", "this
 // run's pools are"). INVALID_ARGUMENT naming the option and the rule.
 
-#include <CLI/CLI.hpp>
 #include <string>
 #include <string_view>
 
+#include "cli/cli_app_fwd.h"
 #include "kvx/status.h"
 
 namespace kvx::cli {
