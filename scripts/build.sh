@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs dependencies, configures and builds kvx.
 #   scripts/build.sh [BUILD_DIR] [extra cmake args...]
-# BUILD_DIR defaults to build/. KVX_BUILD_TYPE picks the CMake build type (RelWithDebInfo).
+# BUILD_DIR defaults to build/. KVX_BUILD_TYPE picks the CMake build type (RelWithDebInfo),
+# KVX_DEBUG_INFO its debug information (full, lines or none; default full) and KVX_UNITY_BUILD
+# (ON by default) whether each target compiles in batches: cmake/KvxBuildTime.cmake.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${1:-$root/build}
@@ -9,5 +11,6 @@ shift || true
 
 "$root/scripts/install-deps.sh"
 cmake -S "$root" -B "$build_dir" -G Ninja \
-  -DCMAKE_BUILD_TYPE="${KVX_BUILD_TYPE:-RelWithDebInfo}" -DKVX_WERROR=ON "$@"
+  -DCMAKE_BUILD_TYPE="${KVX_BUILD_TYPE:-RelWithDebInfo}" -DKVX_WERROR=ON \
+  -DKVX_UNITY_BUILD="${KVX_UNITY_BUILD:-ON}" -DKVX_DEBUG_INFO="${KVX_DEBUG_INFO:-full}" "$@"
 cmake --build "$build_dir" -j "$(nproc)"

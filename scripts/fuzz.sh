@@ -17,8 +17,7 @@ runs_dir=$build_dir/runs
 # turns sanitizer stacks into file:line.
 "$root/scripts/install-deps.sh" clang libclang-rt-14-dev llvm
 
-cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVX_FUZZ=ON >/dev/null
+"$root/scripts/configure-clang.sh" "$build_dir" -DKVX_FUZZ=ON
 cmake --build "$build_dir" --target kvx_fuzz_targets -j "${KVX_FUZZ_JOBS:-$(nproc)}"
 
 targets=(${KVX_FUZZ_TARGETS:-$(cd "$root/fuzz/corpus" && ls -d -- */ | tr -d /)})

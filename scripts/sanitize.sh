@@ -31,14 +31,14 @@ esac
 
 if [ "$kind" = asan ]; then
   build_dir=${KVX_SANITIZE_BUILD_DIR:-${KVX_FUZZ_BUILD_DIR:-$root/build-fuzz}}
-  # The same cache as scripts/fuzz.sh's, so neither run recompiles what the other built.
+  # Configured exactly as scripts/fuzz.sh does (scripts/configure-clang.sh), so neither run
+  # recompiles what the other built.
   config=(-DKVX_FUZZ=ON)
 else
   build_dir=${KVX_SANITIZE_BUILD_DIR:-$root/build-tsan}
   config=(-DKVX_SANITIZE=thread -DKVX_WERROR=ON)
 fi
-cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo "${config[@]}" >/dev/null
+"$root/scripts/configure-clang.sh" "$build_dir" "${config[@]}"
 cmake --build "$build_dir" -j "${KVX_SANITIZE_JOBS:-$(nproc)}"
 
 # Every process writes its reports to $logs/KIND.PID instead of stderr: a child's report fails
