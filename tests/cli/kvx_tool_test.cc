@@ -17,6 +17,7 @@
 
 #include "examples/pair_transfer/child_process.h"
 #include "tests/support/kvx_binary.h"
+#include "tests/support/sanitizer_build.h"
 
 using kvx::test::kvxBinary;
 using pair_transfer::ChildProcess;
@@ -24,21 +25,13 @@ using std::chrono::seconds;
 
 namespace {
 
-// The 500-request demo's arrival rate. Under ThreadSanitizer the agents move about 0.1 GB/s:
-// at 400/s its later requests wait past the prefill deadline (30 s) for pool room, so they
-// arrive slower there; what the case checks (every block verified and returned) is the same.
-#if defined(__SANITIZE_THREAD__)
-#define KVX_TOOL_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define KVX_TOOL_TEST_TSAN 1
-#endif
-#endif
-#ifdef KVX_TOOL_TEST_TSAN
-constexpr const char* kDemoRate = "10";
-#else
-constexpr const char* kDemoRate = "400";
-#endif
+// The long demo: 500 requests in the plain build, 100 under a sanitizer (the same paths, at
+// a fifth of the time: tests/support/sanitizer_build.h). Its arrival rate: under
+// ThreadSanitizer the agents move about 0.1 GB/s, and at 400/s the later requests would wait
+// past the prefill deadline (30 s) for pool room, so they arrive slower there; what the case
+// checks (every block verified and returned) is the same.
+constexpr int kLongDemoRequests = kvx::test::kSanitizerBuild ? 100 : 500;
+constexpr const char* kDemoRate = kvx::test::kThreadSanitizer ? "10" : "400";
 
 ChildProcess start(const std::vector<std::string>& args) {
   auto child = ChildProcess::spawn(kvxBinary(), args);
@@ -82,18 +75,38 @@ TEST_CASE("kvx demo moves, verifies and reports a small workload", "[multiproces
                          Catch::Contains("RESULT: PASS"));
 }
 
-TEST_CASE("500 requests: PUSH and PULL, layer-wise on and off, every block verified and returned",
+TEST_CASE("a long demo: PUSH and PULL, layer-wise on and off, every block verified and returned",
           "[multiprocess]") {
-  const std::string report = "/tmp/kvx_demo_500_" + std::to_string(::getpid()) + ".json";
+  const std::string report = "/tmp/kvx_demo_long_" + std::to_string(::getpid()) + ".json";
   // Mixed mode alternates PUSH and PULL by request; mixed layer-wise alternates in pairs, so
-  // all four combinations occur. The 70B TP8 shape keeps 500 prompts small (40 KiB a token).
-  ChildProcess demo = start({"demo",       "--requests",       "500",     "--model",
-                             "llama3-70b", "--min-tokens",     "16",      "--max-tokens",
-                             "2048",       "--rate",           kDemoRate, "--mode",
-                             "mixed",      "--layerwise",      "mixed",   "--decode-blocks",
-                             "1024",       "--prefill-blocks", "1024",    "--prefix-cache-blocks",
-                             "256",        "--log-level",      "error",   "--timeout-s",
-                             "240",        "--json",           report});
+  // all four combinations occur. The 70B TP8 shape keeps the prompts small (40 KiB a token).
+  ChildProcess demo = start({"demo",
+                             "--requests",
+                             std::to_string(kLongDemoRequests),
+                             "--model",
+                             "llama3-70b",
+                             "--min-tokens",
+                             "16",
+                             "--max-tokens",
+                             "2048",
+                             "--rate",
+                             kDemoRate,
+                             "--mode",
+                             "mixed",
+                             "--layerwise",
+                             "mixed",
+                             "--decode-blocks",
+                             "1024",
+                             "--prefill-blocks",
+                             "1024",
+                             "--prefix-cache-blocks",
+                             "256",
+                             "--log-level",
+                             "error",
+                             "--timeout-s",
+                             "240",
+                             "--json",
+                             report});
   std::string output;
   while (true) {
     auto line = demo.readLine(seconds(300));
@@ -107,7 +120,7 @@ TEST_CASE("500 requests: PUSH and PULL, layer-wise on and off, every block verif
   const auto json = nlohmann::json::parse(in);
   std::filesystem::remove(report);
   CHECK(json["passed"] == true);
-  CHECK(json["requests"]["ok"] == 500);
+  CHECK(json["requests"]["ok"] == kLongDemoRequests);
   CHECK(json["requests"]["failed"] == 0);
   REQUIRE(json["decodes"].size() == 2);
   std::uint64_t arrivals = 0, verified = 0, blocks = 0;
@@ -119,7 +132,7 @@ TEST_CASE("500 requests: PUSH and PULL, layer-wise on and off, every block verif
     verified += stats["blocksVerified"].get<std::uint64_t>();
     blocks += stats["blocks"].get<std::uint64_t>();
   }
-  CHECK(arrivals == 500);
+  CHECK(arrivals == kLongDemoRequests);
   CHECK(verified == blocks);
   CHECK(json["blocks"].get<std::uint64_t>() == blocks);
   CHECK(json["prefillPool"]["freeBlocks"] == json["prefillPool"]["totalBlocks"]);

@@ -1,13 +1,20 @@
 // kvx-test-labels: multiprocess
 // pair_transfer as a user runs it: 1 GiB in 32 KiB segments, each way, over tcp and shared
-// memory, between two processes; the program verifies every byte and says so.
+// memory, between two processes; the program verifies every byte and says so. Under a
+// sanitizer 256 MiB (tests/support/sanitizer_build.h).
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
+#include "tests/support/sanitizer_build.h"
 #include "tests/support/target_process.h"
 
 namespace {
+
+constexpr std::uint64_t kMiB = 1024 * 1024;
+constexpr std::uint64_t kSegment = 32 * 1024;
+constexpr std::uint64_t kBytes = (kvx::test::kSanitizerBuild ? 256 : 1024) * kMiB;
 
 struct Run {
   int exitCode;
@@ -27,16 +34,19 @@ Run run(const std::string& command) {
 
 }  // namespace
 
-TEST_CASE("pair_transfer moves and verifies 1 GiB in 32 KiB segments", "[multiprocess]") {
+TEST_CASE("pair_transfer moves and verifies 1 GiB (256 MiB under a sanitizer) in 32 KiB segments",
+          "[multiprocess]") {
   const std::string transport = GENERATE("tcp", "shm");
   const std::string op = GENERATE("write", "read");
   const std::string command = kvx::test::pairTransferBinary() + " --transport " + transport +
-                              " --op " + op + " --bytes 1G --segment 32K --timeout 240 2>&1";
+                              " --op " + op + " --bytes " + std::to_string(kBytes / kMiB) +
+                              "M --segment 32K --timeout 240 2>&1";
   Run r = run(command);
   INFO(command << "\n" << r.output);
   CHECK(r.exitCode == 0);
   CHECK_THAT(r.output, Catch::Contains("verify: ok"));
-  CHECK_THAT(r.output, Catch::Contains("32768 descriptors -> 32768 operations"));
+  const std::string segments = std::to_string(kBytes / kSegment);
+  CHECK_THAT(r.output, Catch::Contains(segments + " descriptors -> " + segments + " operations"));
 }
 
 TEST_CASE("pair_transfer with sequential segments coalesces them", "[multiprocess]") {
