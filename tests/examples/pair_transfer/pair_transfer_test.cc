@@ -45,8 +45,15 @@ TEST_CASE("pair_transfer moves and verifies 1 GiB (256 MiB under a sanitizer) in
   INFO(command << "\n" << r.output);
   CHECK(r.exitCode == 0);
   CHECK_THAT(r.output, Catch::Contains("verify: ok"));
-  const std::string segments = std::to_string(kBytes / kSegment);
-  CHECK_THAT(r.output, Catch::Contains(segments + " descriptors -> " + segments + " operations"));
+  // Random order: every segment its own operation, but for the rare pair that lands
+  // adjacent on both sides (the example's fixed seed gives none in 1 GiB, one in 256 MiB).
+  const std::uint64_t segments = kBytes / kSegment;
+  const std::string marker = std::to_string(segments) + " descriptors -> ";
+  const auto at = r.output.find(marker);
+  REQUIRE(at != std::string::npos);
+  const std::uint64_t operations = std::stoull(r.output.substr(at + marker.size()));
+  CHECK(operations <= segments);
+  CHECK(operations >= segments - segments / 1000);
 }
 
 TEST_CASE("pair_transfer with sequential segments coalesces them", "[multiprocess]") {
