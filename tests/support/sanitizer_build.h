@@ -4,28 +4,24 @@
 // under a sanitizer. AddressSanitizer and ThreadSanitizer slow the agents 3-15x on 2 cores,
 // so the longest multi-process workloads run smaller there: they take the same code paths,
 // which is what the sanitizers check, and the plain build runs them at full size.
+
+// gcc says so with __SANITIZE_*__, clang with __has_feature.
+#if defined(__has_feature)
+#define KVX_TEST_HAS_FEATURE(feature) __has_feature(feature)
+#else
+#define KVX_TEST_HAS_FEATURE(feature) 0
+#endif
+
 namespace kvx::test {
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || KVX_TEST_HAS_FEATURE(address_sanitizer)
 inline constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr bool kAddressSanitizer = true;
-#else
-inline constexpr bool kAddressSanitizer = false;
-#endif
 #else
 inline constexpr bool kAddressSanitizer = false;
 #endif
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_THREAD__) || KVX_TEST_HAS_FEATURE(thread_sanitizer)
 inline constexpr bool kThreadSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-inline constexpr bool kThreadSanitizer = true;
-#else
-inline constexpr bool kThreadSanitizer = false;
-#endif
 #else
 inline constexpr bool kThreadSanitizer = false;
 #endif

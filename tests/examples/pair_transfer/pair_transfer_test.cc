@@ -40,7 +40,8 @@ TEST_CASE("pair_transfer moves and verifies 1 GiB (256 MiB under a sanitizer) in
   const std::string op = GENERATE("write", "read");
   const std::string command = kvx::test::pairTransferBinary() + " --transport " + transport +
                               " --op " + op + " --bytes " + std::to_string(kBytes / kMiB) +
-                              "M --segment 32K --timeout 240 2>&1";
+                              "M --segment " + std::to_string(kSegment / 1024) +
+                              "K --timeout 240 2>&1";
   Run r = run(command);
   INFO(command << "\n" << r.output);
   CHECK(r.exitCode == 0);
