@@ -19,6 +19,9 @@
 #include "agent/metadata/metadata_codec.h"
 #include "engine/notify/notification_header.h"
 #include "engine/staged/staging_message.h"
+#include "engine/transport/socket/socket_address.h"
+#include "engine/transport/socket/socket_memory.h"
+#include "engine/transport/socket/socket_wire.h"
 #include "engine/transport/ucx/ucx_frame.h"
 #include "workload/latency_stats.h"
 #include "workload/trace_writer.h"
@@ -251,6 +254,33 @@ void ucxFrames() {
   write("ucx_frame", "truncated", truncated);
 }
 
+void socketWire() {
+  using namespace engine::socket;
+  auto header = [](const FrameHeader& h) {
+    const EncodedHeader encoded = encodeFrameHeader(h);
+    return Bytes(encoded.begin(), encoded.end());
+  };
+  write("socket_wire", "hello", header({FrameType::kHello, 0, 0, 0x1234, 0x5678, 0, 0}));
+  write("socket_wire", "put", header({FrameType::kPut, 0, 7, 3, 0xfeed, 0x7f0000001000, 4096}));
+  write("socket_wire", "message", header({FrameType::kMessage, 5, 9, 0, 0, 0, 105}));
+  write("socket_wire", "error", header({FrameType::kError, 9, 2, 0, 0, 0, 20}));
+  Bytes oversized = header({FrameType::kMessage, 0, 1, 0, 0, 0, kMaxMessageBytes + 1});
+  write("socket_wire", "message-too-large", oversized);
+  Bytes badType = header({FrameType::kDone, 0, 1, 0, 0, 0, 0});
+  badType[5] = 42;
+  write("socket_wire", "unknown-type", badType);
+  SocketAddress address;
+  address.instance = 0xabcdef;
+  address.port = 40123;
+  address.addresses = {0x0100007f, 0x020012c6};
+  write("socket_wire", "address", packSocketAddress(address));
+  Bytes cutAddress = packSocketAddress(address);
+  cutAddress.pop_back();
+  write("socket_wire", "address-truncated", cutAddress);
+  write("socket_wire", "key", packRegionKey({4, 0x1122334455667788, 0x7f0000100000, 1 << 20}));
+  write("socket_wire", "key-wrapping", packRegionKey({4, 1, ~std::uint64_t{0} - 10, 100}));
+}
+
 void histograms() {
   workload::LatencyHistogram h;
   for (int ms : {1, 2, 2, 5, 40, 300}) h.add(std::chrono::milliseconds(ms));
@@ -280,6 +310,7 @@ int main(int argc, char** argv) {
   modelShapes();
   traces();
   ucxFrames();
+  socketWire();
   histograms();
   return 0;
 }

@@ -1,9 +1,10 @@
 #pragma once
 
 // Transport: the narrow data-path interface the engine is built on. One backend per folder
-// below engine/transport/ (ucx/, inproc/); transport_registry.h is the only place that names
-// them.
+// below engine/transport/ (ucx/, socket/, inproc/); transport_registry.h is the only place
+// that names them.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,6 +24,9 @@ struct TransportOptions {
   std::string agentName;   // for log lines
   std::string transports;  // backend-specific selection ("tcp", "shm", ...); empty = default
   std::string netDevices;  // backend-specific device selection; empty = default
+  // How long a backend that connects in the background (socket) tries before it fails the
+  // endpoint; also how long it gives an inbound connection to introduce itself.
+  std::chrono::milliseconds connectTimeout{5000};
 };
 
 // Called, from inside progress(), once for each received message. The spans are valid only

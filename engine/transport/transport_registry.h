@@ -11,7 +11,7 @@
 
 namespace kvx::engine {
 
-// Creates a transport by name ("ucx", "inproc"). NOT_FOUND names the ones available.
+// Creates a transport by name ("ucx", "socket", "inproc"). NOT_FOUND names the ones available.
 Result<std::unique_ptr<Transport>> createTransport(std::string_view name,
                                                    const TransportOptions& options);
 

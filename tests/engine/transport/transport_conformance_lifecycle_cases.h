@@ -186,6 +186,42 @@ TEST_CASE("conformance: the endpoint error handler fires when the peer transport
   CHECK(inFlight.count() == 1);
 }
 
+// What the engine does when a data path fails: it closes the endpoint from inside the handler.
+TEST_CASE("conformance: the endpoint error handler may close its endpoint", "[conformance]") {
+  if (!conformanceConfig().detectsPeerLoss) {
+    WARN("this transport does not detect a peer destroyed in the same process; skipped");
+    return;
+  }
+  Link link;
+  std::atomic<int> closedInHandler{0};
+  std::weak_ptr<engine::Endpoint> weak;
+  auto connected = link.a->connect(link.b->localAddress(), [&](const Status&) {
+    if (auto endpoint = weak.lock()) endpoint->close(true);
+    closedInHandler.fetch_add(1);
+  });
+  REQUIRE(connected.isOk());
+  std::shared_ptr<engine::Endpoint> doomed = std::move(connected).value();
+  weak = doomed;
+  auto key = doomed->unpackRemoteKey(link.remote.memory->packedRemoteKey());
+  REQUIRE(key.isOk());
+  engine::RmaOp op = link.op(0, 0, 4096);
+  op.remoteKey = key->get();
+  CountingCompletion written;
+  doomed->put(op, &written);
+  doomed->flush(&written);
+  link.await(written, 2, "a put before the peer dies");
+  link.remote.memory.reset();
+  link.b.reset();
+  conformance::progressUntil(
+      {link.a.get()}, [&] { return closedInHandler.load() == 1; },
+      "the handler to close its endpoint", 10000ms);
+  CountingCompletion after;
+  doomed->put(op, &after);
+  REQUIRE(after.count() == 1);
+  CHECK(after.errors() == 1);
+  key = Status(StatusCode::kCancelled, "released");
+}
+
 TEST_CASE("conformance: threads post while another thread drives progress", "[conformance]") {
   Link link;
   constexpr int kThreads = 2;

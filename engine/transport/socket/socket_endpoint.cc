@@ -1,0 +1,386 @@
+#include "engine/transport/socket/socket_endpoint.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+#include "engine/transport/socket/socket_memory.h"
+#include "engine/transport/socket/socket_transport.h"
+
+namespace kvx::engine::socket {
+namespace {
+
+// How long a graceful close waits for the operations in flight before it resets.
+constexpr auto kGracefulCloseTimeout = std::chrono::seconds(5);
+
+bool insideRegion(const void* start, std::uint64_t length, const TransportMemory& memory) {
+  const auto begin = reinterpret_cast<std::uintptr_t>(memory.address());
+  const auto address = reinterpret_cast<std::uintptr_t>(start);
+  return address >= begin && address - begin <= memory.length() &&
+         length <= memory.length() - (address - begin);
+}
+
+std::string range(std::uint64_t address, std::uint64_t length) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "[0x%llx+%llu)", static_cast<unsigned long long>(address),
+                static_cast<unsigned long long>(length));
+  return text;
+}
+
+}  // namespace
+
+SocketEndpoint::SocketEndpoint(SocketTransport& transport, SocketAddress peer,
+                               EndpointErrorHandler onError)
+    : transport_(transport),
+      peer_(std::move(peer)),
+      onError_(std::move(onError)),
+      stream_(-1, formatIpv4(peer_.addresses.front(), peer_.port)) {
+  FrameHeader hello;
+  hello.type = FrameType::kHello;
+  hello.region = peer_.instance;
+  hello.key = transport_.instance();
+  stream_.queue(hello);
+}
+
+SocketEndpoint::~SocketEndpoint() {
+  std::lock_guard<std::mutex> lock(transport_.mutex());
+  if (state_ != State::kClosed) closeLocked(true);
+}
+
+Status SocketEndpoint::startLocked(Clock::time_point now) {
+  connectDeadline_ = now + transport_.connectTimeout();
+  if (!tryNextAddressLocked()) {
+    return peerFailed("cannot start a socket data connection to " + stream_.peer() + ":" +
+                      connectErrors_);
+  }
+  return Status::ok();
+}
+
+bool SocketEndpoint::tryNextAddressLocked() {
+  while (nextAddress_ < peer_.addresses.size()) {
+    const std::uint32_t ip = peer_.addresses[nextAddress_++];
+    const std::string name = formatIpv4(ip, peer_.port);
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      connectErrors_ += " " + name + ": socket: " + std::strerror(errno) + ";";
+      continue;
+    }
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    sockaddr_in target{};
+    target.sin_family = AF_INET;
+    target.sin_port = htons(peer_.port);
+    target.sin_addr.s_addr = ip;
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&target), sizeof(target)) != 0 &&
+        errno != EINPROGRESS) {
+      connectErrors_ += " " + name + ": " + std::strerror(errno) + ";";
+      ::close(fd);
+      continue;
+    }
+    if (id_ == 0) {
+      id_ = transport_.addConnectionLocked(this, fd, true);
+    } else {
+      transport_.watchLocked(id_, fd, true);
+    }
+    watchingWrite_ = true;
+    stream_.adoptSocket(fd, name);
+    return true;
+  }
+  return false;
+}
+
+Result<std::unique_ptr<RemoteKey>> SocketEndpoint::unpackRemoteKey(
+    std::span<const std::uint8_t> packed) {
+  KVX_ASSIGN_OR_RETURN(RegionKey key, parseRegionKey(packed));
+  return std::unique_ptr<RemoteKey>(new SocketRemoteKey(key));
+}
+
+Status SocketEndpoint::unusableLocked() const {
+  if (state_ == State::kClosed) {
+    return failedPrecondition("the socket data path to " + stream_.peer() + " is closed");
+  }
+  if (state_ == State::kFailed) return failure_;
+  return Status::ok();
+}
+
+Status SocketEndpoint::checkRma(const RmaOp& op) const {
+  const auto* key = dynamic_cast<const SocketRemoteKey*>(op.remoteKey);
+  if (key == nullptr) return invalidArgument("the operation has no socket transport remote key");
+  if (op.localAddress == nullptr || op.length == 0) {
+    return invalidArgument("an operation needs a local buffer and a length (got " +
+                           std::to_string(op.length) + " bytes at " +
+                           (op.localAddress ? "a buffer" : "null") + ")");
+  }
+  if (!key->key().covers(op.remoteAddress, op.length)) {
+    return invalidArgument("remote range " + range(op.remoteAddress, op.length) +
+                           " is outside the peer's region " +
+                           range(key->key().address, key->key().length));
+  }
+  if (op.localMemory != nullptr && !insideRegion(op.localAddress, op.length, *op.localMemory)) {
+    return invalidArgument("local range " +
+                           range(reinterpret_cast<std::uintptr_t>(op.localAddress), op.length) +
+                           " is outside its registration " +
+                           range(reinterpret_cast<std::uintptr_t>(op.localMemory->address()),
+                                 op.localMemory->length()));
+  }
+  return Status::ok();
+}
+
+void SocketEndpoint::postRmaLocked(const RmaOp& op, bool write, Completion* completion) {
+  Status refused = unusableLocked();
+  if (refused.isOk()) refused = checkRma(op);
+  if (!refused.isOk()) {
+    completion->onComplete(refused);
+    return;
+  }
+  const RegionKey& key = static_cast<const SocketRemoteKey*>(op.remoteKey)->key();
+  FrameHeader header;
+  header.type = write ? FrameType::kPut : FrameType::kGet;
+  header.sequence = ++sequence_;
+  header.region = key.region;
+  header.key = key.secret;
+  header.address = op.remoteAddress;
+  header.length = op.length;
+  auto* local = static_cast<std::uint8_t*>(op.localAddress);
+  pending_.push_back(
+      {header.type, header.sequence, completion, write ? nullptr : local, op.length});
+  if (write) {
+    stream_.queue(header, std::span<const std::uint8_t>(local, op.length));
+  } else {
+    stream_.queue(header);
+  }
+}
+
+void SocketEndpoint::put(const RmaOp& op, Completion* completion) {
+  std::lock_guard<std::mutex> lock(transport_.mutex());
+  postRmaLocked(op, true, completion);
+  kickLocked();
+}
+
+void SocketEndpoint::get(const RmaOp& op, Completion* completion) {
+  std::lock_guard<std::mutex> lock(transport_.mutex());
+  postRmaLocked(op, false, completion);
+  kickLocked();
+}
+
+void SocketEndpoint::postBatch(std::span<const RmaOp> ops, bool write, Completion* completion) {
+  std::lock_guard<std::mutex> lock(transport_.mutex());
+  for (const RmaOp& op : ops) postRmaLocked(op, write, completion);
+  kickLocked();
+}
+
+void SocketEndpoint::flush(Completion* completion) {
+  std::lock_guard<std::mutex> lock(transport_.mutex());
+  Status refused = unusableLocked();
+  if (!refused.isOk()) {
+    completion->onComplete(refused);
+  } else if (pending_.empty()) {
+    completion->onComplete(Status::ok());
+  } else {
+    pending_.push_back({FrameType::kHello, 0, completion, nullptr, 0});
+  }
+}
+
+void SocketEndpoint::sendMessage(std::span<const std::uint8_t> header,
+                                 std::span<const std::uint8_t> payload, Completion* completion) {
+  std::lock_guard<std::mutex> lock(transport_.mutex());
+  Status refused = unusableLocked();
+  const std::uint64_t total = header.size() + payload.size();
+  if (refused.isOk() && total > kMaxMessageBytes) {
+    refused = resourceExhausted("a message of " + std::to_string(total) +
+                                " bytes is over the socket transport's limit of " +
+                                std::to_string(kMaxMessageBytes));
+  }
+  if (!refused.isOk()) {
+    completion->onComplete(refused);
+    return;
+  }
+  FrameHeader frame;
+  frame.type = FrameType::kMessage;
+  frame.sequence = ++sequence_;
+  frame.aux = static_cast<std::uint32_t>(header.size());
+  frame.length = total;
+  pending_.push_back({FrameType::kMessage, frame.sequence, completion, nullptr, 0});
+  stream_.queue(frame, header, payload);
+  kickLocked();
+}
+
+void SocketEndpoint::kickLocked() {
+  if (state_ != State::kOpen) return;
+  Status written = stream_.writeSome();
+  if (!written.isOk()) {
+    failLocked(written);
+    return;
+  }
+  updateWatchLocked();
+}
+
+void SocketEndpoint::updateWatchLocked() {
+  const bool want = state_ == State::kConnecting || stream_.hasOutput();
+  if (want == watchingWrite_) return;
+  transport_.watchLocked(id_, stream_.fd(), want);
+  watchingWrite_ = want;
+}
+
+bool SocketEndpoint::onEventsLocked(std::uint32_t events) {
+  if (state_ == State::kConnecting) {
+    if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0) return false;
+    int error = 0;
+    socklen_t length = sizeof(error);
+    if (::getsockopt(stream_.fd(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) error = errno;
+    if (error != 0) {
+      connectErrors_ += " " + stream_.peer() + ": " + std::strerror(error) + ";";
+      if (!tryNextAddressLocked()) {
+        failLocked(peerFailed("cannot connect the socket data path to the peer:" + connectErrors_));
+      }
+      return true;
+    }
+    state_ = State::kOpen;
+  }
+  if (state_ != State::kOpen) return false;
+  if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) {
+    Result<bool> pumped = reader_.pump(stream_, *this, kReadBudgetBytes);
+    if (!pumped.isOk()) {
+      failLocked(pumped.status());
+      return true;
+    }
+  }
+  kickLocked();
+  return true;
+}
+
+void SocketEndpoint::onTickLocked(Clock::time_point now) {
+  if (state_ == State::kConnecting && now >= connectDeadline_) {
+    failLocked(peerFailed("the socket data path to " + stream_.peer() + " did not connect within " +
+                          std::to_string(transport_.connectTimeout().count()) + " ms" +
+                          (connectErrors_.empty() ? "" : " (" + connectErrors_ + " )")));
+  }
+}
+
+Result<BodySink> SocketEndpoint::onHeader(const FrameHeader& header) {
+  if (header.type == FrameType::kError && header.sequence == 0) {
+    return BodySink{nullptr, true, false};  // the peer refused the connection itself
+  }
+  if (pending_.empty() || pending_.front().sequence != header.sequence) {
+    return protocolError(
+        "socket data path to " + stream_.peer() + ": a " + std::string(toString(header.type)) +
+        " reply for request " + std::to_string(header.sequence) + " while " +
+        (pending_.empty() ? std::string("none was waiting")
+                          : "request " + std::to_string(pending_.front().sequence) + " was next"));
+  }
+  const Pending& next = pending_.front();
+  switch (header.type) {
+    case FrameType::kDone:
+      if (next.type == FrameType::kGet) break;
+      return BodySink{};
+    case FrameType::kData:
+      if (next.type != FrameType::kGet || header.length != next.length) break;
+      return BodySink{next.dest, false, false};
+    case FrameType::kError: return BodySink{nullptr, true, false};
+    default: break;
+  }
+  return protocolError("socket data path to " + stream_.peer() + ": a " +
+                       std::string(toString(header.type)) + " reply of " +
+                       std::to_string(header.length) + " bytes does not answer a " +
+                       std::string(toString(next.type)) + " of " + std::to_string(next.length));
+}
+
+Status SocketEndpoint::onFrame(const FrameHeader& header, std::vector<std::uint8_t> body) {
+  const std::string text(body.begin(), body.end());
+  if (header.type == FrameType::kError && header.sequence == 0) {
+    return Status(static_cast<StatusCode>(header.aux),
+                  "the socket data path to " + stream_.peer() + " was refused: " + text);
+  }
+  Pending done = pending_.front();
+  pending_.pop_front();
+  Status status;
+  if (header.type == FrameType::kError) {
+    status = Status(static_cast<StatusCode>(header.aux),
+                    "the peer at " + stream_.peer() + " refused a " +
+                        std::string(toString(done.type)) + ": " + text);
+  }
+  done.completion->onComplete(status);
+  completeFlushesLocked();
+  return Status::ok();
+}
+
+void SocketEndpoint::completeFlushesLocked() {
+  while (!pending_.empty() && pending_.front().type == FrameType::kHello) {
+    Completion* flushed = pending_.front().completion;
+    pending_.pop_front();
+    flushed->onComplete(Status::ok());
+  }
+}
+
+void SocketEndpoint::failLocked(const Status& status) {
+  if (state_ == State::kFailed || state_ == State::kClosed) return;
+  state_ = State::kFailed;
+  failure_ = status;
+  transport_.removeConnectionLocked(id_, stream_.fd());
+  stream_.abort();
+  std::deque<Pending> failed;
+  failed.swap(pending_);
+  for (const Pending& op : failed) op.completion->onComplete(status);
+  transport_.deferErrorLocked(onError_, status);
+}
+
+void SocketEndpoint::closeLocked(bool reset) {
+  const bool wasLive = state_ == State::kOpen || state_ == State::kConnecting;
+  state_ = State::kClosed;
+  if (!wasLive) return;
+  transport_.removeConnectionLocked(id_, stream_.fd());
+  if (reset || stream_.hasOutput()) {
+    stream_.abort();
+  } else {
+    stream_.closeSocket();
+  }
+  std::deque<Pending> cancelledOps;
+  cancelledOps.swap(pending_);
+  for (const Pending& op : cancelledOps) {
+    op.completion->onComplete(cancelled("the socket data path to " + stream_.peer() +
+                                        " was closed with this operation in flight"));
+  }
+}
+
+void SocketEndpoint::close(bool force) {
+  std::unique_lock<std::mutex> lock(transport_.mutex());
+  if (state_ == State::kClosed) return;
+  const auto deadline = Clock::now() + kGracefulCloseTimeout;
+  while (!force && !pending_.empty() && (state_ == State::kOpen || state_ == State::kConnecting) &&
+         Clock::now() < deadline) {
+    const int fd = stream_.fd();
+    pollfd watched{fd, static_cast<short>(POLLIN | (watchingWrite_ ? POLLOUT : 0)), 0};
+    lock.unlock();
+    const int ready = ::poll(&watched, 1, 10);
+    lock.lock();
+    if (ready > 0 && fd == stream_.fd()) {
+      std::uint32_t events = 0;
+      if (watched.revents & POLLIN) events |= EPOLLIN;
+      if (watched.revents & POLLOUT) events |= EPOLLOUT;
+      if (watched.revents & POLLERR) events |= EPOLLERR;
+      if (watched.revents & POLLHUP) events |= EPOLLHUP;
+      onEventsLocked(events);
+    }
+    onTickLocked(Clock::now());
+  }
+  if (state_ != State::kClosed) closeLocked(force || !pending_.empty());
+}
+
+bool SocketEndpoint::failed() const {
+  std::lock_guard<std::mutex> lock(transport_.mutex());
+  return state_ == State::kFailed;
+}
+
+std::string SocketEndpoint::description() const {
+  std::lock_guard<std::mutex> lock(transport_.mutex());
+  return "socket/tcp " + stream_.peer();
+}
+
+}  // namespace kvx::engine::socket

@@ -1,0 +1,92 @@
+#pragma once
+
+// SocketEndpoint: one TCP connection from this transport to a peer's, carrying puts, gets
+// and messages as frames (socket_wire.h). The peer answers every request in order, so the
+// operations in flight are a queue: each reply completes the oldest one, and a flush is a
+// marker that completes when everything before it has.
+//
+// Connecting runs in the background: connect() returns at once, operations queue behind the
+// hello, and the transport's progress() finishes the connect (each published address in
+// turn) or fails the endpoint when connectTimeout passes.
+//
+// Thread safety: every member may be called from any thread; each takes the transport's lock.
+
+#include <cstdint>
+#include <deque>
+#include <string>
+
+#include "engine/transport/endpoint.h"
+#include "engine/transport/socket/frame_reader.h"
+#include "engine/transport/socket/socket_address.h"
+#include "engine/transport/socket/socket_connection.h"
+#include "engine/transport/socket/socket_stream.h"
+#include "engine/transport/transport.h"
+
+namespace kvx::engine::socket {
+
+class SocketTransport;
+
+class SocketEndpoint final : public Endpoint, public SocketConnection, private FrameHandler {
+ public:
+  SocketEndpoint(SocketTransport& transport, SocketAddress peer, EndpointErrorHandler onError);
+  ~SocketEndpoint() override;
+
+  // REQUIRES: the transport's lock. Starts connecting; PEER_FAILED when no address of the
+  // peer can even be tried.
+  Status startLocked(Clock::time_point now);
+
+  Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(std::span<const std::uint8_t> packed) override;
+  void put(const RmaOp& op, Completion* completion) override;
+  void get(const RmaOp& op, Completion* completion) override;
+  void postBatch(std::span<const RmaOp> ops, bool write, Completion* completion) override;
+  void flush(Completion* completion) override;
+  void sendMessage(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload,
+                   Completion* completion) override;
+  void close(bool force) override;
+  bool failed() const override;
+  std::string description() const override;
+
+  bool onEventsLocked(std::uint32_t events) override;
+  void onTickLocked(Clock::time_point now) override;
+
+ private:
+  enum class State { kConnecting, kOpen, kFailed, kClosed };
+  struct Pending {
+    FrameType type = FrameType::kPut;  // kHello marks a flush
+    std::uint64_t sequence = 0;
+    Completion* completion = nullptr;
+    std::uint8_t* dest = nullptr;  // a get's local buffer
+    std::uint64_t length = 0;
+  };
+
+  Result<BodySink> onHeader(const FrameHeader& header) override;
+  Status onFrame(const FrameHeader& header, std::vector<std::uint8_t> body) override;
+
+  void postRmaLocked(const RmaOp& op, bool write, Completion* completion);
+  // The status a post gets when the endpoint cannot take it (closed or failed); OK otherwise.
+  Status unusableLocked() const;
+  Status checkRma(const RmaOp& op) const;
+  bool tryNextAddressLocked();
+  void kickLocked();
+  void failLocked(const Status& status);
+  void closeLocked(bool reset);
+  void completeFlushesLocked();
+  void updateWatchLocked();
+
+  SocketTransport& transport_;
+  SocketAddress peer_;
+  EndpointErrorHandler onError_;
+  SocketStream stream_;
+  FrameReader reader_;
+  State state_ = State::kConnecting;
+  std::uint64_t id_ = 0;
+  std::size_t nextAddress_ = 0;
+  std::string connectErrors_;
+  Clock::time_point connectDeadline_{};
+  bool watchingWrite_ = true;
+  Status failure_;
+  std::uint64_t sequence_ = 0;
+  std::deque<Pending> pending_;
+};
+
+}  // namespace kvx::engine::socket

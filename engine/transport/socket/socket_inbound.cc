@@ -1,0 +1,176 @@
+#include "engine/transport/socket/socket_inbound.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "engine/transport/socket/socket_transport.h"
+
+namespace kvx::engine::socket {
+namespace {
+
+std::string hex(std::uint64_t value) {
+  char text[19];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+}  // namespace
+
+InboundConnection::InboundConnection(SocketTransport& transport, int fd, std::string peer,
+                                     Clock::time_point now)
+    : transport_(transport),
+      stream_(fd, std::move(peer)),
+      helloDeadline_(now + transport.connectTimeout()) {}
+
+InboundConnection::~InboundConnection() = default;
+
+bool InboundConnection::onEventsLocked(std::uint32_t events) {
+  if (ended_) return false;
+  bool moved = false;
+  if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) {
+    Result<bool> pumped = reader_.pump(stream_, *this, kReadBudgetBytes);
+    if (!pumped.isOk()) {
+      endLocked(pumped.status());
+      return true;
+    }
+    moved = true;
+  }
+  Status written = stream_.writeSome();
+  if (!written.isOk()) {
+    endLocked(written);
+    return true;
+  }
+  updateWatch();
+  return moved;
+}
+
+void InboundConnection::onTickLocked(Clock::time_point now) {
+  if (!ended_ && !greeted_ && now >= helloDeadline_) {
+    endLocked(timedOut("socket data connection from " + stream_.peer() + " sent no hello within " +
+                       std::to_string(transport_.connectTimeout().count()) + " ms"));
+  }
+}
+
+bool InboundConnection::touchesRegionLocked(std::uint64_t region) const {
+  return (reader_.inBody() && placingRegion_ == region) || stream_.hasQueuedTag(region);
+}
+
+void InboundConnection::endLocked(const Status& why) {
+  if (ended_) return;
+  ended_ = true;
+  if (why.code() == StatusCode::kProtocolError || why.code() == StatusCode::kTimedOut) {
+    spdlog::warn("[{}] closing a socket data connection: {}", transport_.agentName(),
+                 why.toString());
+  } else {
+    spdlog::debug("[{}] socket data connection ended: {}", transport_.agentName(), why.toString());
+  }
+  transport_.removeConnectionLocked(id_, stream_.fd());
+  stream_.abort();
+  transport_.retireLocked(id_);
+}
+
+Result<BodySink> InboundConnection::onHeader(const FrameHeader& header) {
+  refusal_ = Status::ok();
+  placingRegion_ = 0;
+  getSource_ = nullptr;
+  if (!greeted_) {
+    if (header.type != FrameType::kHello) {
+      return protocolError("socket data connection from " + stream_.peer() + " began with a " +
+                           std::string(toString(header.type)) + " frame, not a hello");
+    }
+    if (header.region != transport_.instance()) {
+      refusal_ = peerFailed("socket transport instance " + hex(header.region) +
+                            " is not running here any more (this is instance " +
+                            hex(transport_.instance()) +
+                            "): the agent restarted; fetch its metadata again");
+    }
+    return BodySink{};
+  }
+  switch (header.type) {
+    case FrameType::kPut:
+    case FrameType::kGet: {
+      Result<RegionAccess> access =
+          transport_.accessLocked(header.region, header.key, header.address, header.length);
+      if (!access.isOk()) {
+        refusal_ = access.status();
+        return BodySink{};  // a refused put's data is read and dropped
+      }
+      if (header.type == FrameType::kGet) {
+        getSource_ = access->address;
+        return BodySink{};
+      }
+      placingRegion_ = header.region;
+      return BodySink{access->address, false, true};
+    }
+    case FrameType::kMessage: return BodySink{nullptr, true, false};
+    default:
+      return protocolError("socket data connection from " + stream_.peer() + " sent a " +
+                           std::string(toString(header.type)) +
+                           " frame, which only the answering side sends");
+  }
+}
+
+Status InboundConnection::onFrame(const FrameHeader& header, std::vector<std::uint8_t> body) {
+  switch (header.type) {
+    case FrameType::kHello:
+      if (!refusal_.isOk()) {
+        reply(header, refusal_);
+        (void)stream_.writeSome();  // best effort: the initiator reads it before the reset
+        return refusal_;
+      }
+      greeted_ = true;
+      return Status::ok();
+    case FrameType::kPut:
+      placingRegion_ = 0;
+      reply(header, refusal_);
+      return Status::ok();
+    case FrameType::kGet:
+      if (!refusal_.isOk()) {
+        reply(header, refusal_);
+      } else {
+        FrameHeader data;
+        data.type = FrameType::kData;
+        data.sequence = header.sequence;
+        data.length = header.length;
+        stream_.queue(data, std::span<const std::uint8_t>(getSource_, header.length), {},
+                      header.region);
+      }
+      return Status::ok();
+    case FrameType::kMessage: {
+      const std::span<const std::uint8_t> bytes(body);
+      transport_.deliverMessageLocked(bytes.first(header.aux), bytes.subspan(header.aux));
+      reply(header, Status::ok());
+      return Status::ok();
+    }
+    default:
+      return internalError("socket frame type " + std::string(toString(header.type)) +
+                           " passed onHeader");
+  }
+}
+
+void InboundConnection::reply(const FrameHeader& request, const Status& status) {
+  FrameHeader answer;
+  answer.sequence = request.sequence;
+  if (status.isOk()) {
+    answer.type = FrameType::kDone;
+    stream_.queue(answer);
+    return;
+  }
+  std::string text = status.message().substr(0, kMaxErrorTextBytes);
+  answer.type = FrameType::kError;
+  answer.aux = static_cast<std::uint32_t>(status.code());
+  answer.length = text.size();
+  stream_.queueOwned(answer, std::move(text));
+}
+
+void InboundConnection::updateWatch() {
+  const bool want = stream_.hasOutput();
+  if (want == watchingWrite_ || ended_) return;
+  transport_.watchLocked(id_, stream_.fd(), want);
+  watchingWrite_ = want;
+}
+
+}  // namespace kvx::engine::socket

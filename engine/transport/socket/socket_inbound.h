@@ -1,0 +1,57 @@
+#pragma once
+
+// InboundConnection: a peer endpoint's connection, served here. It expects a hello naming
+// this transport's instance first, then answers each request in order: a put lands straight
+// in the registered region it names, a get is answered from it, a message goes to the
+// transport's handler. A request the region table refuses (unknown region, wrong secret,
+// out of bounds) gets an error reply and touches nothing; bytes that break the protocol end
+// the connection.
+//
+// Owned by its SocketTransport; every member runs under the transport's lock.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/transport/socket/frame_reader.h"
+#include "engine/transport/socket/socket_connection.h"
+#include "engine/transport/socket/socket_stream.h"
+
+namespace kvx::engine::socket {
+
+class SocketTransport;
+
+class InboundConnection final : public SocketConnection, private FrameHandler {
+ public:
+  InboundConnection(SocketTransport& transport, int fd, std::string peer, Clock::time_point now);
+  ~InboundConnection();
+
+  void setId(std::uint64_t id) { id_ = id; }
+  bool onEventsLocked(std::uint32_t events) override;
+  void onTickLocked(Clock::time_point now) override;
+  // True while bytes of `region` are being placed or sent on this connection.
+  bool touchesRegionLocked(std::uint64_t region) const;
+  // Ends the connection now (reset); the transport destroys it from its next progress().
+  void endLocked(const Status& why);
+
+ private:
+  Result<BodySink> onHeader(const FrameHeader& header) override;
+  Status onFrame(const FrameHeader& header, std::vector<std::uint8_t> body) override;
+  void reply(const FrameHeader& request, const Status& status);
+  void updateWatch();
+
+  SocketTransport& transport_;
+  SocketStream stream_;
+  FrameReader reader_;
+  std::uint64_t id_ = 0;
+  bool greeted_ = false;
+  bool ended_ = false;
+  bool watchingWrite_ = false;
+  Clock::time_point helloDeadline_;
+  std::uint64_t placingRegion_ = 0;  // the region the put being read lands in
+  Status refusal_;                   // why the current request was refused, if it was
+  std::uint8_t* getSource_ = nullptr;
+};
+
+}  // namespace kvx::engine::socket

@@ -1,0 +1,185 @@
+#include "engine/transport/socket/socket_stream.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace kvx::engine::socket {
+namespace {
+
+constexpr std::size_t kInputBytes = 64u << 10;
+// Bodies at least this long skip the input buffer when it is empty.
+constexpr std::uint64_t kDirectReadBytes = 16u << 10;
+constexpr std::uint64_t kMaxReadBytes = 8u << 20;
+constexpr int kMaxIovecs = 64;
+
+bool wouldBlock(int error) { return error == EAGAIN || error == EWOULDBLOCK; }
+
+}  // namespace
+
+SocketStream::SocketStream(int fd, std::string peer)
+    : fd_(fd), peer_(std::move(peer)), input_(new std::uint8_t[kInputBytes]) {}
+
+SocketStream::~SocketStream() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void SocketStream::adoptSocket(int fd, std::string peer) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+  peer_ = std::move(peer);
+}
+
+void SocketStream::queue(const FrameHeader& header, std::span<const std::uint8_t> first,
+                         std::span<const std::uint8_t> second, std::uint64_t tag) {
+  OutFrame frame;
+  frame.header = encodeFrameHeader(header);
+  frame.first = first;
+  frame.second = second;
+  frame.tag = tag;
+  output_.push_back(std::move(frame));
+}
+
+void SocketStream::queueOwned(const FrameHeader& header, std::string body) {
+  OutFrame frame;
+  frame.header = encodeFrameHeader(header);
+  frame.owned = std::move(body);
+  output_.push_back(std::move(frame));
+}
+
+bool SocketStream::hasQueuedTag(std::uint64_t tag) const {
+  return std::any_of(output_.begin(), output_.end(),
+                     [tag](const OutFrame& frame) { return frame.tag == tag; });
+}
+
+std::uint64_t SocketStream::frameBytes(const OutFrame& frame) {
+  return kFrameHeaderBytes + frame.first.size() + frame.second.size() + frame.owned.size();
+}
+
+Status SocketStream::failure(const char* what, int error) const {
+  if (error == 0) return peerFailed("socket data path to " + peer_ + ": the peer closed it");
+  return peerFailed("socket data path to " + peer_ + ": " + what + ": " + std::strerror(error));
+}
+
+Status SocketStream::writeSome() {
+  while (!output_.empty()) {
+    iovec vectors[kMaxIovecs];
+    int count = 0;
+    for (const OutFrame& frame : output_) {
+      if (count + 4 > kMaxIovecs) break;
+      std::uint64_t skip = frame.written;
+      auto add = [&](const std::uint8_t* data, std::uint64_t size) {
+        if (skip >= size) {
+          skip -= size;
+          return;
+        }
+        vectors[count].iov_base = const_cast<std::uint8_t*>(data + skip);
+        vectors[count].iov_len = size - skip;
+        skip = 0;
+        ++count;
+      };
+      add(frame.header.data(), frame.header.size());
+      add(frame.first.data(), frame.first.size());
+      add(frame.second.data(), frame.second.size());
+      add(reinterpret_cast<const std::uint8_t*>(frame.owned.data()), frame.owned.size());
+    }
+    msghdr message{};
+    message.msg_iov = vectors;
+    message.msg_iovlen = static_cast<std::size_t>(count);
+    const ssize_t sent = ::sendmsg(fd_, &message, MSG_NOSIGNAL);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      if (wouldBlock(errno)) return Status::ok();
+      return failure("send", errno);
+    }
+    std::uint64_t left = static_cast<std::uint64_t>(sent);
+    while (left > 0 && !output_.empty()) {
+      OutFrame& frame = output_.front();
+      const std::uint64_t step = std::min(left, frameBytes(frame) - frame.written);
+      frame.written += step;
+      left -= step;
+      if (frame.written == frameBytes(frame)) output_.pop_front();
+    }
+  }
+  return Status::ok();
+}
+
+Result<bool> SocketStream::fill() {
+  if (begin_ == end_) begin_ = end_ = 0;
+  if (begin_ > 0 && end_ == kInputBytes) {
+    std::memmove(input_.get(), input_.get() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  if (end_ == kInputBytes) return true;  // full: the caller has bytes to parse
+  for (;;) {
+    const ssize_t got = ::read(fd_, input_.get() + end_, kInputBytes - end_);
+    if (got > 0) {
+      end_ += static_cast<std::size_t>(got);
+      bytesRead_ += static_cast<std::uint64_t>(got);
+      return true;
+    }
+    if (got == 0) return failure("read", 0);
+    if (errno == EINTR) continue;
+    if (wouldBlock(errno)) return false;
+    return failure("read", errno);
+  }
+}
+
+Result<std::uint64_t> SocketStream::readInto(std::uint8_t* dest, std::uint64_t want) {
+  if (begin_ == end_ && want >= kDirectReadBytes && dest != nullptr) {
+    for (;;) {
+      const ssize_t got = ::read(fd_, dest, std::min(want, kMaxReadBytes));
+      if (got > 0) {
+        bytesRead_ += static_cast<std::uint64_t>(got);
+        return static_cast<std::uint64_t>(got);
+      }
+      if (got == 0) return failure("read", 0);
+      if (errno == EINTR) continue;
+      if (wouldBlock(errno)) return std::uint64_t{0};
+      return failure("read", errno);
+    }
+  }
+  if (begin_ == end_) {
+    KVX_ASSIGN_OR_RETURN(bool got, fill());
+    if (!got) return std::uint64_t{0};
+  }
+  const std::uint64_t step = std::min<std::uint64_t>(want, end_ - begin_);
+  if (dest != nullptr) std::memcpy(dest, input_.get() + begin_, step);
+  begin_ += step;
+  return step;
+}
+
+std::uint64_t SocketStream::takeBytesRead() {
+  const std::uint64_t bytes = bytesRead_;
+  bytesRead_ = 0;
+  return bytes;
+}
+
+bool SocketStream::peerReset() const {
+  tcp_info info{};
+  socklen_t length = sizeof(info);
+  if (::getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return true;
+  return info.tcpi_state == TCP_CLOSE;
+}
+
+void SocketStream::closeSocket() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+void SocketStream::abort() {
+  output_.clear();
+  if (fd_ < 0) return;
+  linger reset{1, 0};
+  ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+  ::close(fd_);
+  fd_ = -1;
+}
+
+}  // namespace kvx::engine::socket

@@ -1,0 +1,93 @@
+#pragma once
+
+// SocketStream: the byte-moving half of one data connection. A non-blocking TCP socket, a
+// queue of outgoing frames whose data is written from where it lies (no copy into a send
+// buffer), and an input buffer from which small frames are parsed; large bodies are read
+// straight into their destination.
+//
+// Thread safety: none of its own; its owner calls it under the transport's lock.
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "engine/transport/socket/socket_wire.h"
+#include "kvx/result.h"
+
+namespace kvx::engine::socket {
+
+class SocketStream {
+ public:
+  // Takes ownership of `fd` (a non-blocking TCP socket). `peer` names it in errors.
+  SocketStream(int fd, std::string peer);
+  ~SocketStream();
+  SocketStream(const SocketStream&) = delete;
+  SocketStream& operator=(const SocketStream&) = delete;
+
+  int fd() const { return fd_; }
+  const std::string& peer() const { return peer_; }
+  // Replaces the socket (a connect retried on the next address). REQUIRES: nothing was
+  // written or read on the old one.
+  void adoptSocket(int fd, std::string peer);
+
+  // Output. `first` and `second` are not copied: they must stay valid until the frame is
+  // written, which the operation's completion (always later) guarantees. `tag` marks frames
+  // whose data lies in a registered region (its id), so that a deregistration can find them.
+  void queue(const FrameHeader& header, std::span<const std::uint8_t> first = {},
+             std::span<const std::uint8_t> second = {}, std::uint64_t tag = 0);
+  // A frame whose body (an error's text) the stream keeps.
+  void queueOwned(const FrameHeader& header, std::string body);
+  bool hasOutput() const { return !output_.empty(); }
+  bool hasQueuedTag(std::uint64_t tag) const;
+  // Writes what the socket takes now. PEER_FAILED when the connection failed.
+  Status writeSome();
+
+  // Input. Reads what the socket has into the buffer: true if bytes came, false if none are
+  // available now, PEER_FAILED when the connection ended or failed.
+  Result<bool> fill();
+  std::span<const std::uint8_t> buffered() const {
+    return std::span<const std::uint8_t>(input_.get() + begin_, end_ - begin_);
+  }
+  void consume(std::size_t bytes) { begin_ += bytes; }
+  // Moves up to `want` bytes to `dest` (null: drops them): the buffer's first, then straight
+  // from the socket. Returns how many; 0 when none are available now.
+  Result<std::uint64_t> readInto(std::uint8_t* dest, std::uint64_t want);
+  // Bytes taken from the socket since the last call (for fairness between connections).
+  std::uint64_t takeBytesRead();
+
+  // True when the peer reset the connection (TCP state CLOSE), even while bytes it sent
+  // before the reset are still buffered here.
+  bool peerReset() const;
+  // Closes the socket plainly (FIN after what was sent). Idempotent.
+  void closeSocket();
+  // Closes with a reset: queued output is dropped and nothing more goes out. Idempotent; the
+  // destructor closes gracefully unless this was called.
+  void abort();
+
+ private:
+  struct OutFrame {
+    EncodedHeader header;
+    std::span<const std::uint8_t> first;
+    std::span<const std::uint8_t> second;
+    std::string owned;
+    std::uint64_t tag = 0;
+    std::uint64_t written = 0;  // bytes of header + body already sent
+  };
+
+  Status failure(const char* what, int error) const;
+  static std::uint64_t frameBytes(const OutFrame& frame);
+
+  int fd_;
+  std::string peer_;
+  std::deque<OutFrame> output_;
+  std::unique_ptr<std::uint8_t[]> input_;
+  std::size_t begin_ = 0;
+  std::size_t end_ = 0;
+  std::uint64_t bytesRead_ = 0;
+};
+
+}  // namespace kvx::engine::socket

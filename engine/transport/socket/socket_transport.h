@@ -1,0 +1,143 @@
+#pragma once
+
+// SocketTransport: kvx's own TCP data path, for hosts without RDMA where UCX would emulate
+// one-sided operations over tcp anyway. Puts and gets are frames on one TCP connection per
+// endpoint (socket_wire.h), answered in order by the peer transport, which checks every
+// request against the regions registered with it (id, 64-bit secret, bounds) before it
+// touches memory.
+//
+// What it guarantees beyond the Transport contract:
+//   - a failure never takes the process down: a dead, reset or garbage-speaking peer ends
+//     that connection with PEER_FAILED, and only it;
+//   - a forced close resets the connection (RST), so nothing this side had queued is
+//     delivered later, and the peer drops the rest of any put it was placing once it sees
+//     the reset;
+//   - connecting never blocks the caller: the connect runs in progress(), bounded by
+//     TransportOptions::connectTimeout, and operations posted meanwhile wait for it;
+//   - an inbound connection that does not introduce itself within the connect timeout, or
+//     beyond kMaxInboundConnections, is closed.
+// It listens on, and publishes, the IPv4 addresses of TransportOptions::netDevices, or of
+// UCX_NET_DEVICES when that is set (one setting pins either data path; "all" or empty: every
+// interface that is up). Host memory only (whyNotMemoryKind says so for device memory: the
+// engine stages it).
+//
+// Threads: every member may be called from any thread; one mutex guards all state, and
+// completions and messages are delivered under it (the Transport contract); endpoint error
+// handlers run from progress() after it released the lock.
+
+#include <sys/epoll.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/transport/socket/socket_address.h"
+#include "engine/transport/socket/socket_connection.h"
+#include "engine/transport/socket/socket_memory.h"
+#include "engine/transport/transport.h"
+
+namespace kvx::engine::socket {
+
+class InboundConnection;
+
+inline constexpr std::size_t kMaxInboundConnections = 1024;
+
+// A registered range a request may touch, once checked.
+struct RegionAccess {
+  std::uint8_t* address = nullptr;
+};
+
+class SocketTransport final : public Transport {
+ public:
+  static Result<std::unique_ptr<Transport>> create(const TransportOptions& options);
+  ~SocketTransport() override;
+
+  std::string_view name() const override { return "socket"; }
+  std::vector<std::uint8_t> localAddress() const override { return packedAddress_; }
+  bool supportsMemoryKind(MemoryKind kind) const override { return kind == MemoryKind::kHost; }
+  std::string whyNotMemoryKind(MemoryKind kind) const override;
+  Result<std::unique_ptr<TransportMemory>> registerMemory(void* address, std::uint64_t length,
+                                                          MemoryKind kind, int device) override;
+  Result<std::unique_ptr<TransportMemory>> allocateMemory(std::uint64_t length, MemoryKind kind,
+                                                          int device) override;
+  Result<std::shared_ptr<Endpoint>> connect(std::span<const std::uint8_t> peerAddress,
+                                            EndpointErrorHandler onError) override;
+  void setMessageHandler(MessageHandler handler) override;
+  bool progress() override;
+  int eventFd() const override { return epollFd_; }
+  bool arm() override;
+  void wake() override;
+
+  // For this transport's connections and memory.
+  std::mutex& mutex() { return mutex_; }
+  std::uint64_t instance() const { return address_.instance; }
+  std::chrono::milliseconds connectTimeout() const { return connectTimeout_; }
+  const std::string& agentName() const { return agentName_; }
+  // REQUIRES: mutex(). Watches `fd` for `connection`; returns its id.
+  std::uint64_t addConnectionLocked(SocketConnection* connection, int fd, bool wantWrite);
+  // REQUIRES: mutex(). Changes what is watched (a new fd after a retried connect, or write
+  // interest).
+  void watchLocked(std::uint64_t id, int fd, bool wantWrite);
+  // REQUIRES: mutex(). Stops watching; `fd` may already be closed (-1).
+  void removeConnectionLocked(std::uint64_t id, int fd);
+  // REQUIRES: mutex(). `handler` runs with `status` from the next progress(), after it has
+  // released the lock (an error handler may close endpoints).
+  void deferErrorLocked(EndpointErrorHandler handler, Status status);
+  // REQUIRES: mutex(). The inbound connection is destroyed from the next progress().
+  void retireLocked(std::uint64_t id);
+  // REQUIRES: mutex(). Checks a request against the registered regions.
+  Result<RegionAccess> accessLocked(std::uint64_t region, std::uint64_t key, std::uint64_t address,
+                                    std::uint64_t length) const;
+  // REQUIRES: mutex(). Runs the message handler.
+  void deliverMessageLocked(std::span<const std::uint8_t> header,
+                            std::span<const std::uint8_t> payload);
+  // Forgets a region (SocketMemory's destructor); closes connections moving its bytes.
+  void deregister(std::uint64_t region);
+
+ private:
+  struct Region {
+    std::uint64_t secret = 0;
+    std::uint64_t address = 0;
+    std::uint64_t length = 0;
+  };
+  struct Watched {
+    SocketConnection* connection = nullptr;
+    int fd = -1;
+    bool wantWrite = false;
+  };
+
+  explicit SocketTransport(const TransportOptions& options);
+  Status listen(const std::string& netDevices);
+  Result<std::unique_ptr<TransportMemory>> addRegion(std::uint8_t* address, std::uint64_t length,
+                                                     MemoryKind kind,
+                                                     std::unique_ptr<std::uint8_t[]> owned);
+  bool progressLocked();
+  bool acceptLocked();
+  bool tickLocked();
+  bool retireConnectionsLocked();
+
+  std::string agentName_;
+  std::chrono::milliseconds connectTimeout_;
+  int epollFd_ = -1;
+  int wakeFd_ = -1;
+  int listenFd_ = -1;
+  SocketAddress address_;
+  std::vector<std::uint8_t> packedAddress_;
+
+  mutable std::mutex mutex_;
+  MessageHandler handler_;                              // GUARDED_BY(mutex_)
+  std::unordered_map<std::uint64_t, Region> regions_;   // GUARDED_BY(mutex_)
+  std::uint64_t nextRegion_ = 1;                        // GUARDED_BY(mutex_)
+  std::unordered_map<std::uint64_t, Watched> watched_;  // GUARDED_BY(mutex_), by id
+  std::unordered_map<std::uint64_t, std::unique_ptr<InboundConnection>> inbound_;  // by id
+  std::vector<std::uint64_t> retired_;                                   // GUARDED_BY(mutex_)
+  std::vector<std::pair<EndpointErrorHandler, Status>> deferredErrors_;  // GUARDED_BY(mutex_)
+  std::uint64_t nextConnection_ = 3;                // GUARDED_BY(mutex_); 1, 2 below
+  SocketConnection::Clock::time_point lastTick_{};  // GUARDED_BY(mutex_)
+};
+
+}  // namespace kvx::engine::socket
