@@ -48,6 +48,7 @@ Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
   engineOptions.transport = impl->options.transport;
   engineOptions.transportOptions.transports = impl->options.ucxTransports;
   engineOptions.transportOptions.netDevices = impl->options.ucxNetDevices;
+  engineOptions.transportOptions.connectTimeout = impl->options.connectTimeout;
   engineOptions.progressMode = impl->options.progressMode;
   engineOptions.progressSpin = impl->options.progressSpin;
   engineOptions.cancelGrace = impl->options.cancelGrace;

@@ -170,7 +170,7 @@ Result<KvAgentOptions> toKvAgentOptions(const AgentConfig& c) {
   KvAgentOptions options;
   options.agent.name = c.name;
   options.agent.listenAddress = c.listen;
-  options.agent.ucxTransports = c.transport;
+  selectDataPath(options.agent, c.transport);  // validated by --transport's check
   options.agent.authTokenFile = c.authTokenFile;
   options.agent.allowUnauthenticated = c.insecure;
   options.agent.tls.enabled = isSet(c.tlsCert) && isSet(c.tlsKey) && isSet(c.tlsCa);

@@ -58,7 +58,7 @@ struct AgentConfig {
   int device = -1;
   std::string gpuPath = "auto";
   std::vector<std::string> peers;  // prefill: decode agents to connect to
-  std::string transport = "shm";   // shm | tcp
+  std::string transport = "shm";   // shm | tcp | socket
   std::string mode = "push";       // push | pull | mixed (prefill workloads alternate)
   std::uint64_t leaseMs = 30000;
   std::uint64_t timeoutMs = 30000;
@@ -110,7 +110,8 @@ Status validateAgentConfig(const AgentConfig& config);
 Result<AgentConfig> parseAgentConfig(const std::vector<std::string>& args);
 
 // The agent's options: --model read from its file when it names one, --transport mapped to
-// UCX transports; with --tp-size N > 1 the pool's shape is the model's with kvHeads / N.
+// the data path (selectDataPath); with --tp-size N > 1 the pool's shape is the model's with
+// kvHeads / N.
 // NOT_FOUND for a model file that cannot be read; INVALID_ARGUMENT for a model that is not a
 // shape or TP sizes that do not split its heads (see tpPlanOf).
 Result<KvAgentOptions> toKvAgentOptions(const AgentConfig& config);

@@ -167,8 +167,11 @@ void addAgentOptions(CLI::App& app, AgentConfig& c) {
             "prefill: a decode agent's HOST:PORT to connect to (repeat, or comma-separate)",
             transfer)
       ->delimiter(',');
-  addOption(app, "--transport", c.transport, "UCX data path: shm (shared memory) or tcp", transfer)
-      ->check(CLI::IsMember({"shm", "tcp"}));
+  addOption(app, "--transport", c.transport,
+            "data path: shm or tcp (UCX over shared memory or tcp), or socket (kvx's own TCP "
+            "transport, no UCX)",
+            transfer)
+      ->check(CLI::IsMember({"shm", "tcp", "socket"}));
   addOption(app, "--mode", c.mode,
             "push (prefill writes), pull (decode reads), or mixed (a prefill workload "
             "alternates by request)",

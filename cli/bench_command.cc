@@ -99,8 +99,9 @@ void addBenchOptions(CLI::App& app, BenchOptions& o) {
   app.add_option("--scenario", o.scenarios, "scenario name(s), 'sweep' or 'all'")
       ->required()
       ->delimiter(',');
-  app.add_option("--transport", o.transport, "shm, tcp or both")
-      ->check(CLI::IsMember({"shm", "tcp", "both"}))
+  app.add_option("--transport", o.transport,
+                 "shm, tcp (UCX), both, or socket (kvx's own TCP; bare reference: UCX tcp)")
+      ->check(CLI::IsMember({"shm", "tcp", "both", "socket"}))
       ->capture_default_str();
   app.add_flag("--quick", o.quick, "tiny sizes: a smoke run of seconds per scenario");
   app.add_flag("--full", o.full, "the whole matrix of WORKLOADS.md where memory allows");

@@ -134,8 +134,8 @@ void addDemoOptions(CLI::App& app, DemoOptions& o) {
   app.add_option("--layout", o.layout, "pool layout")
       ->check(CLI::IsMember({"nhd", "hnd", "blocks-first", "cross-layer"}))
       ->capture_default_str();
-  app.add_option("--transport", o.transport, "shm or tcp")
-      ->check(CLI::IsMember({"shm", "tcp"}))
+  app.add_option("--transport", o.transport, "shm, tcp (UCX) or socket (kvx's own TCP)")
+      ->check(CLI::IsMember({"shm", "tcp", "socket"}))
       ->capture_default_str();
   app.add_option("--mode", o.mode, "push, pull or mixed (alternating)")
       ->check(CLI::IsMember({"push", "pull", "mixed"}))

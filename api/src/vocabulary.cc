@@ -46,4 +46,17 @@ std::string_view toString(TransferState state) {
   return "unknown";
 }
 
+bool selectDataPath(AgentOptions& options, std::string_view name) {
+  if (name == "shm" || name == "tcp") {
+    options.transport = "ucx";
+    options.ucxTransports = std::string(name);
+  } else if (name == "socket" || name == "inproc") {
+    options.transport = std::string(name);
+    options.ucxTransports.clear();
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace kvx

@@ -8,7 +8,7 @@ namespace kvx::bench {
 BareUcpOptions matchingBare(const BenchCase& c, const CaseMetrics& kvx,
                             std::uint64_t segmentBytes) {
   BareUcpOptions o;
-  o.transport = c.transport;
+  o.transport = bareTransportFor(c.transport);
   o.alloc = BufferAlloc::kUcx;
   o.op = c.mode == "pull" ? BareOp::kGet : BareOp::kPut;
   const double ops = std::max(1.0, std::round(kvx.operationsPerRequest));

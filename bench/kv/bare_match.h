@@ -8,6 +8,8 @@
 // allocates (UCP_MEM_MAP_ALLOCATE), and a target that spins as long as kvx's progress thread
 // before it sleeps. Pure.
 
+#include <string>
+
 #include "bench/bare/bare_ucp_options.h"
 #include "bench/kv/bench_case.h"
 #include "bench/kv/case_metrics.h"
@@ -16,6 +18,12 @@ namespace kvx::bench {
 
 // kvx's progress thread polls this long after the last event before it sleeps.
 inline constexpr double kKvxProgressSpinUs = 50;
+
+// The UCX transport of the bare loop for kvx's data path `transport`: itself, or tcp for
+// kvx's socket transport (no UCX loop of its own; UCX over the same TCP path is its ceiling).
+inline std::string bareTransportFor(const std::string& transport) {
+  return transport == "socket" ? "tcp" : transport;
+}
 
 BareUcpOptions matchingBare(const BenchCase& c, const CaseMetrics& kvx, std::uint64_t segmentBytes);
 

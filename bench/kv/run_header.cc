@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "bench/kv/bare_match.h"
 #include "bench/kv/gpu_copy_reference.h"
 #include "doctor/ucx_probe.h"
 #include "engine/gpu/gpu_runtime.h"
@@ -119,7 +120,12 @@ RunHeader describeRun(const std::vector<std::string>& transports,
   h.lines.push_back(fmt::format("kvx {}, UCX {}; {} x {}; Linux {}", KVX_VERSION_STRING,
                                 ucp_get_version_string(), cores, cpuModel(), uts.release));
   nlohmann::json settingsJson = nlohmann::json::object();
-  for (const std::string& transport : transports) {
+  for (const std::string& dataPath : transports) {
+    const std::string transport = bareTransportFor(dataPath);
+    if (transport != dataPath) {
+      h.lines.push_back(dataPath + ": kvx's own TCP transport (no UCX); its bare reference is " +
+                        "UCX over " + transport);
+    }
     engine::TransportOptions options{"bench", transport, transport == "tcp" ? "lo" : ""};
     auto settings = engine::ucx::computeUcxSettings(options);
     const std::string text =

@@ -158,7 +158,7 @@ inline KvAgentOptions prefillOptions(const std::string& name, const std::string&
                                      std::uint64_t blocks) {
   KvAgentOptions options;
   options.agent.name = name;
-  options.agent.ucxTransports = transport;
+  REQUIRE(selectDataPath(options.agent, transport));
   options.role = KvRole::kPrefill;
   options.pool.model = kModel;
   options.pool.blocks = blocks;

@@ -20,7 +20,7 @@ namespace {
 std::unique_ptr<KvAgent> makeDecode(const std::string& transport, std::chrono::milliseconds lease) {
   KvAgentOptions options;
   options.agent.name = "decode";
-  options.agent.ucxTransports = transport;
+  REQUIRE(selectDataPath(options.agent, transport));
   options.role = KvRole::kDecode;
   options.pool.model = kModel;
   options.pool.blocks = 48;
@@ -75,13 +75,15 @@ std::unique_ptr<ChildProcess> startPrefill(const std::string& transport, const s
 constexpr const char* kOrphanModel = "llama3-8b";
 
 // A prefill agent that keeps `address` busy with requests as fast as it can, pushed or
-// (`pull`) read by the decode agent.
-std::unique_ptr<ChildProcess> startBusyPrefill(const std::string& address, bool pull,
+// (`pull`) read by the decode agent, over `dataPath` (tcp: UCX; socket: kvx's own).
+std::unique_ptr<ChildProcess> startBusyPrefill(const std::string& dataPath,
+                                               const std::string& address, bool pull,
                                                const std::string& log) {
-  return spawnPrefill({"--blocks", "128", "--model", kOrphanModel, "--transport", "tcp", "--mode",
-                       pull ? "pull" : "push", "--peer", address, "--synthetic", "--requests",
-                       "100000", "--rate", "0", "--min-tokens", "512", "--max-tokens", "1024"},
-                      log);
+  return spawnPrefill(
+      {"--blocks", "128", "--model", kOrphanModel, "--transport", dataPath, "--mode",
+       pull ? "pull" : "push", "--peer", address, "--synthetic", "--requests", "100000", "--rate",
+       "0", "--min-tokens", "512", "--max-tokens", "1024"},
+      log);
 }
 
 // Stops `target` while `initiator` keeps it busy, kills the initiator, resumes the target:
@@ -156,14 +158,16 @@ TEST_CASE("a reservation the initiator never fills is reclaimed when its lease r
   CHECK(decode->nextArrival(deadlineIn(5s)).isOk());
 }
 
-// Not run by default: fails, the decode agent aborting in UCX's ucp_put_handler ("Fatal:
-// unexpected error: Endpoint timeout"): 2 runs of 3.
-TEST_CASE("UCX 1.13.1 abort: a stopped decode agent resumes holding a dead prefill's puts",
-          "[.][ucx-orphan-abort]") {
+namespace {
+
+// A decode agent stopped while a prefill agent pushes into it over `dataPath`; the prefill
+// agent is killed meanwhile; the decode agent resumes and must go on, and stop cleanly with
+// no corrupt block, no late write and every block free.
+void stoppedTargetOfDeadPusher(const std::string& dataPath) {
   const ScratchDir scratch;
   DecodeProcess decode =
-      startDecode("decode", "tcp", 128, scratch.path() + "/decode.log", kOrphanModel);
-  auto prefill = startBusyPrefill(decode.address, false, scratch.path() + "/prefill.log");
+      startDecode("decode", dataPath, 128, scratch.path() + "/decode.log", kOrphanModel);
+  auto prefill = startBusyPrefill(dataPath, decode.address, false, scratch.path() + "/prefill.log");
   stopKillResume(*decode.process, *prefill);
   const nlohmann::json stats = decode.stop();
   CHECK(stats["corruptBlocks"] == 0);
@@ -171,20 +175,46 @@ TEST_CASE("UCX 1.13.1 abort: a stopped decode agent resumes holding a dead prefi
   CHECK(stats["freeBlocks"] == stats["totalBlocks"]);
 }
 
-// Not run by default: fails, the prefill agent aborting in UCX (an assertion in
-// uct_tcp_ep_pending_purge, or "Fatal: unexpected error" in ucp_get_req_handler): 3 runs of 3.
-TEST_CASE("UCX 1.13.1 abort: a stopped prefill agent resumes holding a dead decode's reads",
-          "[.][ucx-orphan-abort]") {
+// A prefill agent stopped while a decode agent reads from it over `dataPath`; the decode agent
+// is killed meanwhile; the prefill agent resumes and must stop with its own verdict (exit 1:
+// requests to the killed peer failed), not a signal.
+void stoppedTargetOfDeadReader(const std::string& dataPath) {
   const ScratchDir scratch;
   DecodeProcess decode =
-      startDecode("decode", "tcp", 128, scratch.path() + "/decode.log", kOrphanModel);
+      startDecode("decode", dataPath, 128, scratch.path() + "/decode.log", kOrphanModel);
   const std::string log = scratch.path() + "/prefill.log";
-  auto prefill = startBusyPrefill(decode.address, true, log);
+  auto prefill = startBusyPrefill(dataPath, decode.address, true, log);
   INFO("prefill log: " << log);
   stopKillResume(*prefill, *decode.process);
   ::kill(prefill->pid(), SIGTERM);
   (void)readStats(*prefill);
-  // The workload's requests to the killed decode agent failed: exit 1 says so; a signal
-  // (134: SIGABRT) is the abort.
-  CHECK(prefill->waitExit(30s) <= 1);
+  CHECK(prefill->waitExit(30s) <= 1);  // 134 (SIGABRT) is the abort
+}
+
+}  // namespace
+
+// Not run by default: fails, the decode agent aborting in UCX's ucp_put_handler ("Fatal:
+// unexpected error: Endpoint timeout"): 2 runs of 3.
+TEST_CASE("UCX 1.13.1 abort: a stopped decode agent resumes holding a dead prefill's puts",
+          "[.][ucx-orphan-abort]") {
+  stoppedTargetOfDeadPusher("tcp");
+}
+
+// Not run by default: fails, the prefill agent aborting in UCX (an assertion in
+// uct_tcp_ep_pending_purge, or "Fatal: unexpected error" in ucp_get_req_handler): 3 runs of 3.
+TEST_CASE("UCX 1.13.1 abort: a stopped prefill agent resumes holding a dead decode's reads",
+          "[.][ucx-orphan-abort]") {
+  stoppedTargetOfDeadReader("tcp");
+}
+
+// The same two faults over kvx's socket transport, whose target ends a connection whose
+// initiator is gone instead of aborting.
+TEST_CASE("socket transport: a stopped decode agent resumes holding a dead prefill's puts",
+          "[fault]") {
+  stoppedTargetOfDeadPusher("socket");
+}
+
+TEST_CASE("socket transport: a stopped prefill agent resumes holding a dead decode's reads",
+          "[fault]") {
+  stoppedTargetOfDeadReader("socket");
 }

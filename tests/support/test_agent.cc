@@ -7,8 +7,7 @@ namespace kvx::test {
 AgentOptions agentOptions(const std::string& name, const std::string& transport) {
   AgentOptions options;
   options.name = name;
-  options.transport = transport == "inproc" ? "inproc" : "ucx";
-  options.ucxTransports = transport == "inproc" ? "" : transport;
+  if (!selectDataPath(options, transport)) FAIL("unknown data path '" << transport << "'");
   return options;
 }
 

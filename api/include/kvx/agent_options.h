@@ -60,7 +60,9 @@ struct AgentOptions {
   // Agent::listenAddress()). An empty string disables listening (connect-only agent).
   std::string listenAddress = "127.0.0.1:0";
 
-  // Data-path backend, by registry name: "ucx" (default) or "inproc" (tests only).
+  // Data-path backend, by registry name: "ucx" (default), "socket" (kvx's own TCP data
+  // path, no UCX: for hosts without RDMA; see docs/architecture.md) or "inproc" (tests
+  // only). selectDataPath() sets it from the names operators use.
   std::string transport = "ucx";
 
   // UCX transports to use, as UCX_TLS would take them ("tcp", "sm", "tcp,sm", ...), plus
@@ -69,7 +71,8 @@ struct AgentOptions {
   std::string ucxTransports;
 
   // UCX network devices (UCX_NET_DEVICES); "lo" by default so that only loopback is
-  // advertised. An explicit UCX_NET_DEVICES in the environment wins.
+  // advertised. An explicit UCX_NET_DEVICES in the environment wins. The socket transport
+  // reads both the same way: it listens on, and publishes, these interfaces' IPv4 addresses.
   std::string ucxNetDevices = "lo";
 
   ProgressMode progressMode = ProgressMode::kThread;
@@ -125,5 +128,10 @@ struct AgentOptions {
   // How many RMA operations one transfer keeps in flight at a time.
   std::uint32_t maxOpsInFlight = 256;
 };
+
+// Picks the data path by the name an operator gives it: "shm" or "tcp" (UCX over shared
+// memory or over tcp), "socket" (kvx's own TCP transport, no UCX), "inproc" (tests). Sets
+// `transport` and `ucxTransports`; false, changing nothing, for any other name.
+bool selectDataPath(AgentOptions& options, std::string_view name);
 
 }  // namespace kvx

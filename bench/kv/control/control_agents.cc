@@ -16,8 +16,7 @@ AgentOptions controlAgentOptions(const std::string& base, const std::string& tra
   AgentOptions options;
   options.name = uniqueAgentName(base);
   options.listenAddress = "127.0.0.1:0";
-  options.transport = "ucx";
-  options.ucxTransports = transport;
+  selectDataPath(options, transport);  // the bench's --transport allows only known names
   return options;
 }
 

@@ -217,7 +217,8 @@ ControlFigure rowFigure(const Row& row, const std::string& transport,
     f.detail += "; no bare reference (--no-bare)";
     return f;
   }
-  auto bare = bareFixedOverhead(transport, row.bytes, row.bytes == 0, row.spinUs, o);
+  auto bare =
+      bareFixedOverhead(bareTransportFor(transport), row.bytes, row.bytes == 0, row.spinUs, o);
   if (!bare.isOk()) {
     f.detail += "; bare loop failed: " + bare.status().toString();
     return f;

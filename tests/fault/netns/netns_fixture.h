@@ -69,6 +69,13 @@ inline void runPrefillSide(const std::string& prefillCase,
   CHECK(r.exitCode == 0);
 }
 
+// The data path of the hidden case's agents: KVX_NETNS_DATA_PATH, "tcp" (UCX over tcp) unless
+// the visible case set "socket" (kvx's own transport).
+inline std::string dataPath() {
+  const char* path = std::getenv("KVX_NETNS_DATA_PATH");
+  return path != nullptr && *path != '\0' ? path : "tcp";
+}
+
 // The hidden case's view of the pair (from its environment).
 inline NetnsNames pairNames() {
   const std::optional<NetnsNames> names = NetnsNames::fromEnvironment();
@@ -77,17 +84,17 @@ inline NetnsNames pairNames() {
 }
 
 // A `kvx agent --role decode --verify` in the decode namespace, listening on its veth
-// address, data over UCX tcp on that interface only. Its stderr (debug log) goes to `log`.
+// address, data over dataPath() on that interface only. Its stderr (debug log) goes to `log`.
 inline DecodeProcess startDecode(const NetnsNames& n, std::uint64_t blocks,
                                  const std::string& log) {
   const std::string script =
       "exec ip netns exec \"$0\" env UCX_NET_DEVICES=\"$1\" \"$2\" agent "
       "--role decode --name decode --listen \"$3\" --blocks \"$4\" "
-      "--model \"$5\" --transport tcp --verify --check-free-blocks --log-level debug 2>" +
+      "--model \"$5\" --transport \"$6\" --verify --check-free-blocks --log-level debug 2>" +
       log;
   auto child = ChildProcess::spawn(
       "/bin/sh", {"-c", script, n.decodeNs, n.decodeIf, kvxBinary(), n.decodeAddress + ":0",
-                  std::to_string(blocks), fault::kModel});
+                  std::to_string(blocks), fault::kModel, dataPath()});
   REQUIRE(child.isOk());
   DecodeProcess decode{std::make_unique<ChildProcess>(std::move(child).value()), "decode", "", log};
   auto line = decode.process->readLine(30s);
@@ -100,10 +107,10 @@ inline DecodeProcess startDecode(const NetnsNames& n, std::uint64_t blocks,
   return decode;
 }
 
-// The in-process prefill agent's options: listening on the prefill veth address, UCX tcp on
-// that interface.
+// The in-process prefill agent's options: listening on the prefill veth address, dataPath()
+// on that interface.
 inline KvAgentOptions prefillOptions(const NetnsNames& n, std::uint64_t blocks) {
-  KvAgentOptions options = fault::prefillOptions("prefill", "tcp", blocks);
+  KvAgentOptions options = fault::prefillOptions("prefill", dataPath(), blocks);
   options.agent.listenAddress = n.prefillAddress + ":0";
   options.agent.ucxNetDevices = n.prefillIf;
   return options;

@@ -51,13 +51,25 @@ TEST_CASE("UCX 1.13.1 crash: the cut link returns and stays idle", "[.][ucx-link
   runPrefillSide("netns reopen: prefill side", {"KVX_REOPEN_IDLE_AFTER_RETURN=1"});
 }
 
+// The two crash cases over kvx's socket transport: a forced close resets its connection, and
+// nothing of it outlives the close.
+TEST_CASE("socket transport: the cut peer exits while the prefill agent still runs", "[fault]") {
+  runPrefillSide("netns reopen: prefill side",
+                 {"KVX_NETNS_DATA_PATH=socket", "KVX_REOPEN_DECODE_EXITS_FIRST=1"});
+}
+
+TEST_CASE("socket transport: the cut link returns and stays idle", "[fault]") {
+  runPrefillSide("netns reopen: prefill side",
+                 {"KVX_NETNS_DATA_PATH=socket", "KVX_REOPEN_IDLE_AFTER_RETURN=1"});
+}
+
 TEST_CASE("netns reopen: prefill side", "[.]") {
   const NetnsNames n = pairNames();
   const fault::ScratchDir scratch;
   const std::string& dir = scratch.path();
   DecodeProcess far = startDecode(n, kBlocks, dir + "/decode.log");
   // In this (the prefill) namespace: its traffic never crosses the veth pair.
-  DecodeProcess near = fault::startDecode("near", "tcp", kBlocks, dir + "/near.log");
+  DecodeProcess near = fault::startDecode("near", dataPath(), kBlocks, dir + "/near.log");
   INFO("decode agent logs " << far.log << ", " << near.log);
   auto created = KvAgent::create(prefillOptions(n, kBlocks));
   REQUIRE(created.isOk());
