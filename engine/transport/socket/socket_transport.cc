@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -23,6 +24,7 @@ constexpr std::uint64_t kWakeId = 1;
 constexpr std::uint64_t kListenId = 2;
 constexpr auto kTickInterval = std::chrono::milliseconds(5);
 constexpr int kMaxEvents = 64;
+constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 
 std::uint64_t randomWord() {
   std::uint64_t value = 0;
@@ -256,7 +258,18 @@ bool SocketTransport::acceptLocked() {
     socklen_t length = sizeof(from);
     const int fd = ::accept4(listenFd_, reinterpret_cast<sockaddr*>(&from), &length,
                              SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return any;
+    if (fd < 0) {
+      const int error = errno;
+      if (error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM) {
+        // The pending connection stays queued and the listener readable: stop watching it
+        // for a while rather than spin on it.
+        spdlog::warn("[{}] socket transport: accept: {}; not accepting for {} ms", agentName_,
+                     std::strerror(error), kAcceptPause.count());
+        ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, listenFd_, nullptr);
+        acceptPausedUntil_ = SocketConnection::Clock::now() + kAcceptPause;
+      }
+      return any;
+    }
     any = true;
     if (inbound_.size() >= kMaxInboundConnections) {
       ::close(fd);
@@ -277,6 +290,13 @@ bool SocketTransport::tickLocked() {
   const auto now = SocketConnection::Clock::now();
   if (now - lastTick_ < kTickInterval) return false;
   lastTick_ = now;
+  if (acceptPausedUntil_ && now >= *acceptPausedUntil_) {
+    acceptPausedUntil_.reset();
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.u64 = kListenId;
+    ::epoll_ctl(epollFd_, EPOLL_CTL_ADD, listenFd_, &event);
+  }
   std::vector<SocketConnection*> connections;
   connections.reserve(watched_.size());
   for (auto& [id, entry] : watched_) connections.push_back(entry.connection);

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -138,6 +139,8 @@ class SocketTransport final : public Transport {
   std::vector<std::pair<EndpointErrorHandler, Status>> deferredErrors_;  // GUARDED_BY(mutex_)
   std::uint64_t nextConnection_ = 3;                // GUARDED_BY(mutex_); 1, 2 below
   SocketConnection::Clock::time_point lastTick_{};  // GUARDED_BY(mutex_)
+  // Set while the listener is unwatched after accept ran out of descriptors.
+  std::optional<SocketConnection::Clock::time_point> acceptPausedUntil_;  // GUARDED_BY(mutex_)
 };
 
 }  // namespace kvx::engine::socket

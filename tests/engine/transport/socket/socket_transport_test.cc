@@ -3,9 +3,14 @@
 // specific to it: the target's own checks of every request, a restarted peer refused, a
 // background connect bounded by its timeout, strangers on the data port.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <filesystem>
 
 #include "engine/transport/socket/socket_address.h"
 #include "engine/transport/socket/socket_memory.h"
@@ -239,6 +244,42 @@ TEST_CASE("socket: a silent connection is closed after the connect timeout", "[s
   // conformanceConfig()'s connect timeout is 2 s.
   CHECK(closedByPeer(*transport, silent));
   ::close(silent);
+}
+
+TEST_CASE("socket: out of descriptors, the listener pauses instead of spinning", "[socket]") {
+  std::unique_ptr<engine::Transport> transport = makeTransport("socket-emfile");
+  const int waiting = connectRaw(*transport);  // queued in the listener's backlog
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  // Room for no descriptor at all: the limit just above the highest one open, and every free
+  // slot below it taken.
+  int highest = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    highest = std::max(highest, std::atoi(entry.path().filename().c_str()));
+  }
+  rlimit tight = saved;
+  tight.rlim_cur = static_cast<rlim_t>(highest + 1);
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &tight) == 0);
+  std::vector<int> fillers;
+  for (int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC); fd >= 0;
+       fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) {
+    fillers.push_back(fd);
+  }
+  for (int i = 0; i < 10; ++i) {  // accept fails with EMFILE
+    transport->progress();
+    std::this_thread::sleep_for(1ms);
+  }
+  pollfd sleeping{transport->eventFd(), POLLIN, 0};
+  const int ready = ::poll(&sleeping, 1, 50);
+  for (int fd : fillers) ::close(fd);
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &saved) == 0);
+  CHECK(ready == 0);  // the listener is not watched: a driver would sleep, not spin
+  // After the pause the connection is accepted: a stranger's bytes get it closed.
+  std::this_thread::sleep_for(150ms);
+  const std::uint8_t garbage[64] = {1, 2, 3};
+  REQUIRE(::send(waiting, garbage, sizeof(garbage), MSG_NOSIGNAL) == sizeof(garbage));
+  CHECK(closedByPeer(*transport, waiting));
+  ::close(waiting);
 }
 
 }  // namespace conformance
