@@ -1,8 +1,14 @@
 #include "engine/transport/socket/frame_reader.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace kvx::engine::socket {
+namespace {
+
+constexpr std::uint64_t kCollectStepBytes = 256u << 10;
+
+}  // namespace
 
 Result<bool> FrameReader::pump(SocketStream& stream, FrameHandler& handler, std::uint64_t budget) {
   stream.takeBytesRead();
@@ -22,7 +28,6 @@ Result<bool> FrameReader::pump(SocketStream& stream, FrameHandler& handler, std:
       remaining_ = followingBytes(header_);
       offset_ = 0;
       body_.clear();
-      if (sink_.dest == nullptr && sink_.collect) body_.resize(remaining_);
       inBody_ = true;
     }
     while (remaining_ > 0) {
@@ -31,10 +36,16 @@ Result<bool> FrameReader::pump(SocketStream& stream, FrameHandler& handler, std:
                           "middle of a " + std::string(toString(header_.type)) +
                           "; the rest of it is dropped");
       }
-      std::uint8_t* dest = sink_.dest != nullptr ? sink_.dest + offset_
-                           : sink_.collect       ? body_.data() + offset_
-                                                 : nullptr;
-      KVX_ASSIGN_OR_RETURN(std::uint64_t got, stream.readInto(dest, remaining_));
+      std::uint8_t* dest = sink_.dest != nullptr ? sink_.dest + offset_ : nullptr;
+      std::uint64_t want = remaining_;
+      if (sink_.dest == nullptr && sink_.collect) {
+        // A collected body grows with the bytes that came, not with what the header claims.
+        want = std::min(remaining_, kCollectStepBytes);
+        body_.resize(offset_ + want);
+        dest = body_.data() + offset_;
+      }
+      KVX_ASSIGN_OR_RETURN(std::uint64_t got, stream.readInto(dest, want));
+      if (sink_.dest == nullptr && sink_.collect) body_.resize(offset_ + got);
       if (got == 0) return false;
       offset_ += got;
       remaining_ -= got;

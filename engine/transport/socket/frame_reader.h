@@ -41,7 +41,8 @@ class FrameHandler {
 class FrameReader {
  public:
   // Hands every frame now readable to `handler`, taking at most about `budget` bytes from the
-  // socket. Returns true when it stopped for the budget (more may be waiting), false when the
+  // socket. Returns true when it stopped for the budget (more may be waiting, some of it in
+  // the stream's buffer where no epoll event will announce it: call again), false when the
   // socket had nothing more; an error when the connection failed or the handler refused.
   Result<bool> pump(SocketStream& stream, FrameHandler& handler, std::uint64_t budget);
 

@@ -18,6 +18,11 @@ class SocketConnection {
   virtual bool onEventsLocked(std::uint32_t events) = 0;
   // REQUIRES: the transport's lock. Called every few milliseconds from progress(): deadlines.
   virtual void onTickLocked(Clock::time_point now) = 0;
+  // REQUIRES: the transport's lock. True when the connection has work that no epoll event
+  // will announce: frames already read into its buffer but left for fairness, or a failure
+  // found while posting. The transport then calls onEventsLocked(EPOLLIN) from its next
+  // progress() (and a driver must not sleep).
+  virtual bool needsAttentionLocked() const = 0;
 
  protected:
   ~SocketConnection() = default;

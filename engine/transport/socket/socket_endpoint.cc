@@ -72,8 +72,7 @@ bool SocketEndpoint::tryNextAddressLocked() {
       connectErrors_ += " " + name + ": socket: " + std::strerror(errno) + ";";
       continue;
     }
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    SocketStream::configureSocket(fd);
     sockaddr_in target{};
     target.sin_family = AF_INET;
     target.sin_port = htons(peer_.port);
@@ -161,19 +160,19 @@ void SocketEndpoint::postRmaLocked(const RmaOp& op, bool write, Completion* comp
 void SocketEndpoint::put(const RmaOp& op, Completion* completion) {
   std::lock_guard<std::mutex> lock(transport_.mutex());
   postRmaLocked(op, true, completion);
-  kickLocked();
+  kickLocked(true);
 }
 
 void SocketEndpoint::get(const RmaOp& op, Completion* completion) {
   std::lock_guard<std::mutex> lock(transport_.mutex());
   postRmaLocked(op, false, completion);
-  kickLocked();
+  kickLocked(true);
 }
 
 void SocketEndpoint::postBatch(std::span<const RmaOp> ops, bool write, Completion* completion) {
   std::lock_guard<std::mutex> lock(transport_.mutex());
   for (const RmaOp& op : ops) postRmaLocked(op, write, completion);
-  kickLocked();
+  kickLocked(true);
 }
 
 void SocketEndpoint::flush(Completion* completion) {
@@ -209,14 +208,19 @@ void SocketEndpoint::sendMessage(std::span<const std::uint8_t> header,
   frame.length = total;
   pending_.push_back({FrameType::kMessage, frame.sequence, completion, nullptr, 0});
   stream_.queue(frame, header, payload);
-  kickLocked();
+  kickLocked(true);
 }
 
-void SocketEndpoint::kickLocked() {
-  if (state_ != State::kOpen) return;
+void SocketEndpoint::kickLocked(bool fromPost) {
+  if (state_ != State::kOpen || postFailure_) return;
   Status written = stream_.writeSome();
   if (!written.isOk()) {
-    failLocked(written);
+    if (fromPost) {
+      postFailure_ = written;
+      transport_.attendLocked(id_);
+    } else {
+      failLocked(written);
+    }
     return;
   }
   updateWatchLocked();
@@ -245,14 +249,19 @@ bool SocketEndpoint::onEventsLocked(std::uint32_t events) {
     state_ = State::kOpen;
   }
   if (state_ != State::kOpen) return false;
+  if (postFailure_) {
+    failLocked(*postFailure_);
+    return true;
+  }
   if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) {
     Result<bool> pumped = reader_.pump(stream_, *this, kReadBudgetBytes);
     if (!pumped.isOk()) {
       failLocked(pumped.status());
       return true;
     }
+    moreInput_ = *pumped;
   }
-  kickLocked();
+  kickLocked(false);
   return true;
 }
 
@@ -352,23 +361,17 @@ void SocketEndpoint::closeLocked(bool reset) {
 void SocketEndpoint::close(bool force) {
   std::unique_lock<std::mutex> lock(transport_.mutex());
   if (state_ == State::kClosed) return;
+  // A graceful close waits for the answers to what is in flight, driving the whole transport
+  // (not only this socket) so that the other connections, and this transport's own inbound
+  // side when the endpoint leads back to it, keep moving meanwhile.
   const auto deadline = Clock::now() + kGracefulCloseTimeout;
   while (!force && !pending_.empty() && (state_ == State::kOpen || state_ == State::kConnecting) &&
          Clock::now() < deadline) {
-    const int fd = stream_.fd();
-    pollfd watched{fd, static_cast<short>(POLLIN | (watchingWrite_ ? POLLOUT : 0)), 0};
+    if (transport_.progressLocked()) continue;
     lock.unlock();
-    const int ready = ::poll(&watched, 1, 10);
+    pollfd events{transport_.eventFd(), POLLIN, 0};
+    (void)::poll(&events, 1, 10);
     lock.lock();
-    if (ready > 0 && fd == stream_.fd()) {
-      std::uint32_t events = 0;
-      if (watched.revents & POLLIN) events |= EPOLLIN;
-      if (watched.revents & POLLOUT) events |= EPOLLOUT;
-      if (watched.revents & POLLERR) events |= EPOLLERR;
-      if (watched.revents & POLLHUP) events |= EPOLLHUP;
-      onEventsLocked(events);
-    }
-    onTickLocked(Clock::now());
   }
   if (state_ != State::kClosed) closeLocked(force || !pending_.empty());
 }

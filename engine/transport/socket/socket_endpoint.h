@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 
 #include "engine/transport/endpoint.h"
@@ -48,6 +49,7 @@ class SocketEndpoint final : public Endpoint, public SocketConnection, private F
 
   bool onEventsLocked(std::uint32_t events) override;
   void onTickLocked(Clock::time_point now) override;
+  bool needsAttentionLocked() const override { return moreInput_ || postFailure_.has_value(); }
 
  private:
   enum class State { kConnecting, kOpen, kFailed, kClosed };
@@ -67,7 +69,9 @@ class SocketEndpoint final : public Endpoint, public SocketConnection, private F
   Status unusableLocked() const;
   Status checkRma(const RmaOp& op) const;
   bool tryNextAddressLocked();
-  void kickLocked();
+  // Writes what the socket takes. A failure found while posting (`fromPost`) is left to
+  // progress(): a post completes no operation but its own.
+  void kickLocked(bool fromPost);
   void failLocked(const Status& status);
   void closeLocked(bool reset);
   void completeFlushesLocked();
@@ -84,6 +88,8 @@ class SocketEndpoint final : public Endpoint, public SocketConnection, private F
   std::string connectErrors_;
   Clock::time_point connectDeadline_{};
   bool watchingWrite_ = true;
+  bool moreInput_ = false;             // the last pump stopped for its budget
+  std::optional<Status> postFailure_;  // a write failure found while posting
   Status failure_;
   std::uint64_t sequence_ = 0;
   std::deque<Pending> pending_;

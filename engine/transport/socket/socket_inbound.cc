@@ -30,15 +30,21 @@ InboundConnection::~InboundConnection() = default;
 bool InboundConnection::onEventsLocked(std::uint32_t events) {
   if (ended_) return false;
   bool moved = false;
-  if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) {
+  Status written = stream_.writeSome();
+  if (!written.isOk()) {
+    endLocked(written);
+    return true;
+  }
+  if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0 && !throttled()) {
     Result<bool> pumped = reader_.pump(stream_, *this, kReadBudgetBytes);
     if (!pumped.isOk()) {
       endLocked(pumped.status());
       return true;
     }
+    moreInput_ = *pumped;
     moved = true;
   }
-  Status written = stream_.writeSome();
+  written = stream_.writeSome();
   if (!written.isOk()) {
     endLocked(written);
     return true;
@@ -167,10 +173,12 @@ void InboundConnection::reply(const FrameHeader& request, const Status& status) 
 }
 
 void InboundConnection::updateWatch() {
-  const bool want = stream_.hasOutput();
-  if (want == watchingWrite_ || ended_) return;
-  transport_.watchLocked(id_, stream_.fd(), want);
-  watchingWrite_ = want;
+  const bool write = stream_.hasOutput();
+  const bool read = !throttled();
+  if (ended_ || (write == watchingWrite_ && read == watchingRead_)) return;
+  transport_.watchLocked(id_, stream_.fd(), write, read);
+  watchingWrite_ = write;
+  watchingRead_ = read;
 }
 
 }  // namespace kvx::engine::socket

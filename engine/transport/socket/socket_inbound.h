@@ -22,6 +22,8 @@ namespace kvx::engine::socket {
 
 class SocketTransport;
 
+inline constexpr std::size_t kMaxQueuedAnswers = 1024;
+
 class InboundConnection final : public SocketConnection, private FrameHandler {
  public:
   InboundConnection(SocketTransport& transport, int fd, std::string peer, Clock::time_point now);
@@ -30,6 +32,7 @@ class InboundConnection final : public SocketConnection, private FrameHandler {
   void setId(std::uint64_t id) { id_ = id; }
   bool onEventsLocked(std::uint32_t events) override;
   void onTickLocked(Clock::time_point now) override;
+  bool needsAttentionLocked() const override { return moreInput_ && !throttled(); }
   // True while bytes of `region` are being placed or sent on this connection.
   bool touchesRegionLocked(std::uint64_t region) const;
   // Ends the connection now (reset); the transport destroys it from its next progress().
@@ -40,6 +43,9 @@ class InboundConnection final : public SocketConnection, private FrameHandler {
   Status onFrame(const FrameHeader& header, std::vector<std::uint8_t> body) override;
   void reply(const FrameHeader& request, const Status& status);
   void updateWatch();
+  // True while so many answers wait to be written that reading more requests would only
+  // queue more (a peer that sends but never reads).
+  bool throttled() const { return stream_.queuedFrames() >= kMaxQueuedAnswers; }
 
   SocketTransport& transport_;
   SocketStream stream_;
@@ -48,6 +54,8 @@ class InboundConnection final : public SocketConnection, private FrameHandler {
   bool greeted_ = false;
   bool ended_ = false;
   bool watchingWrite_ = false;
+  bool watchingRead_ = true;
+  bool moreInput_ = false;  // the last pump stopped for its budget
   Clock::time_point helloDeadline_;
   std::uint64_t placingRegion_ = 0;  // the region the put being read lands in
   Status refusal_;                   // why the current request was refused, if it was

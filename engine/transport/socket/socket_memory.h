@@ -39,8 +39,10 @@ std::vector<std::uint8_t> packRegionKey(const RegionKey& key);
 // INVALID_ARGUMENT naming what is wrong unless `packed` is a well-formed packed key.
 Result<RegionKey> parseRegionKey(std::span<const std::uint8_t> packed);
 
-// Owned by whoever registered it; its destructor deregisters the region from its transport
-// (which closes any connection in the middle of moving bytes into or out of it).
+// Owned by whoever registered it; its destructor deregisters the region from its transport,
+// which closes any inbound connection in the middle of placing a peer's put into it or
+// sending a peer's get from it. This side's own operations on it are the caller's to finish
+// first (the Endpoint contract: a local buffer stays valid until its completion).
 class SocketMemory final : public TransportMemory {
  public:
   SocketMemory(SocketTransport& transport, const RegionKey& key, MemoryKind kind,

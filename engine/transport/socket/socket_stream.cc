@@ -29,6 +29,20 @@ SocketStream::~SocketStream() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+void SocketStream::configureSocket(int fd) {
+  const int one = 1;
+  const int keepIdleSeconds = 10;
+  const int keepIntervalSeconds = 5;
+  const int keepProbes = 3;
+  const unsigned userTimeoutMs = 30000;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &keepIdleSeconds, sizeof(keepIdleSeconds));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &keepIntervalSeconds, sizeof(keepIntervalSeconds));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &keepProbes, sizeof(keepProbes));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeoutMs, sizeof(userTimeoutMs));
+}
+
 void SocketStream::adoptSocket(int fd, std::string peer) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = fd;

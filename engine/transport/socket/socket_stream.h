@@ -30,6 +30,9 @@ class SocketStream {
 
   int fd() const { return fd_; }
   const std::string& peer() const { return peer_; }
+  // Sets the options every data connection gets: no Nagle delay, and keepalive plus a user
+  // timeout, so that a connection to a host that died without a reset fails on its own.
+  static void configureSocket(int fd);
   // Replaces the socket (a connect retried on the next address). REQUIRES: nothing was
   // written or read on the old one.
   void adoptSocket(int fd, std::string peer);
@@ -42,6 +45,7 @@ class SocketStream {
   // A frame whose body (an error's text) the stream keeps.
   void queueOwned(const FrameHeader& header, std::string body);
   bool hasOutput() const { return !output_.empty(); }
+  std::size_t queuedFrames() const { return output_.size(); }
   bool hasQueuedTag(std::uint64_t tag) const;
   // Writes what the socket takes now. PEER_FAILED when the connection failed.
   Status writeSome();

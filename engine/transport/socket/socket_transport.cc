@@ -221,12 +221,12 @@ std::uint64_t SocketTransport::addConnectionLocked(SocketConnection* connection,
   return id;
 }
 
-void SocketTransport::watchLocked(std::uint64_t id, int fd, bool wantWrite) {
+void SocketTransport::watchLocked(std::uint64_t id, int fd, bool wantWrite, bool wantRead) {
   auto found = watched_.find(id);
   if (found == watched_.end()) return;
   Watched& entry = found->second;
   epoll_event event{};
-  event.events = EPOLLIN | (wantWrite ? EPOLLOUT : 0u);
+  event.events = (wantRead ? EPOLLIN : 0u) | (wantWrite ? EPOLLOUT : 0u);
   event.data.u64 = id;
   if (entry.fd != fd) {
     if (entry.fd >= 0) ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, entry.fd, nullptr);
@@ -241,6 +241,22 @@ void SocketTransport::watchLocked(std::uint64_t id, int fd, bool wantWrite) {
 void SocketTransport::removeConnectionLocked(std::uint64_t id, int fd) {
   if (fd >= 0) ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, fd, nullptr);
   watched_.erase(id);
+  attention_.erase(id);
+}
+
+void SocketTransport::attendLocked(std::uint64_t id) {
+  attention_.insert(id);
+  const std::uint64_t one = 1;
+  (void)::write(wakeFd_, &one, sizeof(one));
+}
+
+bool SocketTransport::dispatchLocked(std::uint64_t id, std::uint32_t events) {
+  auto found = watched_.find(id);
+  if (found == watched_.end()) return false;  // closed earlier in this call
+  SocketConnection* connection = found->second.connection;
+  const bool moved = connection->onEventsLocked(events);
+  if (watched_.count(id) != 0 && connection->needsAttentionLocked()) attention_.insert(id);
+  return moved;
 }
 
 void SocketTransport::deferErrorLocked(EndpointErrorHandler handler, Status status) {
@@ -275,8 +291,7 @@ bool SocketTransport::acceptLocked() {
       ::close(fd);
       continue;
     }
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    SocketStream::configureSocket(fd);
     auto connection = std::make_unique<InboundConnection>(
         *this, fd, formatIpv4(from.sin_addr.s_addr, ntohs(from.sin_port)),
         SocketConnection::Clock::now());
@@ -326,9 +341,12 @@ bool SocketTransport::progress() {
 }
 
 bool SocketTransport::progressLocked() {
+  bool any = false;
+  std::set<std::uint64_t> attention;
+  attention.swap(attention_);
+  for (std::uint64_t id : attention) any = dispatchLocked(id, EPOLLIN) || any;
   epoll_event events[kMaxEvents];
   const int ready = ::epoll_wait(epollFd_, events, kMaxEvents, 0);
-  bool any = false;
   for (int i = 0; i < ready; ++i) {
     const std::uint64_t id = events[i].data.u64;
     if (id == kWakeId) {
@@ -340,9 +358,7 @@ bool SocketTransport::progressLocked() {
       any = acceptLocked() || any;
       continue;
     }
-    auto found = watched_.find(id);
-    if (found == watched_.end()) continue;  // closed earlier in this batch
-    any = found->second.connection->onEventsLocked(events[i].events) || any;
+    any = dispatchLocked(id, events[i].events) || any;
   }
   tickLocked();
   any = retireConnectionsLocked() || any;
@@ -351,7 +367,7 @@ bool SocketTransport::progressLocked() {
 
 bool SocketTransport::arm() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return deferredErrors_.empty() && retired_.empty();
+  return deferredErrors_.empty() && retired_.empty() && attention_.empty();
 }
 
 void SocketTransport::wake() {

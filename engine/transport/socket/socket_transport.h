@@ -32,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -81,8 +82,14 @@ class SocketTransport final : public Transport {
   // REQUIRES: mutex(). Watches `fd` for `connection`; returns its id.
   std::uint64_t addConnectionLocked(SocketConnection* connection, int fd, bool wantWrite);
   // REQUIRES: mutex(). Changes what is watched (a new fd after a retried connect, or write
-  // interest).
-  void watchLocked(std::uint64_t id, int fd, bool wantWrite);
+  // interest; read interest off while a connection's answers are backed up).
+  void watchLocked(std::uint64_t id, int fd, bool wantWrite, bool wantRead = true);
+  // REQUIRES: mutex(). The connection needs a call without an epoll event (see
+  // SocketConnection::needsAttentionLocked); wakes a sleeping driver.
+  void attendLocked(std::uint64_t id);
+  // REQUIRES: mutex(). One round of progress: connections that need attention, socket
+  // events, deadlines. Error handlers it queues run from progress() (or the next one).
+  bool progressLocked();
   // REQUIRES: mutex(). Stops watching; `fd` may already be closed (-1).
   void removeConnectionLocked(std::uint64_t id, int fd);
   // REQUIRES: mutex(). `handler` runs with `status` from the next progress(), after it has
@@ -116,7 +123,7 @@ class SocketTransport final : public Transport {
   Result<std::unique_ptr<TransportMemory>> addRegion(std::uint8_t* address, std::uint64_t length,
                                                      MemoryKind kind,
                                                      std::unique_ptr<std::uint8_t[]> owned);
-  bool progressLocked();
+  bool dispatchLocked(std::uint64_t id, std::uint32_t events);
   bool acceptLocked();
   bool tickLocked();
   bool retireConnectionsLocked();
@@ -136,6 +143,7 @@ class SocketTransport final : public Transport {
   std::unordered_map<std::uint64_t, Watched> watched_;  // GUARDED_BY(mutex_), by id
   std::unordered_map<std::uint64_t, std::unique_ptr<InboundConnection>> inbound_;  // by id
   std::vector<std::uint64_t> retired_;                                   // GUARDED_BY(mutex_)
+  std::set<std::uint64_t> attention_;                                    // GUARDED_BY(mutex_)
   std::vector<std::pair<EndpointErrorHandler, Status>> deferredErrors_;  // GUARDED_BY(mutex_)
   std::uint64_t nextConnection_ = 3;                // GUARDED_BY(mutex_); 1, 2 below
   SocketConnection::Clock::time_point lastTick_{};  // GUARDED_BY(mutex_)

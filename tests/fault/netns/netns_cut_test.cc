@@ -21,7 +21,8 @@ constexpr std::uint64_t kBulkBlocks = 64;  // 4 MiB: tens of ms on this tcp path
 }  // namespace
 
 TEST_CASE("a cut between two namespaces fails pending requests in bound, then heals", "[fault]") {
-  runPrefillSide("netns cut: prefill side");
+  const std::string dataPath = GENERATE("tcp", "socket");
+  runPrefillSide("netns cut: prefill side", {"KVX_NETNS_DATA_PATH=" + dataPath});
 }
 
 TEST_CASE("netns cut: prefill side", "[.]") {
@@ -98,10 +99,10 @@ TEST_CASE("netns cut: prefill side", "[.]") {
   CHECK(stats["arrivals"] == 1 + after.size() + (bulkArrived ? 1 : 0));
   for (const std::string& id : doomed) CHECK_FALSE(arrived(decode, id));
   std::printf(
-      "netns cut: pending requests failed %lld ms after the cut (peer timeout %lld ms, bound "
+      "netns cut (%s): pending requests failed %lld ms after the cut (peer timeout %lld ms, bound "
       "%lld ms): %s; the 4 MiB request %s; after the link returned the same prefill agent "
       "reconnected in %lld ms (%d attempt(s)) and moved %zu requests (verified) in %lld ms\n",
-      static_cast<long long>(detection.count()),
+      dataPath().c_str(), static_cast<long long>(detection.count()),
       static_cast<long long>(AgentOptions{}.peerTimeout.count()),
       static_cast<long long>(fault::failureBound().count()), failure.c_str(),
       bulkState->state == KvRequestState::kReleased

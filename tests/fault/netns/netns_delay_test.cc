@@ -45,7 +45,9 @@ TEST_CASE("requests under a delayed link complete, verify, and take the delay lo
     std::printf("kvx-test-skipped: no %s (built only with libnetfilter_queue)\n", program.c_str());
     return;
   }
-  runPrefillSide("netns delay: prefill side", {"KVX_NFQUEUE_DELAY=" + program});
+  const std::string dataPath = GENERATE("tcp", "socket");
+  runPrefillSide("netns delay: prefill side",
+                 {"KVX_NFQUEUE_DELAY=" + program, "KVX_NETNS_DATA_PATH=" + dataPath});
 }
 
 TEST_CASE("netns delay: prefill side", "[.]") {
@@ -94,11 +96,12 @@ TEST_CASE("netns delay: prefill side", "[.]") {
   const nlohmann::json stats = stopAndCheckDecode(decode);
   CHECK(stats["arrivals"] == 1 + 3 * kProbes + 1);
   std::printf(
-      "netns delay: %d ms one way (decode side's PREROUTING, %s packets held): median latency "
+      "netns delay (%s): %d ms one way (decode side's PREROUTING, %s packets held): median latency "
       "of a 64 KiB request %.1f ms bare, %.1f ms delayed (+%.1f ms = %.1f x the delay), %.1f "
       "ms after the delay was removed; a 4 MiB request took %.1f ms delayed; decode agent "
       "verified %s of %s blocks\n",
-      kDelayMs, held->substr(5).c_str(), bare, delayed, delayed - bare, (delayed - bare) / kDelayMs,
-      restored, bulk, stats["blocksVerified"].dump().c_str(), stats["blocks"].dump().c_str());
+      dataPath().c_str(), kDelayMs, held->substr(5).c_str(), bare, delayed, delayed - bare,
+      (delayed - bare) / kDelayMs, restored, bulk, stats["blocksVerified"].dump().c_str(),
+      stats["blocks"].dump().c_str());
   std::fflush(stdout);
 }

@@ -68,7 +68,8 @@ bool ensureConnected(KvAgent& prefill, const std::string& address, Deadline dead
 
 TEST_CASE("requests under random packet loss complete and verify, or fail clearly in time",
           "[fault]") {
-  runPrefillSide("netns loss: prefill side");
+  const std::string dataPath = GENERATE("tcp", "socket");
+  runPrefillSide("netns loss: prefill side", {"KVX_NETNS_DATA_PATH=" + dataPath});
 }
 
 TEST_CASE("netns loss: prefill side", "[.]") {
@@ -184,12 +185,13 @@ TEST_CASE("netns loss: prefill side", "[.]") {
     failed += (failed.empty() ? "" : ", ") + std::to_string(count) + " " + code;
   }
   std::printf(
-      "netns loss: %d%% of packets dropped each way: %zu of %d requests (%llu KiB each, push "
+      "netns loss (%s): %d%% of packets dropped each way: %zu of %d requests (%llu KiB each, push "
       "and pull) "
       "released and verified in %.1f s, latency median %.1f ms, worst %.1f ms; %s%s%s; the "
       "prefill agent reconnected %d time(s)%s; decode agent verified %s of %s blocks\n",
-      loss, released.size(), kRequests, static_cast<unsigned long long>(kBlocksPerRequest * 64),
-      lossSeconds, latencies.empty() ? 0.0 : latencies[latencies.size() / 2],
+      dataPath().c_str(), loss, released.size(), kRequests,
+      static_cast<unsigned long long>(kBlocksPerRequest * 64), lossSeconds,
+      latencies.empty() ? 0.0 : latencies[latencies.size() / 2],
       latencies.empty() ? 0.0 : latencies.back(),
       failed.empty() ? "none failed" : "failed: ", failed.c_str(),
       firstFailure.empty() ? "" : (" (first: " + firstFailure + ")").c_str(), reconnects,

@@ -132,9 +132,9 @@ TEST_CASE("netns reopen: prefill side", "[.]") {
   CHECK(nearStats["arrivals"] == 4);  // warm-near and near-0..2
   for (const std::string& id : doomed) CHECK_FALSE(arrived(far, id));
   std::printf(
-      "netns reopen: with the link to 'decode' cut and its data path reset, 3 "
+      "netns reopen (%s): with the link to 'decode' cut and its data path reset, 3 "
       "requests to 'near' took %.1f, %.1f and %.1f ms (verified); 'decode' reconnected in %d "
       "attempt(s) once the link returned\n",
-      nearMs[0], nearMs[1], nearMs[2], attempts);
+      dataPath().c_str(), nearMs[0], nearMs[1], nearMs[2], attempts);
   std::fflush(stdout);
 }

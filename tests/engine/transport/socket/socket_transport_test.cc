@@ -246,6 +246,57 @@ TEST_CASE("socket: a silent connection is closed after the connect timeout", "[s
   ::close(silent);
 }
 
+TEST_CASE("socket: a burst of small puts past the read budget all complete", "[socket]") {
+  // More than one progress() call's read budget (16 MiB) of 4 KiB puts, then a message: the
+  // frames a budgeted read leaves in the target's buffer must still be answered.
+  Link link;
+  constexpr int kOps = 6000;
+  constexpr std::uint64_t kSize = 4096;
+  constexpr std::uint64_t kSlots = (8u << 20) / kSize;
+  fillPattern(link.local.span(0, 8u << 20), 51);
+  CountingCompletion puts;
+  for (int i = 0; i < kOps; ++i) {
+    const std::uint64_t offset = (i % kSlots) * kSize;
+    link.endpoint->put(link.op(offset, offset, kSize), &puts);
+  }
+  const std::vector<std::uint8_t> header = {'e', 'n', 'd'};
+  CountingCompletion sent;
+  link.endpoint->sendMessage(header, {}, &sent);
+  CountingCompletion flushed;
+  link.endpoint->flush(&flushed);
+  link.await(puts, kOps, "6000 puts");
+  link.await(sent, 1, "the message after them");
+  link.await(flushed, 1, "the flush after them");
+  CHECK(checkPattern(link.remote.span(0, 8u << 20), 51).empty());
+}
+
+TEST_CASE("socket: a graceful close of an endpoint to its own transport finishes its puts",
+          "[socket]") {
+  std::unique_ptr<engine::Transport> transport = makeTransport("socket-self-close");
+  Buffer buffer = registerBuffer(*transport, 4u << 20);
+  auto connected = transport->connect(transport->localAddress(), nullptr);
+  REQUIRE(connected.isOk());
+  std::shared_ptr<engine::Endpoint> endpoint = std::move(connected).value();
+  auto key = endpoint->unpackRemoteKey(buffer.memory->packedRemoteKey());
+  REQUIRE(key.isOk());
+  fillPattern(buffer.span(0, 2u << 20), 61);
+  engine::RmaOp op;
+  op.localAddress = buffer.data();
+  op.localMemory = buffer.memory.get();
+  op.remoteAddress = reinterpret_cast<std::uint64_t>(buffer.data() + (2u << 20));
+  op.remoteKey = key->get();
+  op.length = 2u << 20;
+  CountingCompletion written;
+  endpoint->put(op, &written);
+  // Nobody else progresses the transport: the close itself must serve the inbound side.
+  const auto started = Clock::now();
+  endpoint->close(false);
+  CHECK(Clock::now() - started < 2s);
+  REQUIRE(written.count() == 1);
+  CHECK(written.errors() == 0);
+  CHECK(checkPattern(buffer.span(2u << 20, 2u << 20), 61).empty());
+}
+
 TEST_CASE("socket: out of descriptors, the listener pauses instead of spinning", "[socket]") {
   std::unique_ptr<engine::Transport> transport = makeTransport("socket-emfile");
   const int waiting = connectRaw(*transport);  // queued in the listener's backlog
