@@ -71,6 +71,8 @@ class Endpoint {
   }
 
   // True once the transport saw an error on this endpoint (peer died, link cut).
+  // failed() and description() must not take the transport's lock: callers hold locks of
+  // their own around them that completions (run under the transport's lock) take too.
   virtual bool failed() const = 0;
 
   // What carries this endpoint's data, for logs and reports, e.g. "tcp/lo, self".

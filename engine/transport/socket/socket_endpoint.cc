@@ -90,6 +90,8 @@ bool SocketEndpoint::tryNextAddressLocked() {
     }
     watchingWrite_ = true;
     stream_.adoptSocket(fd, name);
+    std::lock_guard<std::mutex> lock(descriptionMutex_);
+    description_ = "socket/tcp " + name;
     return true;
   }
   return false;
@@ -331,6 +333,7 @@ void SocketEndpoint::completeFlushesLocked() {
 void SocketEndpoint::failLocked(const Status& status) {
   if (state_ == State::kFailed || state_ == State::kClosed) return;
   state_ = State::kFailed;
+  failed_.store(true, std::memory_order_release);
   failure_ = status;
   transport_.removeConnectionLocked(id_, stream_.fd());
   stream_.abort();
@@ -376,14 +379,11 @@ void SocketEndpoint::close(bool force) {
   if (state_ != State::kClosed) closeLocked(force || !pending_.empty());
 }
 
-bool SocketEndpoint::failed() const {
-  std::lock_guard<std::mutex> lock(transport_.mutex());
-  return state_ == State::kFailed;
-}
+bool SocketEndpoint::failed() const { return failed_.load(std::memory_order_acquire); }
 
 std::string SocketEndpoint::description() const {
-  std::lock_guard<std::mutex> lock(transport_.mutex());
-  return "socket/tcp " + stream_.peer();
+  std::lock_guard<std::mutex> lock(descriptionMutex_);
+  return description_;
 }
 
 }  // namespace kvx::engine::socket

@@ -11,8 +11,10 @@
 //
 // Thread safety: every member may be called from any thread; each takes the transport's lock.
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -79,6 +81,11 @@ class SocketEndpoint final : public Endpoint, public SocketConnection, private F
 
   SocketTransport& transport_;
   SocketAddress peer_;
+  // failed() and description() take no transport lock: callers ask while holding locks that
+  // completions (which run under it) take too.
+  std::atomic<bool> failed_{false};
+  mutable std::mutex descriptionMutex_;  // a leaf lock
+  std::string description_;              // GUARDED_BY(descriptionMutex_)
   EndpointErrorHandler onError_;
   SocketStream stream_;
   FrameReader reader_;
