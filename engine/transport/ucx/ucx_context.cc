@@ -55,6 +55,13 @@ Result<std::shared_ptr<UcxContext>> UcxContext::create(const TransportOptions& o
                options.agentName.empty() ? "kvx" : options.agentName, version,
                describeSettings(settings),
                whyNotCuda.empty() ? std::string("supported") : "not supported: " + whyNotCuda);
+  if (major == 1 && minor == 13 && options.transports.find("tcp") != std::string::npos) {
+    spdlog::warn(
+        "{}: UCX {} over tcp can crash or abort this process inside UCX after a peer failure "
+        "during a network fault (docs/reliability.md); kvx's socket transport (--transport "
+        "socket) moves the same data over TCP without UCX and has no such failure",
+        options.agentName.empty() ? "kvx" : options.agentName, version);
+  }
   return std::shared_ptr<UcxContext>(new UcxContext(context, whyNotCuda));
 }
 
