@@ -43,6 +43,12 @@ int envInt(const char* name, int fallback) {
   return value > 0 ? value : fallback;
 }
 
+// The data path both agents use: KVX_SOAK_DATA_PATH (shm, tcp or socket), shm by default.
+std::string soakDataPath() {
+  const char* text = std::getenv("KVX_SOAK_DATA_PATH");
+  return text == nullptr || *text == '\0' ? "shm" : text;
+}
+
 struct Totals {
   std::uint64_t requests = 0;
   std::uint64_t completed = 0;
@@ -265,11 +271,12 @@ TEST_CASE("soak: random transfers, cancels and decode agent restarts", "[fault][
   const int seconds = envInt("KVX_SOAK_SECONDS", kDefaultSeconds);
   const auto seed = static_cast<std::uint32_t>(
       envInt("KVX_SOAK_SEED", static_cast<int>(std::random_device{}() & 0x7fffffff)));
-  std::printf("soak: %d s, seed %u (KVX_SOAK_SEED)\n", seconds, seed);
+  std::printf("soak: %d s, seed %u (KVX_SOAK_SEED), data path %s (KVX_SOAK_DATA_PATH)\n",
+              seconds, seed, soakDataPath().c_str());
   std::fflush(stdout);
   const ScratchDir scratch;
   const std::string& dir = scratch.path();
-  KvAgentOptions options = prefillOptions("prefill", "shm", kPoolBlocks);
+  KvAgentOptions options = prefillOptions("prefill", soakDataPath(), kPoolBlocks);
   options.requestTimeout = kRequestTimeout;
   auto created = KvAgent::create(options);
   REQUIRE(created.isOk());
@@ -286,7 +293,7 @@ TEST_CASE("soak: random transfers, cancels and decode agent restarts", "[fault][
   int epoch = 0;
   while (Clock::now() < end || epoch == 0) {
     const std::string log = dir + "/decode-" + std::to_string(epoch) + ".log";
-    DecodeProcess decode = startDecode("decode", "shm", kPoolBlocks, log);
+    DecodeProcess decode = startDecode("decode", soakDataPath(), kPoolBlocks, log);
     auto peer = prefill.connect(decode.address, deadlineIn(10s));
     INFO("epoch " << epoch << ": " << (peer.isOk() ? *peer : peer.status().toString()));
     REQUIRE(peer.isOk());
