@@ -12,13 +12,6 @@
 
 namespace kvx::engine {
 
-std::string describeRange(std::uint64_t address, std::uint64_t length) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "[0x%llx+%llu)", static_cast<unsigned long long>(address),
-                static_cast<unsigned long long>(length));
-  return text;
-}
-
 std::string describeDescriptor(std::size_t index, std::string_view side) {
   return "descriptor " + std::to_string(index) + " (" + std::string(side) + ")";
 }

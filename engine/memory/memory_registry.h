@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/gpu/gpu_runtime.h"
+#include "engine/memory/address_range.h"
 #include "engine/memory/local_region.h"
 #include "engine/transport/transport.h"
 #include "kvx/agent_options.h"
@@ -91,16 +92,8 @@ class MemoryRegistry {
   std::unordered_map<RegionId, std::shared_ptr<LocalRegion>> regions_;
 };
 
-// "[0x7f00+65536)": a range as error messages show it.
-std::string describeRange(std::uint64_t address, std::uint64_t length);
-
 // "descriptor 17 (local)".
 std::string describeDescriptor(std::size_t index, std::string_view side);
-
-// True if [offset, offset + length) is a non-empty range inside a region of `regionLength`.
-inline bool rangeFits(std::uint64_t regionLength, std::uint64_t offset, std::uint64_t length) {
-  return length != 0 && offset <= regionLength && length <= regionLength - offset;
-}
 
 // The error for a range that does not fit `region` (`owner` is "" or " of peer 'x'").
 Status rangeError(std::size_t index, std::string_view side, const RegionInfo& region,

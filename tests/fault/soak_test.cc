@@ -271,8 +271,8 @@ TEST_CASE("soak: random transfers, cancels and decode agent restarts", "[fault][
   const int seconds = envInt("KVX_SOAK_SECONDS", kDefaultSeconds);
   const auto seed = static_cast<std::uint32_t>(
       envInt("KVX_SOAK_SEED", static_cast<int>(std::random_device{}() & 0x7fffffff)));
-  std::printf("soak: %d s, seed %u (KVX_SOAK_SEED), data path %s (KVX_SOAK_DATA_PATH)\n",
-              seconds, seed, soakDataPath().c_str());
+  std::printf("soak: %d s, seed %u (KVX_SOAK_SEED), data path %s (KVX_SOAK_DATA_PATH)\n", seconds,
+              seed, soakDataPath().c_str());
   std::fflush(stdout);
   const ScratchDir scratch;
   const std::string& dir = scratch.path();

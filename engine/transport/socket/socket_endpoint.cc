@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "engine/memory/address_range.h"
 #include "engine/transport/socket/socket_memory.h"
 #include "engine/transport/socket/socket_transport.h"
 
@@ -19,20 +20,6 @@ namespace {
 
 // How long a graceful close waits for the operations in flight before it resets.
 constexpr auto kGracefulCloseTimeout = std::chrono::seconds(5);
-
-bool insideRegion(const void* start, std::uint64_t length, const TransportMemory& memory) {
-  const auto begin = reinterpret_cast<std::uintptr_t>(memory.address());
-  const auto address = reinterpret_cast<std::uintptr_t>(start);
-  return address >= begin && address - begin <= memory.length() &&
-         length <= memory.length() - (address - begin);
-}
-
-std::string range(std::uint64_t address, std::uint64_t length) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "[0x%llx+%llu)", static_cast<unsigned long long>(address),
-                static_cast<unsigned long long>(length));
-  return text;
-}
 
 }  // namespace
 
@@ -120,16 +107,18 @@ Status SocketEndpoint::checkRma(const RmaOp& op) const {
                            (op.localAddress ? "a buffer" : "null") + ")");
   }
   if (!key->key().covers(op.remoteAddress, op.length)) {
-    return invalidArgument("remote range " + range(op.remoteAddress, op.length) +
+    return invalidArgument("remote range " + describeRange(op.remoteAddress, op.length) +
                            " is outside the peer's region " +
-                           range(key->key().address, key->key().length));
+                           describeRange(key->key().address, key->key().length));
   }
-  if (op.localMemory != nullptr && !insideRegion(op.localAddress, op.length, *op.localMemory)) {
-    return invalidArgument("local range " +
-                           range(reinterpret_cast<std::uintptr_t>(op.localAddress), op.length) +
-                           " is outside its registration " +
-                           range(reinterpret_cast<std::uintptr_t>(op.localMemory->address()),
-                                 op.localMemory->length()));
+  const auto local = reinterpret_cast<std::uintptr_t>(op.localAddress);
+  if (op.localMemory != nullptr) {
+    const auto registered = reinterpret_cast<std::uintptr_t>(op.localMemory->address());
+    if (!rangeWithin(registered, op.localMemory->length(), local, op.length)) {
+      return invalidArgument("local range " + describeRange(local, op.length) +
+                             " is outside its registration " +
+                             describeRange(registered, op.localMemory->length()));
+    }
   }
   return Status::ok();
 }

@@ -25,8 +25,6 @@ InboundConnection::InboundConnection(SocketTransport& transport, int fd, std::st
       stream_(fd, std::move(peer)),
       helloDeadline_(now + transport.connectTimeout()) {}
 
-InboundConnection::~InboundConnection() = default;
-
 bool InboundConnection::onEventsLocked(std::uint32_t events) {
   if (ended_) return false;
   bool moved = false;

@@ -27,7 +27,6 @@ inline constexpr std::size_t kMaxQueuedAnswers = 1024;
 class InboundConnection final : public SocketConnection, private FrameHandler {
  public:
   InboundConnection(SocketTransport& transport, int fd, std::string peer, Clock::time_point now);
-  ~InboundConnection();
 
   void setId(std::uint64_t id) { id_ = id; }
   bool onEventsLocked(std::uint32_t events) override;

@@ -15,6 +15,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/memory/address_range.h"
 #include "engine/transport/endpoint.h"
 #include "engine/transport/transport_memory.h"
 #include "kvx/result.h"
@@ -29,9 +30,9 @@ struct RegionKey {
   std::uint64_t address = 0;
   std::uint64_t length = 0;
 
-  // True when [address, address + length) lies inside the region.
+  // True when [start, start + bytes) is a non-empty range inside the region.
   bool covers(std::uint64_t start, std::uint64_t bytes) const {
-    return start >= address && start - address <= length && bytes <= length - (start - address);
+    return rangeWithin(address, length, start, bytes);
   }
 };
 

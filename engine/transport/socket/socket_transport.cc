@@ -13,6 +13,7 @@
 #include <cstring>
 #include <new>
 
+#include "engine/memory/address_range.h"
 #include "engine/transport/socket/socket_endpoint.h"
 #include "engine/transport/socket/socket_inbound.h"
 #include "engine/transport/socket/socket_transport_factory.h"
@@ -179,14 +180,10 @@ Result<RegionAccess> SocketTransport::accessLocked(std::uint64_t region, std::ui
     return unauthenticated("wrong key for region " + std::to_string(region) + " of '" + agentName_ +
                            "'");
   }
-  RegionKey bounds;
-  bounds.address = entry.address;
-  bounds.length = entry.length;
-  if (!bounds.covers(address, length)) {
-    return invalidArgument("range of " + std::to_string(length) + " bytes at +" +
-                           std::to_string(address - entry.address) + " is outside region " +
-                           std::to_string(region) + " of '" + agentName_ + "' (" +
-                           std::to_string(entry.length) + " bytes)");
+  if (!rangeWithin(entry.address, entry.length, address, length)) {
+    return invalidArgument("range " + describeRange(address, length) + " is outside region " +
+                           std::to_string(region) + " of '" + agentName_ + "' " +
+                           describeRange(entry.address, entry.length));
   }
   return RegionAccess{reinterpret_cast<std::uint8_t*>(address)};
 }
@@ -301,9 +298,9 @@ bool SocketTransport::acceptLocked() {
   }
 }
 
-bool SocketTransport::tickLocked() {
+void SocketTransport::tickLocked() {
   const auto now = SocketConnection::Clock::now();
-  if (now - lastTick_ < kTickInterval) return false;
+  if (now - lastTick_ < kTickInterval) return;
   lastTick_ = now;
   if (acceptPausedUntil_ && now >= *acceptPausedUntil_) {
     acceptPausedUntil_.reset();
@@ -316,7 +313,6 @@ bool SocketTransport::tickLocked() {
   connections.reserve(watched_.size());
   for (auto& [id, entry] : watched_) connections.push_back(entry.connection);
   for (SocketConnection* connection : connections) connection->onTickLocked(now);
-  return false;
 }
 
 bool SocketTransport::retireConnectionsLocked() {

@@ -125,7 +125,7 @@ class SocketTransport final : public Transport {
                                                      std::unique_ptr<std::uint8_t[]> owned);
   bool dispatchLocked(std::uint64_t id, std::uint32_t events);
   bool acceptLocked();
-  bool tickLocked();
+  void tickLocked();
   bool retireConnectionsLocked();
 
   std::string agentName_;
