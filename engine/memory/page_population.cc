@@ -17,6 +17,21 @@ constexpr int kPopulateWrite = 23;
 constexpr int kPopulateWrite = MADV_POPULATE_WRITE;
 #endif
 
+// Whether this kernel knows MADV_POPULATE_WRITE, asked once on a private anonymous page.
+// EINVAL from a real range then means the range cannot be populated (a device or driver
+// mapping: VM_IO or VM_PFNMAP), not an old kernel, and touching its pages would fault.
+bool kernelPopulates() {
+  static const bool known = [] {
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    void* probe = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (probe == MAP_FAILED) return true;  // assume a current kernel; never touch blindly
+    const bool ok = madvise(probe, page, kPopulateWrite) == 0 || errno != EINVAL;
+    munmap(probe, page);
+    return ok;
+  }();
+  return known;
+}
+
 void touchEachPage(std::uintptr_t begin, std::uintptr_t end, std::uintptr_t page) {
   for (std::uintptr_t at = begin; at < end; at += page) {
     auto* byte = reinterpret_cast<volatile std::uint8_t*>(at);
@@ -36,9 +51,15 @@ Status populatePages(void* address, std::uint64_t length) {
     return Status::ok();
   }
   const int error = errno;
-  if (error == EINVAL) {  // a kernel without MADV_POPULATE_WRITE
+  if (error == EINVAL && !kernelPopulates()) {
     touchEachPage(begin, end, page);
     return Status::ok();
+  }
+  if (error == EINVAL) {
+    return invalidArgument("populating " + std::to_string(end - begin) + " bytes at " +
+                           std::to_string(begin) +
+                           " failed: the range is not ordinary memory (a device or driver " +
+                           "mapping); it was left untouched");
   }
   return resourceExhausted("populating " + std::to_string(end - begin) + " bytes at " +
                            std::to_string(begin) + " failed: " + std::strerror(error) +

@@ -14,7 +14,8 @@
 namespace kvx::engine {
 
 // Makes every page of [address, address + length) present and writable in this process's
-// page tables (MADV_POPULATE_WRITE; on kernels without it, by touching each page). The
+// page tables (MADV_POPULATE_WRITE; on kernels without it, by touching each page). A range
+// the kernel cannot populate (device memory, a driver mapping) is refused, never touched. The
 // range must be mapped writable and nobody else may be writing it yet when the fallback
 // runs (the fallback reads and rewrites one byte per page). Thread-safe.
 Status populatePages(void* address, std::uint64_t length);

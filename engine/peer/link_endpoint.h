@@ -36,9 +36,9 @@ class LinkEndpoint final : public Endpoint {
   explicit LinkEndpoint(std::shared_ptr<Endpoint> inner);
   ~LinkEndpoint() override;
 
-  Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(
-      std::span<const std::uint8_t> packed) override {
-    return inner_->unpackRemoteKey(packed);
+  Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(std::span<const std::uint8_t> packed,
+                                                     MemoryKind kind) override {
+    return inner_->unpackRemoteKey(packed, kind);
   }
   void put(const RmaOp& op, Completion* completion) override { inner_->put(op, completion); }
   void get(const RmaOp& op, Completion* completion) override { inner_->get(op, completion); }

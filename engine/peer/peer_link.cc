@@ -12,7 +12,7 @@ Result<const RemoteKey*> PeerLink::key(const std::shared_ptr<RemoteRegion>& regi
   std::lock_guard lock(mutex_);
   auto it = keys_.find(region.get());
   if (it != keys_.end()) return static_cast<const RemoteKey*>(it->second.key.get());
-  auto unpacked = endpoint_->unpackRemoteKey(region->packedKey);
+  auto unpacked = endpoint_->unpackRemoteKey(region->packedKey, region->info.kind);
   if (!unpacked.isOk()) {
     return unpacked.status().withContext("unpacking the key of remote region '" +
                                          region->info.name + "'");

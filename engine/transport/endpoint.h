@@ -36,8 +36,11 @@ class Endpoint {
  public:
   virtual ~Endpoint() = default;
 
-  virtual Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(
-      std::span<const std::uint8_t> packed) = 0;
+  // Unpacks a peer's packed key for a region of memory kind `kind` (as the owner declared
+  // it). The kind matters where a transport maps the peer's memory into this process: only
+  // host memory may be touched there by the CPU.
+  virtual Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(std::span<const std::uint8_t> packed,
+                                                             MemoryKind kind) = 0;
 
   // One-sided write local -> remote. The local buffer must stay valid until completion.
   virtual void put(const RmaOp& op, Completion* completion) = 0;

@@ -13,7 +13,7 @@ InprocEndpoint::InprocEndpoint(InprocTransport& owner, std::uint64_t target,
     : owner_(owner), target_(target), onError_(std::move(onError)) {}
 
 Result<std::unique_ptr<RemoteKey>> InprocEndpoint::unpackRemoteKey(
-    std::span<const std::uint8_t> packed) {
+    std::span<const std::uint8_t> packed, MemoryKind /*kind*/) {
   if (packed.size() != sizeof(std::uint64_t)) {
     return invalidArgument("inproc remote key must be 8 bytes, got " +
                            std::to_string(packed.size()));

@@ -25,7 +25,8 @@ class InprocEndpoint final : public Endpoint {
  public:
   InprocEndpoint(InprocTransport& owner, std::uint64_t target, EndpointErrorHandler onError);
 
-  Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(std::span<const std::uint8_t> packed) override;
+  Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(std::span<const std::uint8_t> packed,
+                                                     MemoryKind kind) override;
   void put(const RmaOp& op, Completion* completion) override;
   void get(const RmaOp& op, Completion* completion) override;
   void flush(Completion* completion) override;

@@ -85,7 +85,7 @@ bool SocketEndpoint::tryNextAddressLocked() {
 }
 
 Result<std::unique_ptr<RemoteKey>> SocketEndpoint::unpackRemoteKey(
-    std::span<const std::uint8_t> packed) {
+    std::span<const std::uint8_t> packed, MemoryKind /*kind*/) {
   KVX_ASSIGN_OR_RETURN(RegionKey key, parseRegionKey(packed));
   return std::unique_ptr<RemoteKey>(new SocketRemoteKey(key));
 }

@@ -38,7 +38,8 @@ class SocketEndpoint final : public Endpoint, public SocketConnection, private F
   // peer can even be tried.
   Status startLocked(Clock::time_point now);
 
-  Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(std::span<const std::uint8_t> packed) override;
+  Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(std::span<const std::uint8_t> packed,
+                                                     MemoryKind kind) override;
   void put(const RmaOp& op, Completion* completion) override;
   void get(const RmaOp& op, Completion* completion) override;
   void postBatch(std::span<const RmaOp> ops, bool write, Completion* completion) override;

@@ -124,7 +124,7 @@ Result<ucp_rkey_h> UcxEndpoint::checkRmaLocked(const RmaOp& op, const char* what
 }
 
 Result<std::unique_ptr<RemoteKey>> UcxEndpoint::unpackRemoteKey(
-    std::span<const std::uint8_t> packed) {
+    std::span<const std::uint8_t> packed, MemoryKind kind) {
   KVX_ASSIGN_OR_RETURN(PackedRemoteKey parsed, parseRemoteKey(packed));
   std::unique_ptr<UcxRemoteKey> key;
   void* mapped = nullptr;
@@ -137,8 +137,12 @@ Result<std::unique_ptr<RemoteKey>> UcxEndpoint::unpackRemoteKey(
     key = std::make_unique<UcxRemoteKey>(shared_from_this(), handle, parsed);
     keys_.insert(key.get());
     // On shared memory UCX maps the peer's segment into this process; anything else
-    // (tcp, registered memory) has no such pointer and UCX says so with an error.
-    if (ucp_rkey_ptr(handle, parsed.address, &mapped) != UCS_OK) mapped = nullptr;
+    // (tcp, registered memory) has no such pointer and UCX says so with an error. A
+    // CUDA-capable UCX also maps a peer's *device* memory (cuda_ipc): that pointer is
+    // device memory, which the CPU must never touch, so only host regions are populated.
+    if (kind == MemoryKind::kHost && ucp_rkey_ptr(handle, parsed.address, &mapped) != UCS_OK) {
+      mapped = nullptr;
+    }
   }
   // The mapping lives as long as the key. Populate its page tables now, outside the lock,
   // so that the first transfers into it do not take one page fault per 4 KiB. Best effort:

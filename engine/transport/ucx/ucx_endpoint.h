@@ -56,7 +56,8 @@ class UcxEndpoint final : public Endpoint, public std::enable_shared_from_this<U
                                                       EndpointErrorHandler onError);
   ~UcxEndpoint() override;
 
-  Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(std::span<const std::uint8_t> packed) override;
+  Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(std::span<const std::uint8_t> packed,
+                                                     MemoryKind kind) override;
   void put(const RmaOp& op, Completion* completion) override;
   void get(const RmaOp& op, Completion* completion) override;
   void postBatch(std::span<const RmaOp> ops, bool write, Completion* completion) override;

@@ -52,3 +52,20 @@ TEST_CASE("populating nothing is a no-op, and an unmapped range is an error", "[
   REQUIRE_FALSE(gone.isOk());
   CHECK_THAT(gone.message(), Catch::Contains("populating"));
 }
+
+// What a CUDA device pointer (cudaMalloc or a peer's cuda_ipc mapping) looks like to the
+// kernel: a range it cannot populate (EINVAL, measured on an H100) whose pages the CPU must
+// not touch. A PROT_NONE mapping answers the same EINVAL here; populating it used to fall
+// back to touching each page, which is the segfault of the direct GPU path on a CUDA-capable
+// UCX (a peer's device memory mapped by ucp_rkey_ptr and populated).
+TEST_CASE("a range the kernel cannot populate is refused, never touched", "[page_population]") {
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t length = 4 * page;
+  void* inaccessible = mmap(nullptr, length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(inaccessible != MAP_FAILED);
+  const Status status = engine::populatePages(inaccessible, length);
+  CHECK_FALSE(status.isOk());
+  CHECK_THAT(status.message(), Catch::Contains("not ordinary memory"));
+  CHECK(residentPages(inaccessible, length) == 0);
+  munmap(inaccessible, length);
+}

@@ -31,7 +31,8 @@ struct Sent {
 // Holds every message until close, which fails them (newest first, as a transport may).
 class HoldingEndpoint final : public Endpoint {
  public:
-  Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(std::span<const std::uint8_t>) override {
+  Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(std::span<const std::uint8_t>,
+                                                     MemoryKind) override {
     return std::unique_ptr<RemoteKey>(new RemoteKey());
   }
   void put(const RmaOp&, Completion* completion) override { held_.push_back(completion); }

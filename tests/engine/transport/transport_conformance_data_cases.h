@@ -156,7 +156,7 @@ TEST_CASE("conformance: a transport can connect to its own address", "[conforman
   INFO(connected.status().toString());
   REQUIRE(connected.isOk());
   std::shared_ptr<engine::Endpoint> endpoint = std::move(connected).value();
-  auto key = endpoint->unpackRemoteKey(buffer.memory->packedRemoteKey());
+  auto key = endpoint->unpackRemoteKey(buffer.memory->packedRemoteKey(), MemoryKind::kHost);
   REQUIRE(key.isOk());
   fillPattern(buffer.span(0, 65536), 19);
   engine::RmaOp op;

@@ -11,12 +11,12 @@ TEST_CASE("conformance: unpacking a garbage remote key fails cleanly", "[conform
   Link link;
   std::vector<std::uint8_t> garbage(48);
   fillPattern(garbage, 13);
-  CHECK_FALSE(link.endpoint->unpackRemoteKey(garbage).isOk());
-  CHECK_FALSE(link.endpoint->unpackRemoteKey({}).isOk());
+  CHECK_FALSE(link.endpoint->unpackRemoteKey(garbage, MemoryKind::kHost).isOk());
+  CHECK_FALSE(link.endpoint->unpackRemoteKey({}, MemoryKind::kHost).isOk());
   const auto packed = link.remote.memory->packedRemoteKey();
   if (packed.size() > 1) {
     std::vector<std::uint8_t> truncated(packed.begin(), packed.end() - 1);
-    CHECK_FALSE(link.endpoint->unpackRemoteKey(truncated).isOk());
+    CHECK_FALSE(link.endpoint->unpackRemoteKey(truncated, MemoryKind::kHost).isOk());
   }
 }
 
@@ -86,7 +86,7 @@ TEST_CASE("conformance: a graceful close leaves the peer's endpoint back to us w
   auto back = link.b->connect(link.a->localAddress(), nullptr);
   REQUIRE(back.isOk());
   std::shared_ptr<engine::Endpoint> reverse = std::move(back).value();
-  auto key = reverse->unpackRemoteKey(link.local.memory->packedRemoteKey());
+  auto key = reverse->unpackRemoteKey(link.local.memory->packedRemoteKey(), MemoryKind::kHost);
   REQUIRE(key.isOk());
   engine::RmaOp op;
   op.localAddress = link.remote.data();
@@ -202,7 +202,7 @@ TEST_CASE("conformance: the endpoint error handler may close its endpoint", "[co
   REQUIRE(connected.isOk());
   std::shared_ptr<engine::Endpoint> doomed = std::move(connected).value();
   weak = doomed;
-  auto key = doomed->unpackRemoteKey(link.remote.memory->packedRemoteKey());
+  auto key = doomed->unpackRemoteKey(link.remote.memory->packedRemoteKey(), MemoryKind::kHost);
   REQUIRE(key.isOk());
   engine::RmaOp op = link.op(0, 0, 4096);
   op.remoteKey = key->get();

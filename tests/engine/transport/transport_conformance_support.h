@@ -181,7 +181,7 @@ class Link {
   }
 
   std::unique_ptr<engine::RemoteKey> unpack(std::span<const std::uint8_t> packed) {
-    auto unpacked = endpoint->unpackRemoteKey(packed);
+    auto unpacked = endpoint->unpackRemoteKey(packed, MemoryKind::kHost);
     INFO("unpackRemoteKey: " << unpacked.status().toString());
     REQUIRE(unpacked.isOk());
     return std::move(unpacked).value();

@@ -277,7 +277,7 @@ TEST_CASE("socket: a graceful close of an endpoint to its own transport finishes
   auto connected = transport->connect(transport->localAddress(), nullptr);
   REQUIRE(connected.isOk());
   std::shared_ptr<engine::Endpoint> endpoint = std::move(connected).value();
-  auto key = endpoint->unpackRemoteKey(buffer.memory->packedRemoteKey());
+  auto key = endpoint->unpackRemoteKey(buffer.memory->packedRemoteKey(), MemoryKind::kHost);
   REQUIRE(key.isOk());
   fillPattern(buffer.span(0, 2u << 20), 61);
   engine::RmaOp op;
