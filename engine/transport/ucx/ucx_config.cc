@@ -1,5 +1,7 @@
 #include "engine/transport/ucx/ucx_config.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <initializer_list>
@@ -91,19 +93,19 @@ Result<std::vector<UcxSetting>> computeUcxSettings(const TransportOptions& optio
     tls = userTls;
   } else if (!options.transports.empty()) {
     KVX_ASSIGN_OR_RETURN(tls, tlsFromOptions(options.transports, gpuTransports));
-    settings.push_back({"UCX_TLS", "TLS", tls});
+    settings.push_back({"UCX_TLS", {"TLS"}, tls});
   }
   if (!options.netDevices.empty() && !isSet("UCX_NET_DEVICES")) {
-    settings.push_back({"UCX_NET_DEVICES", "NET_DEVICES", options.netDevices});
+    settings.push_back({"UCX_NET_DEVICES", {"NET_DEVICES"}, options.netDevices});
   }
   // TX must not exceed RX, so the pair is kvx's or the user's, never half of each.
   if (tlsMayUse(tls, "tcp") && !isSet("UCX_TCP_TX_SEG_SIZE") && !isSet("UCX_TCP_RX_SEG_SIZE")) {
-    // Transport-level keys go to ucp_config_modify without their "TCP_" prefix.
-    settings.push_back({"UCX_TCP_TX_SEG_SIZE", "TX_SEG_SIZE", "256K"});
-    settings.push_back({"UCX_TCP_RX_SEG_SIZE", "RX_SEG_SIZE", "512K"});
+    // UCX 1.13 takes transport-level keys without their "TCP_" prefix; 1.22 only with it.
+    settings.push_back({"UCX_TCP_TX_SEG_SIZE", {"TX_SEG_SIZE", "TCP_TX_SEG_SIZE"}, "256K"});
+    settings.push_back({"UCX_TCP_RX_SEG_SIZE", {"RX_SEG_SIZE", "TCP_RX_SEG_SIZE"}, "512K"});
   }
   if (tlsMayUse(tls, "mm") && !isSet("UCX_MM_ERROR_HANDLING")) {
-    settings.push_back({"UCX_MM_ERROR_HANDLING", "MM_ERROR_HANDLING", "y"});
+    settings.push_back({"UCX_MM_ERROR_HANDLING", {"MM_ERROR_HANDLING"}, "y"});
   }
   return settings;
 }
@@ -127,9 +129,22 @@ Result<UcxConfigPtr> makeUcxConfig(const std::vector<UcxSetting>& settings) {
   if (status != UCS_OK) return fromUcs(status, "ucp_config_read");
   UcxConfigPtr config(raw);
   for (const UcxSetting& s : settings) {
-    status = ucp_config_modify(config.get(), s.key.c_str(), s.value.c_str());
+    std::string tried;
+    status = UCS_ERR_NO_ELEM;
+    for (const std::string& key : s.keys) {
+      status = ucp_config_modify(config.get(), key.c_str(), s.value.c_str());
+      tried += (tried.empty() ? "" : ", ") + key;
+      if (status != UCS_ERR_INVALID_PARAM && status != UCS_ERR_NO_ELEM) break;  // known name
+    }
+    if (status == UCS_ERR_INVALID_PARAM || status == UCS_ERR_NO_ELEM) {
+      unsigned major = 0, minor = 0, release = 0;
+      ucp_get_version(&major, &minor, &release);
+      spdlog::info("UCX {}.{}.{} knows no setting {} (tried {}): kvx's default {}={} skipped",
+                   major, minor, release, s.envName, tried, s.envName, s.value);
+      continue;
+    }
     if (status != UCS_OK) {
-      return fromUcs(status, "ucp_config_modify " + s.key + "=" + s.value + " (set " + s.envName +
+      return fromUcs(status, "ucp_config_modify " + tried + "=" + s.value + " (set " + s.envName +
                                  " to override)");
     }
   }

@@ -31,9 +31,12 @@
 
 namespace kvx::engine::ucx {
 
+// One default. UCX releases name some settings differently in ucp_config_modify (1.13 takes a
+// tcp setting without its "TCP_" prefix, 1.22 only with it), so a setting carries every name
+// it is known by, tried in order; the first the loaded UCX accepts is the one applied.
 struct UcxSetting {
-  std::string envName;  // "UCX_TCP_TX_SEG_SIZE": the variable that overrides it
-  std::string key;      // "TX_SEG_SIZE": the name ucp_config_modify takes
+  std::string envName;            // "UCX_TCP_TX_SEG_SIZE": the variable that overrides it
+  std::vector<std::string> keys;  // {"TX_SEG_SIZE", "TCP_TX_SEG_SIZE"}: names to try, in order
   std::string value;
 };
 
@@ -58,7 +61,10 @@ struct UcxConfigDeleter {
 };
 using UcxConfigPtr = std::unique_ptr<ucp_config_t, UcxConfigDeleter>;
 
-// Reads UCX's configuration from the environment and applies `settings` to it.
+// Reads UCX's configuration from the environment and applies `settings` to it. A setting
+// that the loaded UCX accepts under none of its names is skipped with one info line naming it
+// and the UCX version (an agent never fails to start over a default); a failure of another
+// kind (a value UCX refuses) is an error.
 Result<UcxConfigPtr> makeUcxConfig(const std::vector<UcxSetting>& settings);
 
 }  // namespace kvx::engine::ucx

@@ -57,7 +57,12 @@ std::string ucxGpuRmaLimit(std::string_view version) {
 }
 
 std::string ucxWhyNotCuda(std::string_view version, bool builtWithCuda) {
-  if (!builtWithCuda) return "UCX " + std::string(version) + " was built without CUDA support";
+  // A UCX built with CUDA whose CUDA modules cannot load (no GPU driver) looks the same.
+  if (!builtWithCuda) {
+    return "UCX " + std::string(version) +
+           " was built without CUDA support, or its CUDA transports did not load (no GPU "
+           "driver)";
+  }
   return ucxGpuRmaLimit(version);
 }
 

@@ -153,3 +153,37 @@ TEST_CASE("ucx config: a UCX built with CUDA gets its GPU transports added", "[u
 
 }  // namespace
 }  // namespace kvx::engine::ucx
+
+namespace kvx::engine::ucx {
+namespace {
+
+TEST_CASE("ucx config: tcp segment sizes carry the names of UCX 1.13 and of 1.22, in order",
+          "[ucx]") {
+  auto settings = computeUcxSettings(options("tcp"), [](const char*) { return nullptr; });
+  REQUIRE(settings.isOk());
+  std::map<std::string, std::vector<std::string>> keys;
+  for (const UcxSetting& s : *settings) keys[s.envName] = s.keys;
+  CHECK(keys["UCX_TCP_TX_SEG_SIZE"] == std::vector<std::string>{"TX_SEG_SIZE", "TCP_TX_SEG_SIZE"});
+  CHECK(keys["UCX_TCP_RX_SEG_SIZE"] == std::vector<std::string>{"RX_SEG_SIZE", "TCP_RX_SEG_SIZE"});
+}
+
+TEST_CASE("ucx config: a default the loaded UCX knows by no name is skipped, not fatal", "[ucx]") {
+  // UCX 1.22 refuses an unknown name (INVALID_PARAM); 1.13 takes any name. Either way the
+  // configuration is made and the settings after it are applied.
+  const std::vector<UcxSetting> settings{
+      {"UCX_KVX_NO_SUCH_SETTING", {"KVX_NO_SUCH_SETTING", "ALSO_NO_SUCH_SETTING"}, "1"},
+      {"UCX_NET_DEVICES", {"KVX_NO_SUCH_NAME", "NET_DEVICES"}, "lo"}};
+  ::unsetenv("UCX_NET_DEVICES");
+  auto config = makeUcxConfig(settings);
+  INFO(config.status().toString());
+  REQUIRE(config.isOk());
+  const std::string printed = printedConfig(config->get());
+  // The second name is tried when the first is refused; with 1.13 the first (unknown) is
+  // taken silently, and the setting is then not applied under NET_DEVICES.
+  if (std::string(ucp_get_version_string()).rfind("1.13", 0) != 0) {
+    CHECK(printed.find("UCX_NET_DEVICES=lo") != std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace kvx::engine::ucx
