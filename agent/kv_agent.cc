@@ -92,6 +92,16 @@ Status KvAgent::readSegment(std::uint64_t block, std::uint32_t layer, std::uint3
   return impl_->pool->readSegment(block, layer, kv, out, deadline);
 }
 
+Status KvAgent::writeSegments(std::span<const KvSegmentRef> refs, std::span<const std::byte> bytes,
+                              Deadline deadline) {
+  return impl_->pool->writeSegments(refs, bytes, deadline);
+}
+
+Status KvAgent::readSegments(std::span<const KvSegmentRef> refs, std::span<std::byte> out,
+                             Deadline deadline) const {
+  return impl_->pool->readSegments(refs, out, deadline);
+}
+
 Result<std::vector<std::uint64_t>> KvAgent::allocateBlocks(std::uint64_t count) {
   return impl_->loop->call<std::vector<std::uint64_t>>(
       [this, count]() -> Result<std::vector<std::uint64_t>> {

@@ -1,5 +1,6 @@
 #include "cli/kv_content.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -19,6 +20,8 @@ std::uint8_t* asBytes(std::span<std::byte> bytes) {
 
 constexpr std::uint64_t kWordStep = 0x9e3779b97f4a7c15ULL;
 constexpr auto kCopyTimeout = std::chrono::seconds(10);
+// Segments per copy batch when filling a layer of many blocks (32 KiB segments: 16 MiB).
+constexpr std::uint64_t kBatchSegments = 512;
 
 // Word i of a piece is seed + i * kWordStep (little-endian; a partial last word keeps its low
 // bytes). One addition per 8 bytes: the seed, unique per piece, is what carries the identity.
@@ -92,20 +95,30 @@ SegmentStore::SegmentStore(SegmentAccessor inPlace) : inPlace_(std::move(inPlace
 SegmentStore::SegmentStore(std::uint64_t segmentBytes, SegmentReader read, SegmentWriter write)
     : segmentBytes_(segmentBytes), read_(std::move(read)), write_(std::move(write)) {}
 
-Result<std::span<std::byte>> SegmentStore::open(std::uint64_t block, std::uint32_t layer,
-                                                std::uint32_t kv, std::vector<std::byte>& buffer,
-                                                bool load) const {
-  if (inPlace_) return inPlace_(block, layer, kv);
-  buffer.resize(segmentBytes_);
-  const std::span<std::byte> bytes(buffer);
-  if (load) KVX_RETURN_IF_ERROR(read_(block, layer, kv, bytes));
-  return bytes;
+Result<std::vector<std::span<std::byte>>> SegmentStore::open(std::span<const KvSegmentRef> refs,
+                                                             std::vector<std::byte>& buffer,
+                                                             bool load) const {
+  std::vector<std::span<std::byte>> views;
+  views.reserve(refs.size());
+  if (inPlace_) {
+    for (const KvSegmentRef& r : refs) {
+      KVX_ASSIGN_OR_RETURN(std::span<std::byte> view, inPlace_(r.block, r.layer, r.kv));
+      views.push_back(view);
+    }
+    return views;
+  }
+  buffer.resize(refs.size() * segmentBytes_);
+  if (load) KVX_RETURN_IF_ERROR(read_(refs, buffer));
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    views.push_back(std::span<std::byte>(buffer).subspan(i * segmentBytes_, segmentBytes_));
+  }
+  return views;
 }
 
-Status SegmentStore::commit(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
-                            std::span<const std::byte> bytes) const {
+Status SegmentStore::commit(std::span<const KvSegmentRef> refs,
+                            std::span<const std::byte> buffer) const {
   if (inPlace_) return Status::ok();
-  return write_(block, layer, kv, bytes);
+  return write_(refs, buffer);
 }
 
 SegmentStore segmentsOf(KvAgent& agent) {
@@ -119,13 +132,11 @@ SegmentStore segmentsOf(KvAgent& agent) {
   }
   return SegmentStore(
       agent.pool().segmentBytes,
-      [&agent](std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
-               std::span<std::byte> out) {
-        return agent.readSegment(block, layer, kv, out, deadlineIn(kCopyTimeout));
+      [&agent](std::span<const KvSegmentRef> refs, std::span<std::byte> out) {
+        return agent.readSegments(refs, out, deadlineIn(kCopyTimeout));
       },
-      [&agent](std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
-               std::span<const std::byte> in) {
-        return agent.writeSegment(block, layer, kv, in, deadlineIn(kCopyTimeout));
+      [&agent](std::span<const KvSegmentRef> refs, std::span<const std::byte> in) {
+        return agent.writeSegments(refs, in, deadlineIn(kCopyTimeout));
       });
 }
 
@@ -189,23 +200,35 @@ Status KvContent::fillLayer(const SegmentStore& segments, std::span<const std::u
   const std::uint32_t endHead = firstHead + headCount;
   const bool partial = headCount != geometry_.heads;
   std::vector<std::byte> buffer;
-  for (std::uint64_t index = 0; index < blocks.size(); ++index) {
-    const std::uint64_t seed = blockSeed(index);
-    for (std::uint32_t kv = 0; kv < geometry_.kvCount; ++kv) {
-      auto bytes = segments.open(blocks[index], layer, kv, buffer, partial);
-      if (!bytes.isOk()) return bytes.status();
-      auto piece = pieceBytes(bytes->size());
+  std::vector<KvSegmentRef> refs;
+  // Blocks go in batches of kBatchSegments segments: one copy round trip each for a pool
+  // reached through copies.
+  const std::uint64_t blocksPerBatch =
+      std::max<std::uint64_t>(1, kBatchSegments / geometry_.kvCount);
+  for (std::uint64_t first = 0; first < blocks.size(); first += blocksPerBatch) {
+    const std::uint64_t end = std::min<std::uint64_t>(blocks.size(), first + blocksPerBatch);
+    refs.clear();
+    for (std::uint64_t index = first; index < end; ++index) {
+      for (std::uint32_t kv = 0; kv < geometry_.kvCount; ++kv)
+        refs.push_back({blocks[index], layer, kv});
+    }
+    auto views = segments.open(refs, buffer, partial);
+    if (!views.isOk()) return views.status();
+    for (std::size_t i = 0; i < refs.size(); ++i) {
+      const std::span<std::byte> bytes = (*views)[i];
+      auto piece = pieceBytes(bytes.size());
       if (!piece.isOk()) return piece.status();
-      const std::uint64_t segment = segmentSeed(seed, layer, kv);
-      std::uint8_t* base = asBytes(*bytes);
+      const std::uint64_t segment =
+          segmentSeed(blockSeed(first + i / geometry_.kvCount), layer, refs[i].kv);
+      std::uint8_t* base = asBytes(bytes);
       forEachPiece(geometry_, firstHead, endHead, *piece,
                    [&](std::uint32_t t, std::uint32_t h, std::size_t offset) {
                      fillPiece(base + offset, *piece,
                                pieceSeed(segment, t, geometry_.firstHead + h));
                      return true;
                    });
-      KVX_RETURN_IF_ERROR(segments.commit(blocks[index], layer, kv, *bytes));
     }
+    KVX_RETURN_IF_ERROR(segments.commit(refs, buffer));
   }
   return Status::ok();
 }
@@ -222,26 +245,30 @@ Result<std::string> KvContent::checkBlock(const SegmentStore& segments, std::uin
                                           std::uint64_t block) const {
   const std::uint64_t seed = blockSeed(index);
   std::vector<std::byte> buffer;
+  std::vector<KvSegmentRef> refs;
   for (std::uint32_t layer = 0; layer < geometry_.layers; ++layer) {
-    for (std::uint32_t kv = 0; kv < geometry_.kvCount; ++kv) {
-      auto bytes = segments.open(block, layer, kv, buffer, true);
-      if (!bytes.isOk()) return bytes.status();
-      auto piece = pieceBytes(bytes->size());
-      if (!piece.isOk()) return piece.status();
-      const std::uint64_t segment = segmentSeed(seed, layer, kv);
-      const std::uint8_t* base = asBytes(*bytes);
-      std::string problem;
-      forEachPiece(geometry_, 0, geometry_.heads, *piece,
-                   [&](std::uint32_t t, std::uint32_t h, std::size_t offset) {
-                     const std::uint32_t global = geometry_.firstHead + h;
-                     problem = checkPiece(base + offset, *piece, pieceSeed(segment, t, global));
-                     if (problem.empty()) return true;
-                     problem = segmentName(layer, kv) + " token " + std::to_string(t) + " head " +
-                               std::to_string(global) + ": " + problem;
-                     return false;
-                   });
-      if (!problem.empty()) return problem;
-    }
+    for (std::uint32_t kv = 0; kv < geometry_.kvCount; ++kv) refs.push_back({block, layer, kv});
+  }
+  auto views = segments.open(refs, buffer, true);  // the whole block in one batch
+  if (!views.isOk()) return views.status();
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    const std::uint32_t layer = refs[i].layer, kv = refs[i].kv;
+    const std::span<std::byte> bytes = (*views)[i];
+    auto piece = pieceBytes(bytes.size());
+    if (!piece.isOk()) return piece.status();
+    const std::uint64_t segment = segmentSeed(seed, layer, kv);
+    const std::uint8_t* base = asBytes(bytes);
+    std::string problem;
+    forEachPiece(geometry_, 0, geometry_.heads, *piece,
+                 [&](std::uint32_t t, std::uint32_t h, std::size_t offset) {
+                   const std::uint32_t global = geometry_.firstHead + h;
+                   problem = checkPiece(base + offset, *piece, pieceSeed(segment, t, global));
+                   if (problem.empty()) return true;
+                   problem = segmentName(layer, kv) + " token " + std::to_string(t) + " head " +
+                             std::to_string(global) + ": " + problem;
+                   return false;
+                 });
+    if (!problem.empty()) return problem;
   }
   return std::string();
 }

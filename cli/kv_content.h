@@ -42,12 +42,13 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b);
 // The bytes of segment (block, layer, kv) of a pool the host can address.
 using SegmentAccessor = std::function<Result<std::span<std::byte>>(
     std::uint64_t block, std::uint32_t layer, std::uint32_t kv)>;
-// Copies segment (block, layer, kv) of a pool out into `out`, or `in` into it (exactly one
-// segment's bytes).
-using SegmentReader = std::function<Status(std::uint64_t block, std::uint32_t layer,
-                                           std::uint32_t kv, std::span<std::byte> out)>;
-using SegmentWriter = std::function<Status(std::uint64_t block, std::uint32_t layer,
-                                           std::uint32_t kv, std::span<const std::byte> in)>;
+// Copies segments refs[i] of a pool out into [i * segment, +segment) of `out`, or from `in`
+// into them (exactly refs.size() segments' bytes): one batch, so that a device pool pays one
+// copy-engine round trip for many segments.
+using SegmentReader =
+    std::function<Status(std::span<const KvSegmentRef> refs, std::span<std::byte> out)>;
+using SegmentWriter =
+    std::function<Status(std::span<const KvSegmentRef> refs, std::span<const std::byte> in)>;
 
 // How KvContent reaches a pool's segments: in place through an accessor (no copy: host
 // pools), or through a host buffer that a reader and a writer copy out of and into the pool
@@ -61,13 +62,13 @@ class SegmentStore {
   SegmentStore(std::uint64_t segmentBytes, SegmentReader read, SegmentWriter write);
 
   bool inPlace() const { return static_cast<bool>(inPlace_); }
-  // The bytes to read or fill: the segment itself, or `buffer` (resized to one segment)
-  // holding a copy of it when `load` (else unspecified bytes).
-  Result<std::span<std::byte>> open(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
-                                    std::vector<std::byte>& buffer, bool load) const;
-  // After filling what open() returned: copies it into the pool (nothing in place).
-  Status commit(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
-                std::span<const std::byte> bytes) const;
+  // The bytes to read or fill of each segment of `refs`: the segments themselves, or pieces
+  // of `buffer` (resized to refs.size() segments) holding copies of them when `load` (else
+  // unspecified bytes).
+  Result<std::vector<std::span<std::byte>>> open(std::span<const KvSegmentRef> refs,
+                                                 std::vector<std::byte>& buffer, bool load) const;
+  // After filling what open() returned: copies `buffer` into the pool (nothing in place).
+  Status commit(std::span<const KvSegmentRef> refs, std::span<const std::byte> buffer) const;
 
  private:
   SegmentAccessor inPlace_;
@@ -78,7 +79,7 @@ class SegmentStore {
 
 // The segments of `agent`'s pool, which must outlive the store: in place (KvAgent::segment)
 // when the host can address them (host pools), else copied with KvAgent::readSegment and
-// writeSegment (CUDA pools; each copy bounded by a 10 s deadline).
+// writeSegments (CUDA pools; each batch bounded by a 10 s deadline).
 SegmentStore segmentsOf(KvAgent& agent);
 
 // The geometry the content depends on. A segment holds tokensPerBlock x heads pieces of equal

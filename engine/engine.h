@@ -21,6 +21,7 @@
 
 #include "engine/gpu/gpu_runtime.h"
 #include "engine/memory/memory_registry.h"
+#include "engine/memory/region_copy.h"
 #include "engine/notify/notification_header.h"
 #include "engine/notify/notification_inbox.h"
 #include "engine/peer/link_reopener.h"
@@ -97,6 +98,9 @@ class Engine {
                         Deadline deadline);
   Status copyFromRegion(RegionId id, std::uint64_t offset, std::span<std::byte> out,
                         Deadline deadline);
+  // Many such copies at once, all into regions (`into`) or all out of them: every piece is
+  // submitted before the call waits (region_copy.h).
+  Status copyRegionPieces(std::span<const RegionPiece> pieces, bool into, Deadline deadline);
 
   // ---- peers ----
   // Adds a peer, or updates its regions if the same incarnation is known already. A known

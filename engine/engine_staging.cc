@@ -101,6 +101,12 @@ Status Engine::copyFromRegion(RegionId id, std::uint64_t offset, std::span<std::
       deadline);
 }
 
+Status Engine::copyRegionPieces(std::span<const RegionPiece> pieces, bool into, Deadline deadline) {
+  return engine::copyRegionPieces(
+      *registry_, [this](int device) { return staging_->copyEngine(device); }, pieces, into,
+      deadline);
+}
+
 Result<std::string> Engine::dataPathDescription(const std::string& peerName) const {
   KVX_ASSIGN_OR_RETURN(auto remote, peer(peerName));
   GpuMemorySides sides;

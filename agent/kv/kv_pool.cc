@@ -131,6 +131,37 @@ Status KvPool::readSegment(std::uint64_t block, std::uint32_t layer, std::uint32
   return engineOf(agent_).copyFromRegion(range.region, range.offset, out, deadline);
 }
 
+Status KvPool::writeSegments(std::span<const KvSegmentRef> refs, std::span<const std::byte> bytes,
+                             Deadline deadline) const {
+  // The host bytes are only read when copying into the pool.
+  return copySegments(refs, const_cast<std::byte*>(bytes.data()), bytes.size(), true, deadline);
+}
+
+Status KvPool::readSegments(std::span<const KvSegmentRef> refs, std::span<std::byte> out,
+                            Deadline deadline) const {
+  return copySegments(refs, out.data(), out.size(), false, deadline);
+}
+
+Status KvPool::copySegments(std::span<const KvSegmentRef> refs, std::byte* host, std::size_t bytes,
+                            bool into, Deadline deadline) const {
+  const std::uint64_t segmentBytes = info_.segmentBytes;
+  if (bytes != refs.size() * segmentBytes) {
+    return invalidArgument(std::to_string(refs.size()) + " segments of " +
+                           std::to_string(segmentBytes) + " bytes need a span of " +
+                           std::to_string(refs.size() * segmentBytes) + " bytes; got " +
+                           std::to_string(bytes));
+  }
+  std::vector<engine::RegionPiece> pieces;
+  pieces.reserve(refs.size());
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    const KvSegmentRef& r = refs[i];
+    auto range = segmentRange(r.block, r.layer, r.kv, segmentBytes);
+    if (!range.isOk()) return range.status().withContext("segment " + std::to_string(i));
+    pieces.push_back({range->region, range->offset, host + i * segmentBytes, segmentBytes});
+  }
+  return engineOf(agent_).copyRegionPieces(pieces, into, deadline);
+}
+
 std::vector<MemoryRange> KvPool::allSegmentRanges() const {
   return rangesInOrder(layout_, order_, regions_);
 }

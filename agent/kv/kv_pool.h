@@ -46,6 +46,14 @@ class KvPool {
                       std::span<const std::byte> bytes, Deadline deadline) const;
   Status readSegment(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
                      std::span<std::byte> out, Deadline deadline) const;
+  // Many whole segments at once: segment refs[i] <-> bytes [i * segmentBytes, +segmentBytes)
+  // of one host span, which must be exactly refs.size() segments long. The same copies as
+  // writeSegment and readSegment, submitted together (CUDA pools: one copy-engine round trip
+  // for the lot). Nothing is copied when a ref is outside the pool (INVALID_ARGUMENT).
+  Status writeSegments(std::span<const KvSegmentRef> refs, std::span<const std::byte> bytes,
+                       Deadline deadline) const;
+  Status readSegments(std::span<const KvSegmentRef> refs, std::span<std::byte> out,
+                      Deadline deadline) const;
   // Every segment of the pool as local ranges, in order() (for a prepared list).
   std::vector<MemoryRange> allSegmentRanges() const;
   // Every segment of a peer's pool as ranges in the peer's regions, in its order.
@@ -56,6 +64,8 @@ class KvPool {
   // The region range of one whole segment, checked against the pool and `length`.
   Result<MemoryRange> segmentRange(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
                                    std::size_t length) const;
+  Status copySegments(std::span<const KvSegmentRef> refs, std::byte* host, std::size_t bytes,
+                      bool into, Deadline deadline) const;
 
   Agent& agent_;
   PoolLayout layout_;

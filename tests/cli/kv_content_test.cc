@@ -34,25 +34,40 @@ struct FakePool {
     };
   }
 
-  // The same pool as a device pool would be reached: through copies, counted.
+  // The same pool as a device pool would be reached: through batched copies, counted in
+  // segments and in batches. A batch with a bad ref copies nothing, as KvPool's does.
   SegmentStore copies() {
     SegmentAccessor at = accessor();
+    auto resolve = [at, this](std::span<const KvSegmentRef> refs,
+                              std::size_t length) -> Result<std::vector<std::span<std::byte>>> {
+      if (length != refs.size() * segmentBytes)
+        return invalidArgument("a batch of the wrong length");
+      std::vector<std::span<std::byte>> spans;
+      for (const KvSegmentRef& r : refs) {
+        KVX_ASSIGN_OR_RETURN(std::span<std::byte> view, at(r.block, r.layer, r.kv));
+        spans.push_back(view);
+      }
+      return spans;
+    };
     return SegmentStore(
         segmentBytes,
-        [this, at](std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
-                   std::span<std::byte> out) -> Status {
-          KVX_ASSIGN_OR_RETURN(std::span<std::byte> from, at(block, layer, kv));
-          if (out.size() != from.size()) return invalidArgument("read of the wrong length");
-          std::copy(from.begin(), from.end(), out.begin());
-          ++reads;
+        [this, resolve](std::span<const KvSegmentRef> refs, std::span<std::byte> out) -> Status {
+          KVX_ASSIGN_OR_RETURN(auto from, resolve(refs, out.size()));
+          for (std::size_t i = 0; i < from.size(); ++i) {
+            std::copy(from[i].begin(), from[i].end(), out.begin() + i * segmentBytes);
+          }
+          reads += refs.size();
+          ++readBatches;
           return Status::ok();
         },
-        [this, at](std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
-                   std::span<const std::byte> in) -> Status {
-          KVX_ASSIGN_OR_RETURN(std::span<std::byte> to, at(block, layer, kv));
-          if (in.size() != to.size()) return invalidArgument("write of the wrong length");
-          std::copy(in.begin(), in.end(), to.begin());
-          ++writes;
+        [this, resolve](std::span<const KvSegmentRef> refs,
+                        std::span<const std::byte> in) -> Status {
+          KVX_ASSIGN_OR_RETURN(auto to, resolve(refs, in.size()));
+          for (std::size_t i = 0; i < to.size(); ++i) {
+            std::copy_n(in.begin() + i * segmentBytes, segmentBytes, to[i].begin());
+          }
+          writes += refs.size();
+          ++writeBatches;
           return Status::ok();
         });
   }
@@ -61,8 +76,10 @@ struct FakePool {
   std::uint64_t segmentBytes;
   std::vector<std::byte> bytes;
   std::uint64_t blocks;
-  std::uint64_t reads = 0;
+  std::uint64_t reads = 0;  // segments
   std::uint64_t writes = 0;
+  std::uint64_t readBatches = 0;
+  std::uint64_t writeBatches = 0;
 };
 
 // One head per segment: 256-byte segments hold 16 pieces of 16 bytes.
@@ -334,8 +351,11 @@ TEST_CASE("a pool reached through copies fills and verifies as one reached in pl
   // A whole-segment fill writes without reading first.
   CHECK(copied.reads == 0);
   CHECK(copied.writes == blocks.size() * kGeometry.layers * kGeometry.kvCount);
+  // One batch per layer (all blocks, K and V), and a check reads a whole block in one.
+  CHECK(copied.writeBatches == kGeometry.layers);
   for (std::uint64_t i = 0; i < blocks.size(); ++i)
     CHECK(content.checkBlock(store, i, blocks[i])->empty());
+  CHECK(copied.readBatches == blocks.size());
   (*copied.accessor()(6, 0, 1))[17] ^= std::byte{0x04};
   CHECK_THAT(*content.checkBlock(store, 2, 6), Catch::StartsWith("layer 0 V token 1 head 0:"));
 }

@@ -71,6 +71,14 @@ class KvAgent final {
                       std::span<const std::byte> bytes, Deadline deadline);
   Status readSegment(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
                      std::span<std::byte> out, Deadline deadline) const;
+  // Many segments at once: refs[i] <-> bytes [i * segmentBytes, +segmentBytes) of one span of
+  // exactly refs.size() segments; the same copies, submitted together (for CUDA pools one
+  // copy-engine round trip for the lot instead of one per segment). Nothing is copied when a
+  // ref is out of range (INVALID_ARGUMENT naming it).
+  Status writeSegments(std::span<const KvSegmentRef> refs, std::span<const std::byte> bytes,
+                       Deadline deadline);
+  Status readSegments(std::span<const KvSegmentRef> refs, std::span<std::byte> out,
+                      Deadline deadline) const;
   // Blocks for a new prompt (prefill) from the pool's allocator, contiguous when possible.
   Result<std::vector<std::uint64_t>> allocateBlocks(std::uint64_t count);
   Status freeBlocks(std::span<const std::uint64_t> blocks);

@@ -70,6 +70,14 @@ struct KvPoolInfo {
 };
 
 // Free space in a pool.
+// One segment of a pool: block, layer, K (0) or V (1). For KvAgent::readSegments and
+// writeSegments.
+struct KvSegmentRef {
+  std::uint64_t block = 0;
+  std::uint32_t layer = 0;
+  std::uint32_t kv = 0;
+};
+
 struct KvPoolUsage {
   std::uint64_t totalBlocks = 0;
   std::uint64_t freeBlocks = 0;

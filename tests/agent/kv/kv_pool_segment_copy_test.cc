@@ -1,5 +1,6 @@
 // kvx-test-labels: unit
-// KvAgent::writeSegment / readSegment on host pools and on CUDA pools, the latter with the
+// KvAgent::writeSegment / readSegment (and their batched forms) on host pools and on CUDA
+// pools, the latter with the
 // process on the fake GPU runtime (KVX_GPU_RUNTIME=fake, set before the first agent), and a
 // request handed from a CUDA pool to a CUDA pool, staged through host on both sides.
 #include <catch2/catch.hpp>
@@ -95,6 +96,45 @@ TEST_CASE("segments are written and read on host and CUDA pools", "[kv][gpu_path
   const Status wrongLength = agent->writeSegment(0, 0, 0, shorter, deadlineIn(5s));
   CHECK(wrongLength.code() == StatusCode::kInvalidArgument);
   CHECK_THAT(wrongLength.message(), Catch::Contains("got a span of " + std::to_string(length - 1)));
+}
+
+TEST_CASE("many segments are written and read in one batch on host and CUDA pools",
+          "[kv][gpu_path]") {
+  useFakeGpu();
+  const MemoryKind kind = GENERATE(MemoryKind::kHost, MemoryKind::kCuda);
+  CAPTURE(toString(kind));
+  auto agent = makeAgent("batch", KvRole::kPrefill, kind);
+  const std::size_t length = agent->pool().segmentBytes;
+  // Out of pool order, across blocks, layers, K and V.
+  const std::vector<KvSegmentRef> refs{{5, 1, 0}, {0, 0, 1}, {7, 1, 1}, {2, 0, 0}, {5, 0, 1}};
+  const std::vector<std::byte> in = pattern(refs.size() * length, 3);
+  REQUIRE(agent->writeSegments(refs, in, deadlineIn(5s)).isOk());
+  // Each segment holds its piece of the batch, as the one-segment read sees it.
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    std::vector<std::byte> one(length);
+    REQUIRE(
+        agent->readSegment(refs[i].block, refs[i].layer, refs[i].kv, one, deadlineIn(5s)).isOk());
+    CHECK(
+        equal(one, std::vector<std::byte>(in.begin() + i * length, in.begin() + (i + 1) * length)));
+  }
+  std::vector<std::byte> out(refs.size() * length);
+  REQUIRE(agent->readSegments(refs, out, deadlineIn(5s)).isOk());
+  CHECK(equal(out, in));
+
+  // One ref outside the pool: nothing of the batch is written.
+  const std::vector<KvSegmentRef> bad{{1, 0, 0}, {8, 0, 0}};
+  const std::vector<std::byte> other = pattern(bad.size() * length, 9);
+  const Status refused = agent->writeSegments(bad, other, deadlineIn(5s));
+  CHECK(refused.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(refused.message(), Catch::Contains("segment 1"));
+  std::vector<std::byte> untouched(length);
+  REQUIRE(agent->readSegment(1, 0, 0, untouched, deadlineIn(5s)).isOk());
+  CHECK_FALSE(equal(untouched, std::vector<std::byte>(other.begin(), other.begin() + length)));
+  // A span that is not the batch's length.
+  std::vector<std::byte> shorter(refs.size() * length - 8);
+  const Status wrongLength = agent->readSegments(refs, shorter, deadlineIn(5s));
+  CHECK(wrongLength.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(wrongLength.message(), Catch::Contains("need a span of"));
 }
 
 TEST_CASE("a request moves from a CUDA pool to a CUDA pool, staged through host",
