@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 
 namespace kvx::bench {
 namespace {
@@ -18,6 +19,7 @@ Result<BareUcpCommandLine> parseBareUcpCommandLine(const std::vector<std::string
   BareUcpCommandLine line;
   BareUcpOptions& o = line.options;
   std::string role = "initiator", op = "put", pattern = "contiguous", alloc = "registered";
+  std::string memory = "host";
 
   CLI::App app(
       "kvx-bare-ucp: the bare UCP put/get reference for kvx bench (same UCX settings "
@@ -32,6 +34,9 @@ Result<BareUcpCommandLine> parseBareUcpCommandLine(const std::vector<std::string
       ->capture_default_str();
   app.add_option("--alloc", alloc, "registered (ucp_mem_map of our memory) or ucx (allocated)")
       ->capture_default_str();
+  app.add_option("--memory", memory, "host or cuda: where both buffers live")
+      ->capture_default_str();
+  app.add_option("--device", o.device, "CUDA device of --memory cuda")->capture_default_str();
   app.add_option("--op", op, "put or get")->capture_default_str();
   app.add_option("--segment-bytes", o.segmentBytes, "S: bytes per op (multiple of 8)")
       ->transform(CLI::AsSizeValue(false))
@@ -90,6 +95,9 @@ Result<BareUcpCommandLine> parseBareUcpCommandLine(const std::vector<std::string
   KVX_ASSIGN_OR_RETURN(o.op, parseBareOp(op));
   KVX_ASSIGN_OR_RETURN(o.pattern, parseSlotPattern(pattern));
   KVX_ASSIGN_OR_RETURN(o.alloc, parseBufferAlloc(alloc));
+  const std::optional<MemoryKind> kind = parseMemoryKind(memory);
+  if (!kind) return invalidArgument("kvx-bare-ucp: --memory '" + memory + "': use host or cuda");
+  o.memory = *kind;
   KVX_RETURN_IF_ERROR(validate(o));
   return line;
 }
@@ -99,6 +107,8 @@ std::vector<std::string> toArguments(const BareUcpOptions& o) {
       {"--transport", o.transport},
       {"--net-devices", o.netDevices},
       {"--alloc", std::string(toString(o.alloc))},
+      {"--memory", std::string(toString(o.memory))},
+      {"--device", std::to_string(o.device)},
       {"--op", std::string(toString(o.op))},
       {"--segment-bytes", std::to_string(o.segmentBytes)},
       {"--segments", std::to_string(o.segments)},

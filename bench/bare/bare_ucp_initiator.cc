@@ -76,7 +76,9 @@ VerifyFigures verify(const BareUcpOptions& o, const BareUcpNode& node,
   const std::uint64_t targetWant =
       put ? expectedChecksum(bytes, s, touched, kTargetSeed, kInitiatorSeed)
           : expectedChecksum(bytes, s, none, kTargetSeed, 0);
-  const std::uint64_t localHave = bufferChecksum(node.buffer(), bytes);
+  const Result<std::uint64_t> localRead = node.checksumBuffer();
+  if (!localRead.isOk()) return VerifyFigures{true, false, localRead.status().toString()};
+  const std::uint64_t localHave = *localRead;
   const std::uint64_t localWant =
       put ? expectedChecksum(bytes, s, none, kInitiatorSeed, 0)
           : expectedChecksum(bytes, s, touched, kInitiatorSeed, kTargetSeed);
@@ -147,8 +149,8 @@ Result<BareUcpResult> runBareUcpInitiator(const BareUcpOptions& o,
 
   KVX_ASSIGN_OR_RETURN(std::unique_ptr<BareUcpNode> node, BareUcpNode::create(o));
   const std::uint64_t bytes = o.effectiveBufferBytes();
-  KVX_RETURN_IF_ERROR(node->mapBuffer(bytes, o.alloc));
-  fillPattern(node->buffer(), bytes, kInitiatorSeed);
+  KVX_RETURN_IF_ERROR(node->mapBuffer(bytes));
+  KVX_RETURN_IF_ERROR(node->fillBuffer(kInitiatorSeed));
   result.settings = node->settings();
 
   KVX_ASSIGN_OR_RETURN(std::vector<std::uint8_t> helloBytes,

@@ -5,9 +5,12 @@
 #include <cstring>
 #include <thread>
 
+#include "bench/bare/data_pattern.h"
+#include "engine/gpu/gpu_runtime.h"
 #include "engine/memory/page_population.h"
 #include "engine/transport/transport.h"
 #include "engine/transport/ucx/ucx_config.h"
+#include "engine/transport/ucx/ucx_context.h"
 #include "engine/transport/ucx/ucx_endpoint_info.h"
 #include "engine/transport/ucx/ucx_status.h"
 
@@ -27,7 +30,7 @@ Result<std::unique_ptr<BareUcpNode>> BareUcpNode::create(const BareUcpOptions& o
                        engine::ucx::computeUcxSettings(transport));
   KVX_ASSIGN_OR_RETURN(engine::ucx::UcxConfigPtr config, engine::ucx::makeUcxConfig(settings));
 
-  std::unique_ptr<BareUcpNode> node(new BareUcpNode());
+  std::unique_ptr<BareUcpNode> node(new BareUcpNode(options));
   node->settings_ = engine::ucx::describeSettings(settings);
 
   // The same context and worker parameters as UcxContext::create and UcxWorker::init.
@@ -39,6 +42,14 @@ Result<std::unique_ptr<BareUcpNode>> BareUcpNode::create(const BareUcpOptions& o
   if (status != UCS_OK) {
     node->context_ = nullptr;
     return fromUcs(status, "ucp_init with " + node->settings_);
+  }
+  if (options.memory == MemoryKind::kCuda) {
+    // As kvx's direct path: GPU buffers only through a UCX whose put and get take them.
+    KVX_ASSIGN_OR_RETURN(std::string whyNot,
+                         engine::ucx::whyContextCannotMoveCuda(node->context_, settings));
+    if (!whyNot.empty()) {
+      return failedPrecondition("--memory cuda: this UCX cannot move GPU memory: " + whyNot);
+    }
   }
   ucp_worker_params_t workerParams{};
   workerParams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -65,19 +76,33 @@ BareUcpNode::~BareUcpNode() {
   closeEndpoint(std::chrono::steady_clock::now() + std::chrono::milliseconds(100), true).ignore();
   if (memh_ != nullptr) ucp_mem_unmap(context_, memh_);
   if (ownsBuffer_) ::munmap(buffer_, bufferBytes_);
+  device_.reset();  // after ucp_mem_unmap
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   if (context_ != nullptr) ucp_cleanup(context_);
 }
 
-Status BareUcpNode::mapBuffer(std::uint64_t bytes, BufferAlloc alloc) {
-  const std::string what =
-      "map a " + std::to_string(bytes) + "-byte " + std::string(toString(alloc)) + " buffer";
+Status BareUcpNode::mapBuffer(std::uint64_t bytes) {
+  const BufferAlloc alloc = options_.alloc;
+  const bool cuda = options_.memory == MemoryKind::kCuda;
+  const std::string what = "map a " + std::to_string(bytes) + "-byte " +
+                           std::string(toString(alloc)) + " buffer of " +
+                           std::string(toString(options_.memory)) + " memory";
   if (memh_ != nullptr) return failedPrecondition(what + ": a buffer is already mapped");
   ucp_mem_map_params_t params{};
   params.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
   params.length = bytes;
-  params.memory_type = UCS_MEMORY_TYPE_HOST;
-  if (alloc == BufferAlloc::kUcx) {
+  params.memory_type = cuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+  if (cuda) {
+    // A UCX built with CUDA copies on the posting thread, which needs a current context.
+    KVX_RETURN_IF_ERROR(engine::gpu::gpuRuntime().bindThread(options_.device));
+    auto allocated = engine::gpu::DeviceAllocation::allocate(bytes, options_.device);
+    if (!allocated.isOk()) return allocated.status().withContext(what);
+    device_.emplace(std::move(allocated).value());
+    buffer_ = static_cast<std::uint8_t*>(device_->get());
+    bufferBytes_ = bytes;
+    params.field_mask |= UCP_MEM_MAP_PARAM_FIELD_ADDRESS;
+    params.address = buffer_;
+  } else if (alloc == BufferAlloc::kUcx) {
     params.field_mask |= UCP_MEM_MAP_PARAM_FIELD_FLAGS;
     params.flags = UCP_MEM_MAP_ALLOCATE;
   } else {
@@ -107,6 +132,32 @@ Status BareUcpNode::mapBuffer(std::uint64_t bytes, BufferAlloc alloc) {
     std::memset(buffer_, 0, bytes);
   }
   return Status::ok();
+}
+
+ucp_request_param_t BareUcpNode::rmaParam() const {
+  ucp_request_param_t param{};
+  if (options_.memory == MemoryKind::kCuda) {
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.memory_type = UCS_MEMORY_TYPE_CUDA;
+  }
+  return param;
+}
+
+Status BareUcpNode::fillBuffer(std::uint64_t seed) {
+  if (!device_) {
+    fillPattern(buffer_, bufferBytes_, seed);
+    return Status::ok();
+  }
+  std::vector<std::uint8_t> pattern(bufferBytes_);
+  fillPattern(pattern.data(), bufferBytes_, seed);
+  return device_->copyIn(0, std::as_bytes(std::span(pattern)));
+}
+
+Result<std::uint64_t> BareUcpNode::checksumBuffer() const {
+  if (!device_) return bufferChecksum(buffer_, bufferBytes_);
+  std::vector<std::uint8_t> copy(bufferBytes_);
+  KVX_RETURN_IF_ERROR(device_->copyOut(0, std::as_writable_bytes(std::span(copy))));
+  return bufferChecksum(copy.data(), bufferBytes_);
 }
 
 Result<std::vector<std::uint8_t>> BareUcpNode::packBufferKey() const {
@@ -162,6 +213,8 @@ Status BareUcpNode::populateRemote(std::uint64_t remoteAddress, std::uint64_t le
   // As kvx does when it prepares a peer's memory: on shared memory the target's buffer is
   // mapped here, and populating it keeps page faults out of the measured loop.
   void* mapped = nullptr;
+  // A CUDA-capable UCX maps a peer's device memory too (cuda_ipc): never touched by the CPU.
+  if (options_.memory != MemoryKind::kHost) return Status::ok();
   if (rkey_ == nullptr || ucp_rkey_ptr(rkey_, remoteAddress, &mapped) != UCS_OK) {
     return Status::ok();
   }

@@ -108,6 +108,19 @@ Status validate(const BareUcpOptions& o) {
   if (!std::isfinite(o.memcpySeconds) || o.memcpySeconds <= 0) {
     return invalidArgument("--memcpy-seconds " + std::to_string(o.memcpySeconds) + ": must be > 0");
   }
+  if (o.memory == MemoryKind::kCuda && o.alloc != BufferAlloc::kRegistered) {
+    return invalidArgument(
+        "--memory cuda needs --alloc registered (device memory comes from "
+        "the GPU runtime, as kvx's CUDA pools do)");
+  }
+  if (o.memory == MemoryKind::kCuda && (o.memcpyReference || o.memcpyOnly)) {
+    return invalidArgument(
+        "--memory cuda: the memcpy reference measures host memory; "
+        "leave out --memcpy and --memcpy-only");
+  }
+  if (o.device < 0) {
+    return invalidArgument("--device " + std::to_string(o.device) + ": must be >= 0");
+  }
   if (o.fixedOverhead && (o.op != BareOp::kPut || o.window != 1)) {
     return invalidArgument("--fixed-overhead measures one request (K puts + flush + AM) at a " +
                            std::string("time: it needs --op put --window 1 (got --op ") +

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "kvx/memory.h"
 #include "kvx/result.h"
 
 namespace kvx::bench {
@@ -38,6 +39,12 @@ struct BareUcpOptions {
   std::string transport = "shm";  // kvx's names: "shm" or "tcp" (TransportOptions::transports)
   std::string netDevices = "lo";  // UCX_NET_DEVICES for tcp; ignored by shm
   BufferAlloc alloc = BufferAlloc::kRegistered;
+  // Where both processes' buffers live: host memory, or device memory of CUDA device
+  // `device` (allocated with the GPU runtime kvx uses and registered with ucp_mem_map as
+  // UCS_MEMORY_TYPE_CUDA), so that GPU figures of kvx have a bare loop on GPU memory beside
+  // them. CUDA needs --alloc registered and a UCX that moves CUDA memory.
+  MemoryKind memory = MemoryKind::kHost;
+  int device = 0;
 
   BareOp op = BareOp::kPut;
   std::uint64_t segmentBytes = 32 * 1024;  // S; a multiple of 8

@@ -80,6 +80,8 @@ void describeOptions(const BareUcpOptions& o, BareUcpResult& r) {
   r.transport = o.transport;
   r.netDevices = o.netDevices;
   r.alloc = std::string(toString(o.alloc));
+  r.memory = std::string(toString(o.memory));
+  r.device = o.device;
   r.op = std::string(toString(o.op));
   r.pattern = std::string(toString(o.pattern));
   r.notify = o.notifies();
@@ -110,6 +112,8 @@ std::string toJson(const BareUcpResult& r) {
       {"transport", r.transport},
       {"netDevices", r.netDevices},
       {"alloc", r.alloc},
+      {"memory", r.memory},
+      {"device", r.device},
       {"settings", r.settings},
       {"lanes", r.lanes},
       {"op", r.op},
@@ -157,6 +161,10 @@ Result<BareUcpResult> parseBareUcpResult(std::string_view text) {
   r.transport = in.text(object, "transport");
   r.netDevices = in.text(object, "netDevices");
   r.alloc = in.text(object, "alloc");
+  if (object.contains("memory")) {
+    r.memory = in.text(object, "memory");
+    r.device = static_cast<std::int64_t>(in.number(object, "device"));
+  }
   r.settings = in.text(object, "settings");
   r.lanes = in.text(object, "lanes");
   r.op = in.text(object, "op");
@@ -223,12 +231,13 @@ std::string summaryLine(const BareUcpResult& r) {
   if (r.mode == "memcpy-only") return "bare memcpy" + memcpy;
   std::snprintf(
       text, sizeof(text),
-      "bare ucp %s (%s) %s %s %llu B x%llu w%llu %s: %.3f GB/s, %.0f ops/s, p50 %.1f us%s, "
+      "bare ucp %s (%s) %s%s %s %llu B x%llu w%llu %s: %.3f GB/s, %.0f ops/s, p50 %.1f us%s, "
       "cpu %.1f/%.1f us/req, verify %s%s",
-      r.transport.c_str(), r.lanes.c_str(), r.mode.c_str(), r.op.c_str(),
-      static_cast<unsigned long long>(r.segmentBytes), static_cast<unsigned long long>(r.segments),
-      static_cast<unsigned long long>(r.window), r.pattern.c_str(), r.gbps, r.opsPerSecond,
-      r.initiatorLatency.p50, receiver.c_str(), r.initiatorCpuUsPerRequest, r.targetCpuUsPerRequest,
+      r.transport.c_str(), r.lanes.c_str(), r.memory == "host" ? "" : (r.memory + " ").c_str(),
+      r.mode.c_str(), r.op.c_str(), static_cast<unsigned long long>(r.segmentBytes),
+      static_cast<unsigned long long>(r.segments), static_cast<unsigned long long>(r.window),
+      r.pattern.c_str(), r.gbps, r.opsPerSecond, r.initiatorLatency.p50, receiver.c_str(),
+      r.initiatorCpuUsPerRequest, r.targetCpuUsPerRequest,
       !r.verify.checked ? "off"
       : r.verify.ok     ? "ok"
                         : "FAILED",

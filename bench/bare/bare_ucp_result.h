@@ -10,6 +10,8 @@
 //   "ucxVersion": "1.13.1",
 //   "mode": "loop" | "fixed-overhead" | "memcpy-only",
 //   "transport": "shm" | "tcp", "netDevices": "lo", "alloc": "registered" | "ucx",
+//   "memory": "host" | "cuda", "device": N,   // where the buffers live (a reader takes host
+//                                              // memory when they are absent)
 //   "settings": "UCX_TLS=sm,self UCX_MM_ERROR_HANDLING=y",  // kvx's describeSettings
 //   "lanes": "sysv/memory, posix/memory",   // transports UCX selected for the endpoint
 //   "op": "put" | "get", "pattern": "contiguous" | "random", "notify": bool,
@@ -71,6 +73,8 @@ struct BareUcpResult {
   std::string transport;
   std::string netDevices;
   std::string alloc;
+  std::string memory = "host";
+  std::int64_t device = 0;
   std::string settings;
   std::string lanes;
   std::string op;

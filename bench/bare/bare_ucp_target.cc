@@ -56,7 +56,7 @@ class Target {
 
     TargetReport report;
     report.cpuNs = cpuAtStop - cpuAtStart_;
-    report.checksum = bufferChecksum(node_->buffer(), node_->bufferBytes());
+    KVX_ASSIGN_OR_RETURN(report.checksum, node_->checksumBuffer());
     report.notifications = std::move(notifications_);
     KVX_RETURN_IF_ERROR(channel_.send(static_cast<std::uint32_t>(TargetMessage::kReport),
                                       encode(report), deadline_));
@@ -68,8 +68,8 @@ class Target {
   Status setUp() {
     KVX_ASSIGN_OR_RETURN(node_, BareUcpNode::create(options_));
     const std::uint64_t bytes = options_.effectiveBufferBytes();
-    KVX_RETURN_IF_ERROR(node_->mapBuffer(bytes, options_.alloc));
-    fillPattern(node_->buffer(), bytes, kTargetSeed);
+    KVX_RETURN_IF_ERROR(node_->mapBuffer(bytes));
+    KVX_RETURN_IF_ERROR(node_->fillBuffer(kTargetSeed));
     notifications_.reserve(1u << 16);
 
     ucp_am_handler_param_t am{};

@@ -114,7 +114,7 @@ Status RequestLoop::post(InFlight& r) {
   r.id = nextId_++;
   slots_.next(segmentSlots_);
   const std::uint64_t s = options_.segmentBytes;
-  ucp_request_param_t opParam{};  // no callback: the flush reports completion
+  ucp_request_param_t opParam = node_.rmaParam();  // no callback: the flush reports completion
   ucp_ep_h ep = node_.endpoint();
   r.postNs = monotonicNs();
   figures_->postNs.push_back(r.postNs);

@@ -10,6 +10,11 @@ BareUcpOptions matchingBare(const BenchCase& c, const CaseMetrics& kvx,
   BareUcpOptions o;
   o.transport = bareTransportFor(c.transport);
   o.alloc = BufferAlloc::kUcx;
+  if (bareOnGpu(c.memory, c.gpuPath)) {
+    o.alloc = BufferAlloc::kRegistered;
+    o.memory = MemoryKind::kCuda;
+    o.device = c.device;
+  }
   o.op = c.mode == "pull" ? BareOp::kGet : BareOp::kPut;
   const double ops = std::max(1.0, std::round(kvx.operationsPerRequest));
   const double bytesPerRequest =

@@ -6,7 +6,8 @@
 // the coalesced run size when it did), as many operations per request, the same window,
 // one notification after each request's data, memory mapped as kvx maps the pools it
 // allocates (UCP_MEM_MAP_ALLOCATE), and a target that spins as long as kvx's progress thread
-// before it sleeps. Pure.
+// before it sleeps. GPU pools moved by the direct path get a loop on GPU memory of the same
+// device (registered device memory); staged ones keep a host loop: the wire they cross. Pure.
 
 #include <string>
 
@@ -23,6 +24,12 @@ inline constexpr double kKvxProgressSpinUs = 50;
 // kvx's socket transport (no UCX loop of its own; UCX over the same TCP path is its ceiling).
 inline std::string bareTransportFor(const std::string& transport) {
   return transport == "socket" ? "tcp" : transport;
+}
+
+// Whether the bare loop of a run with pools in `memoryKind` memory moved by `gpuPath` runs on
+// GPU memory: CUDA pools on the direct path ("auto" may stage, so it keeps the host loop).
+inline bool bareOnGpu(const std::string& memoryKind, const std::string& gpuPath) {
+  return memoryKind == "cuda" && gpuPath == "direct";
 }
 
 BareUcpOptions matchingBare(const BenchCase& c, const CaseMetrics& kvx, std::uint64_t segmentBytes);

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "engine/gpu/copy_ticket.h"
+#include "engine/gpu/device_allocation.h"
 #include "engine/gpu/gpu_runtime.h"
 #include "engine/gpu/staging_pool.h"
 
@@ -16,29 +17,7 @@ using Clock = std::chrono::steady_clock;
 using engine::gpu::CopyKind;
 using engine::gpu::CopyRequest;
 using engine::gpu::CopyTicket;
-
-// Device memory freed at scope exit.
-class DeviceMemory {
- public:
-  static Result<DeviceMemory> allocate(std::size_t bytes, int device) {
-    KVX_ASSIGN_OR_RETURN(void* address, engine::gpu::gpuRuntime().allocateDevice(bytes, device));
-    return DeviceMemory(address);
-  }
-  DeviceMemory(DeviceMemory&& other) noexcept : address_(other.address_) {
-    other.address_ = nullptr;
-  }
-  DeviceMemory(const DeviceMemory&) = delete;
-  DeviceMemory& operator=(const DeviceMemory&) = delete;
-  DeviceMemory& operator=(DeviceMemory&&) = delete;
-  ~DeviceMemory() {
-    if (address_ != nullptr) engine::gpu::gpuRuntime().freeDevice(address_).ignore();
-  }
-  void* get() const { return address_; }
-
- private:
-  explicit DeviceMemory(void* address) : address_(address) {}
-  void* address_;
-};
+using engine::gpu::DeviceAllocation;
 
 // GB/s of `copies` copies of `request`, after one untimed.
 Result<double> timeCopies(engine::gpu::CopyEngine& engine, const CopyRequest& request, int copies) {
@@ -61,8 +40,8 @@ Result<GpuCopyReference> measureGpuCopyReference(int device, std::size_t bytes, 
   KVX_ASSIGN_OR_RETURN(auto engine, runtime.createCopyEngine(options));
   KVX_ASSIGN_OR_RETURN(auto pinned, runtime.pinnedAllocator());
   KVX_ASSIGN_OR_RETURN(auto host, engine::gpu::StagingPool::create(pinned, 1, bytes));
-  KVX_ASSIGN_OR_RETURN(DeviceMemory a, DeviceMemory::allocate(bytes, device));
-  KVX_ASSIGN_OR_RETURN(DeviceMemory b, DeviceMemory::allocate(bytes, device));
+  KVX_ASSIGN_OR_RETURN(DeviceAllocation a, DeviceAllocation::allocate(bytes, device));
+  KVX_ASSIGN_OR_RETURN(DeviceAllocation b, DeviceAllocation::allocate(bytes, device));
 
   GpuCopyReference reference;
   reference.bytes = bytes;

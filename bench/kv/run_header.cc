@@ -42,6 +42,9 @@ std::string ucxEnvironment() {
 constexpr const char* kGpuDirect = "GPUDirect: ";
 constexpr const char* kGpuMemory = "GPU memory: ";
 constexpr const char* kDataPath = "Data path reported by the agents: ";
+constexpr const char* kBareGpu =
+    "bare reference: GPU memory (kvx-bare-ucp --memory cuda: the same UCX moving registered "
+    "device memory), device ";
 constexpr const char* kBareHost =
     "bare reference: host memory (kvx-bare-ucp moves host buffers: its ratio compares kvx's GPU "
     "path with a host-memory loop)";
@@ -148,7 +151,9 @@ RunHeader describeRun(const std::vector<std::string>& transports,
   }
   h.lines.push_back(gpu);
   if (memory.kind == "cuda") {
-    h.lines.push_back(kBareHost);
+    h.lines.push_back(bareOnGpu(memory.kind, memory.gpuPath)
+                          ? fmt::format("{}{}", kBareGpu, memory.device)
+                          : std::string(kBareHost));
     auto reference = measureGpuCopyReference(memory.device);
     if (reference.isOk()) {
       h.lines.push_back(describeGpuCopyReference(*reference));
@@ -162,20 +167,21 @@ RunHeader describeRun(const std::vector<std::string>& transports,
       h.lines.push_back("GPU copy reference: not measured: " + reference.status().toString());
     }
   }
-  h.json = {{"commandLine", commandLine},
-            {"kvxVersion", KVX_VERSION_STRING},
-            {"ucxVersion", ucp_get_version_string()},
-            {"cpu", cpuModel()},
-            {"cores", cores},
-            {"kernel", uts.release},
-            {"ucxSettings", settingsJson},
-            {"ucxEnvironment", ucxEnvironment()},
-            {"gpuDirect", gpu},
-            {"gpuDirectFrom", "expected"},
-            {"memory", memoryJson},
-            {"dataPaths", nlohmann::json::array()},
-            {"bareReference", "host memory"},
-            {"scenarios", scenarios}};
+  h.json = {
+      {"commandLine", commandLine},
+      {"kvxVersion", KVX_VERSION_STRING},
+      {"ucxVersion", ucp_get_version_string()},
+      {"cpu", cpuModel()},
+      {"cores", cores},
+      {"kernel", uts.release},
+      {"ucxSettings", settingsJson},
+      {"ucxEnvironment", ucxEnvironment()},
+      {"gpuDirect", gpu},
+      {"gpuDirectFrom", "expected"},
+      {"memory", memoryJson},
+      {"dataPaths", nlohmann::json::array()},
+      {"bareReference", bareOnGpu(memory.kind, memory.gpuPath) ? "cuda memory" : "host memory"},
+      {"scenarios", scenarios}};
   return h;
 }
 

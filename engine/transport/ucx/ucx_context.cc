@@ -9,6 +9,27 @@
 
 namespace kvx::engine::ucx {
 
+Result<std::string> whyContextCannotMoveCuda(ucp_context_h context,
+                                             const std::vector<UcxSetting>& settings) {
+  ucp_context_attr_t attr{};
+  attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  const ucs_status_t status = ucp_context_query(context, &attr);
+  if (status != UCS_OK) return fromUcs(status, "ucp_context_query");
+  const bool cudaBuilt = (attr.memory_types & (std::uint64_t{1} << UCS_MEMORY_TYPE_CUDA)) != 0;
+  // Without CUDA among the context's memory types: UCX has no CUDA at all, or has it but is a
+  // release whose put/get cannot use it (kvx then leaves its GPU transports out of UCX_TLS),
+  // or the user's UCX_TLS leaves them out.
+  const bool libraryHasCuda = !ucxLibraryGpuTransports().empty();
+  std::string whyNotCuda = ucxWhyNotCuda(ucp_get_version_string(), libraryHasCuda);
+  if (!libraryHasCuda) {
+    whyNotCuda += " (ucp_context_query lists no CUDA memory type)";
+  } else if (whyNotCuda.empty() && !cudaBuilt) {
+    whyNotCuda = "the selected UCX transports (" + describeSettings(settings) +
+                 ") include none that moves CUDA memory";
+  }
+  return whyNotCuda;
+}
+
 Result<std::shared_ptr<UcxContext>> UcxContext::create(const TransportOptions& options) {
   KVX_ASSIGN_OR_RETURN(std::vector<UcxSetting> settings, computeUcxSettings(options));
   KVX_ASSIGN_OR_RETURN(UcxConfigPtr config, makeUcxConfig(settings));
@@ -27,30 +48,16 @@ Result<std::shared_ptr<UcxContext>> UcxContext::create(const TransportOptions& o
     return fromUcs(status, "ucp_init with " + describeSettings(settings));
   }
 
-  ucp_context_attr_t attr{};
-  attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
-  status = ucp_context_query(context, &attr);
-  if (status != UCS_OK) {
+  Result<std::string> whyNot = whyContextCannotMoveCuda(context, settings);
+  if (!whyNot.isOk()) {
     ucp_cleanup(context);
-    return fromUcs(status, "ucp_context_query");
+    return whyNot.status();
   }
-  const bool cudaBuilt = (attr.memory_types & (std::uint64_t{1} << UCS_MEMORY_TYPE_CUDA)) != 0;
-
+  const std::string& whyNotCuda = *whyNot;
   unsigned major = 0, minor = 0, release = 0;
   ucp_get_version(&major, &minor, &release);
   const std::string version =
       std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
-  // Without CUDA among the context's memory types: UCX has no CUDA at all, or has it but is a
-  // release whose put/get cannot use it (kvx then leaves its GPU transports out of UCX_TLS),
-  // or the user's UCX_TLS leaves them out.
-  const bool libraryHasCuda = !ucxLibraryGpuTransports().empty();
-  std::string whyNotCuda = ucxWhyNotCuda(version, libraryHasCuda);
-  if (!libraryHasCuda) {
-    whyNotCuda += " (ucp_context_query lists no CUDA memory type)";
-  } else if (whyNotCuda.empty() && !cudaBuilt) {
-    whyNotCuda = "the selected UCX transports (" + describeSettings(settings) +
-                 ") include none that moves CUDA memory";
-  }
   spdlog::info("{}: UCX {} context ({}), CUDA memory {}",
                options.agentName.empty() ? "kvx" : options.agentName, version,
                describeSettings(settings),

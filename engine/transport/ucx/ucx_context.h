@@ -11,11 +11,18 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/transport/transport.h"
+#include "engine/transport/ucx/ucx_config.h"
 #include "kvx/result.h"
 
 namespace kvx::engine::ucx {
+
+// Why `context`, made with `settings`, cannot put and get CUDA memory, or "" when it can (see
+// UcxContext::supportsCuda). For code that makes its own context, as the bare loop does.
+Result<std::string> whyContextCannotMoveCuda(ucp_context_h context,
+                                             const std::vector<UcxSetting>& settings);
 
 class UcxContext {
  public:

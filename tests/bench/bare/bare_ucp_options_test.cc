@@ -59,6 +59,17 @@ TEST_CASE("invalid bare options name the option and the value", "[unit]") {
   o.requests = 0;
   requireInvalid(o, "nothing to measure");
   o = {};
+  o.memory = MemoryKind::kCuda;
+  o.alloc = BufferAlloc::kUcx;
+  requireInvalid(o, "--memory cuda needs --alloc registered");
+  o = {};
+  o.memory = MemoryKind::kCuda;
+  o.memcpyReference = true;
+  requireInvalid(o, "leave out --memcpy");
+  o = {};
+  o.device = -1;
+  requireInvalid(o, "--device -1");
+  o = {};
   o.seconds = -1;
   requireInvalid(o, "--seconds");
   o = {};
@@ -111,7 +122,9 @@ TEST_CASE("toArguments parses back to the same options", "[unit]") {
   BareUcpOptions o;
   o.transport = "tcp";
   o.netDevices = "veth1";
-  o.alloc = BufferAlloc::kUcx;
+  o.alloc = BufferAlloc::kRegistered;
+  o.memory = MemoryKind::kCuda;
+  o.device = 3;
   o.op = BareOp::kGet;
   o.segmentBytes = 16384;
   o.segments = 7;
@@ -126,7 +139,6 @@ TEST_CASE("toArguments parses back to the same options", "[unit]") {
   o.initiatorCpu = 0;
   o.targetCpu = 1;
   o.verify = false;
-  o.memcpyReference = true;
   o.memcpySeconds = 0.125;
   o.timeoutSeconds = 33;
   o.seed = 99;
@@ -139,6 +151,8 @@ TEST_CASE("toArguments parses back to the same options", "[unit]") {
   CHECK(p.transport == o.transport);
   CHECK(p.netDevices == o.netDevices);
   CHECK(p.alloc == o.alloc);
+  CHECK(p.memory == o.memory);
+  CHECK(p.device == o.device);
   CHECK(p.op == o.op);
   CHECK(p.segmentBytes == o.segmentBytes);
   CHECK(p.segments == o.segments);
@@ -181,6 +195,8 @@ TEST_CASE("the command line refuses bad input with a message", "[unit]") {
              Catch::Contains("--window 0"));
   CHECK_THAT(parseBareUcpCommandLine({"--op", "write"}).status().message(),
              Catch::Contains("--op 'write'"));
+  CHECK_THAT(parseBareUcpCommandLine({"--memory", "gpu"}).status().message(),
+             Catch::Contains("--memory 'gpu': use host or cuda"));
   CHECK_FALSE(parseBareUcpCommandLine({"--no-such-option"}).isOk());
   CHECK_FALSE(parseBareUcpCommandLine({"--role", "observer"}).isOk());
   auto help = parseBareUcpCommandLine({"--help"});

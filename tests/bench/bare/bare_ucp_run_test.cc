@@ -212,6 +212,23 @@ TEST_CASE("UCX-allocated buffers, timed runs and a spinning target work", "[ucx]
   CHECK(r.targetCpu == 0);
 }
 
+// The loop on GPU memory needs a UCX whose put and get take it, as kvx's direct path does;
+// the positive run needs a GPU (session 20's H100 run, docs/benchmarks.md). Here (Debian's UCX
+// 1.13.1, or 1.22 without a GPU driver) it is refused before anything moves, saying why.
+TEST_CASE("the bare loop on GPU memory is refused by a UCX that cannot move it",
+          "[ucx][multiprocess]") {
+  BareUcpOptions o = tiny("shm", BareOp::kPut, SlotPattern::kContiguous);
+  o.memory = MemoryKind::kCuda;
+  auto result = runBareUcp(o, bareBinary());
+  if (result.isOk()) {
+    // Only a UCX with CUDA and a GPU get here: then the bytes must have moved.
+    requireMoved(o, *result);
+    CHECK(result->memory == "cuda");
+    return;
+  }
+  CHECK_THAT(result.status().message(), Catch::Contains("this UCX cannot move GPU memory"));
+}
+
 TEST_CASE("the memcpy reference reports a bandwidth", "[ucx][multiprocess]") {
   BareUcpOptions o;
   o.memcpyOnly = true;
