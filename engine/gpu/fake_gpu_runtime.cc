@@ -1,7 +1,12 @@
 #include "engine/gpu/fake_gpu_runtime.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 
 namespace kvx::engine::gpu {
@@ -13,7 +18,8 @@ namespace {
 // apart from the handle: a copy that outlasts close()'s wait must not reach a dead handle.
 class FakeCopyHandle final : public CopyEngine {
  public:
-  FakeCopyHandle(FakeCopyEngine& engine, int device) : engine_(engine), device_(device) {}
+  FakeCopyHandle(const FakeGpuRuntime& runtime, FakeCopyEngine& engine, int device)
+      : runtime_(runtime), engine_(engine), device_(device) {}
   ~FakeCopyHandle() override { close(); }
 
   void copy(const CopyRequest& request, CopyCallback done) override {
@@ -27,11 +33,12 @@ class FakeCopyHandle final : public CopyEngine {
       done(cancelled("copy (" + gpu::describe(request) + ") refused: the copy engine is closed"));
       return;
     }
-    engine_.copy(request, [state = state_, done = std::move(done)](Status status) {
-      done(std::move(status));
-      std::lock_guard<std::mutex> lock(state->mutex);
-      if (--state->inFlight == 0) state->idle.notify_all();
-    });
+    engine_.copy(runtime_.copyEngineView(request),
+                 [state = state_, done = std::move(done)](Status status) {
+                   done(std::move(status));
+                   std::lock_guard<std::mutex> lock(state->mutex);
+                   if (--state->inFlight == 0) state->idle.notify_all();
+                 });
   }
 
   void close() override {
@@ -53,6 +60,7 @@ class FakeCopyHandle final : public CopyEngine {
     bool closed = false;       // GUARDED_BY(mutex)
   };
 
+  const FakeGpuRuntime& runtime_;
   FakeCopyEngine& engine_;
   const int device_;
   const std::shared_ptr<State> state_ = std::make_shared<State>();
@@ -60,8 +68,9 @@ class FakeCopyHandle final : public CopyEngine {
 
 }  // namespace
 
-FakeGpuRuntime::FakeGpuRuntime(int devices, FakeCopyOptions copyOptions, std::string origin)
-    : devices_(devices), origin_(std::move(origin)) {
+FakeGpuRuntime::FakeGpuRuntime(int devices, FakeCopyOptions copyOptions, std::string origin,
+                               FakeDeviceAccess access)
+    : devices_(devices), access_(access), origin_(std::move(origin)) {
   for (int d = 0; d < devices; ++d)
     engines_.push_back(std::make_unique<FakeCopyEngine>(copyOptions));
 }
@@ -69,13 +78,43 @@ FakeGpuRuntime::FakeGpuRuntime(int devices, FakeCopyOptions copyOptions, std::st
 FakeGpuRuntime::~FakeGpuRuntime() {
   for (auto& engine : engines_) engine->close();
   for (auto& [start, range] : ranges_) {
-    if (range.owned) std::free(reinterpret_cast<void*>(start));
+    if (range.owned) release(start, range);
   }
+}
+
+void FakeGpuRuntime::release(std::uintptr_t start, const Range& range) {
+  if (range.view == 0) {
+    std::free(reinterpret_cast<void*>(start));
+    return;
+  }
+  ::munmap(reinterpret_cast<void*>(start), range.mapped);
+  ::munmap(reinterpret_cast<void*>(range.view), range.mapped);
+}
+
+void* FakeGpuRuntime::viewLocked(const void* address) const {
+  const auto at = reinterpret_cast<std::uintptr_t>(address);
+  auto it = ranges_.upper_bound(at);
+  if (it == ranges_.begin()) return nullptr;
+  --it;
+  if (at >= it->second.end || it->second.view == 0) return nullptr;
+  return reinterpret_cast<void*>(it->second.view + (at - it->first));
+}
+
+CopyRequest FakeGpuRuntime::copyEngineView(const CopyRequest& request) const {
+  if (access_ == FakeDeviceAccess::kHostVisible) return request;
+  CopyRequest view = request;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (void* d = viewLocked(request.destination)) view.destination = d;
+  if (void* s = viewLocked(request.source)) view.source = s;
+  return view;
 }
 
 std::string FakeGpuRuntime::describe() const {
   return "fake GPU runtime (" + (origin_.empty() ? std::string() : origin_ + "; ") +
-         "test double, device memory is host memory; " + std::to_string(devices_) + " device(s))";
+         (access_ == FakeDeviceAccess::kHostVisible
+              ? "test double, device memory is host memory; "
+              : "test double, device memory is host memory the CPU cannot touch; ") +
+         std::to_string(devices_) + " device(s))";
 }
 
 Result<int> FakeGpuRuntime::deviceCount() const { return devices_; }
@@ -98,8 +137,10 @@ Result<void*> FakeGpuRuntime::allocateDevice(std::size_t bytes, int device) {
     return invalidArgument("fake CUDA device " + std::to_string(device) + " does not exist (" +
                            std::to_string(devices_) + " visible)");
   }
-  const std::size_t rounded = (bytes + 4095) / 4096 * 4096;
-  void* address = std::aligned_alloc(4096, rounded == 0 ? 4096 : rounded);
+  std::size_t rounded = (bytes + 4095) / 4096 * 4096;
+  if (rounded == 0) rounded = 4096;
+  if (access_ == FakeDeviceAccess::kCopyEngineOnly) return allocateStrict(bytes, rounded, device);
+  void* address = std::aligned_alloc(4096, rounded);
   if (address == nullptr) {
     return resourceExhausted("cannot allocate " + std::to_string(bytes) +
                              " bytes of fake device memory");
@@ -110,13 +151,42 @@ Result<void*> FakeGpuRuntime::allocateDevice(std::size_t bytes, int device) {
   return address;
 }
 
+Result<void*> FakeGpuRuntime::allocateStrict(std::size_t bytes, std::size_t rounded, int device) {
+  const std::string what = "fake device memory of " + std::to_string(bytes) + " bytes";
+  const int fd = ::memfd_create("kvx-fake-device", MFD_CLOEXEC);
+  if (fd < 0) return resourceExhausted(what + ": memfd_create: " + std::strerror(errno));
+  if (::ftruncate(fd, static_cast<off_t>(rounded)) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return resourceExhausted(what + ": ftruncate: " + std::strerror(error));
+  }
+  void* device_view = ::mmap(nullptr, rounded, PROT_NONE, MAP_SHARED, fd, 0);
+  // Resident from the start, as cudaMalloc'd memory is: shared-memory pages faulted in by the
+  // copy thread one at a time made staged copies slow enough to miss the staging replies'
+  // deadline in the demo on two cores.
+  void* engine_view =
+      ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  const int error = errno;
+  ::close(fd);  // the mappings keep the object
+  if (device_view == MAP_FAILED || engine_view == MAP_FAILED) {
+    if (device_view != MAP_FAILED) ::munmap(device_view, rounded);
+    if (engine_view != MAP_FAILED) ::munmap(engine_view, rounded);
+    return resourceExhausted(what + ": mmap: " + std::strerror(error));
+  }
+  const auto start = reinterpret_cast<std::uintptr_t>(device_view);
+  std::lock_guard<std::mutex> lock(mutex_);
+  ranges_[start] =
+      Range{start + bytes, device, true, reinterpret_cast<std::uintptr_t>(engine_view), rounded};
+  return device_view;
+}
+
 Status FakeGpuRuntime::freeDevice(void* address) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = ranges_.find(reinterpret_cast<std::uintptr_t>(address));
   if (it == ranges_.end() || !it->second.owned) {
     return invalidArgument("fake runtime: no device allocation starts at this address");
   }
-  std::free(address);
+  release(it->first, it->second);
   ranges_.erase(it);
   return Status::ok();
 }
@@ -146,7 +216,7 @@ Result<std::unique_ptr<CopyEngine>> FakeGpuRuntime::createCopyEngine(
                            " does not exist (" + std::to_string(devices_) + " visible)");
   }
   return std::unique_ptr<CopyEngine>(std::make_unique<FakeCopyHandle>(
-      *engines_[static_cast<std::size_t>(options.device)], options.device));
+      *this, *engines_[static_cast<std::size_t>(options.device)], options.device));
 }
 
 void FakeGpuRuntime::declareDeviceMemory(void* address, std::size_t length, int device) {

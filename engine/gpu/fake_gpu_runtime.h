@@ -8,7 +8,15 @@
 // createCopyEngine() returns are handles on it. Staging memory is plain host memory.
 // describe() says it is a test double, so that no report made with it passes for a GPU run.
 // Tests inject one (EngineOptions::gpuRuntime), or a whole process runs on one when
-// KVX_GPU_RUNTIME=fake (gpuRuntime(), gpu_runtime_registry.cc).
+// KVX_GPU_RUNTIME=fake or fake-strict (gpuRuntime(), gpu_runtime_registry.cc).
+//
+// Strict (FakeDeviceAccess::kCopyEngineOnly, KVX_GPU_RUNTIME=fake-strict): device memory is
+// as unreachable by the CPU as a real GPU's. allocateDevice() maps one shared memory object
+// twice: the address it hands out is an inaccessible (PROT_NONE) mapping, so any host load or
+// store through a device pointer faults (SIGSEGV), and the kernel refuses to populate it as it
+// refuses a CUDA mapping; the copy engines reach the bytes through a second, writable mapping
+// of the same pages. That makes the class of GPU defects where the CPU touches device memory
+// fail here as it fails on a GPU.
 //
 // Thread safety: every member may be called from any thread. Lifetime: owned by the test; it
 // must outlive every handle, allocation and engine that uses it.
@@ -25,11 +33,15 @@
 
 namespace kvx::engine::gpu {
 
+// Who may touch fake device memory: the CPU as well (host memory), or the copy engines only.
+enum class FakeDeviceAccess : std::uint8_t { kHostVisible, kCopyEngineOnly };
+
 class FakeGpuRuntime final : public GpuRuntime {
  public:
   // `origin` says where the fake came from, for describe() ("KVX_GPU_RUNTIME=fake").
   explicit FakeGpuRuntime(int devices = 1, FakeCopyOptions copyOptions = {},
-                          std::string origin = {});
+                          std::string origin = {},
+                          FakeDeviceAccess access = FakeDeviceAccess::kHostVisible);
   ~FakeGpuRuntime() override;
 
   FakeGpuRuntime(const FakeGpuRuntime&) = delete;
@@ -54,15 +66,26 @@ class FakeGpuRuntime final : public GpuRuntime {
   FakeCopyEngine& copyEngine(int device) { return *engines_[static_cast<std::size_t>(device)]; }
   // How many times bindThread() succeeded.
   std::uint64_t threadBindings() const;
+  FakeDeviceAccess access() const { return access_; }
+  // `request` with every device address of a strict allocation replaced by the same byte of
+  // its writable mapping: what the copy engines copy. Other addresses are unchanged.
+  CopyRequest copyEngineView(const CopyRequest& request) const;
 
  private:
   struct Range {
     std::uintptr_t end;
     int device;
-    bool owned;  // from allocateDevice(): freed by freeDevice() or the destructor
+    bool owned;               // from allocateDevice(): freed by freeDevice() or the destructor
+    std::uintptr_t view = 0;  // strict: the writable mapping of the same pages, else 0
+    std::size_t mapped = 0;   // strict: bytes of each mapping
   };
+  Result<void*> allocateStrict(std::size_t bytes, std::size_t rounded, int device);
+  void release(std::uintptr_t start, const Range& range);
+  // The writable view of `address` if it lies in a strict allocation. REQUIRES: mutex_ held.
+  void* viewLocked(const void* address) const;
 
   const int devices_;
+  const FakeDeviceAccess access_;
   const std::string origin_;
   std::vector<std::unique_ptr<FakeCopyEngine>> engines_;
   mutable std::mutex mutex_;

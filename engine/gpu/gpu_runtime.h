@@ -53,7 +53,8 @@ class GpuRuntime {
 // HostOnlyGpuRuntime in one without; or, when the environment variable KVX_GPU_RUNTIME is
 // "fake", a FakeGpuRuntime of kFakeDevices devices whose device memory is host memory and
 // whose copies are FakeCopyEngine memcpys (agent processes with CUDA pools, in tests on a
-// machine without a GPU; its describe() says so). Another value than those
+// machine without a GPU; its describe() says so); "fake-strict": the same, with device memory
+// the CPU cannot touch (FakeDeviceAccess::kCopyEngineOnly). Another value than those
 // parseGpuRuntimeChoice accepts is reported once on stderr and ignored.
 GpuRuntime& gpuRuntime();
 
@@ -61,9 +62,10 @@ inline constexpr const char* kGpuRuntimeVariable = "KVX_GPU_RUNTIME";
 // As many devices as a large GPU node, so that any device ordinal a test gives works.
 inline constexpr int kFakeDevices = 8;
 
-enum class GpuRuntimeChoice : std::uint8_t { kNative, kFake };
+enum class GpuRuntimeChoice : std::uint8_t { kNative, kFake, kFakeStrict };
 // KVX_GPU_RUNTIME's value: unset or empty, "auto" or "cuda": the native runtime; "fake":
-// the fake one; anything else: INVALID_ARGUMENT naming the accepted values.
+// the fake one; "fake-strict": the strict fake; anything else: INVALID_ARGUMENT naming the
+// accepted values.
 Result<GpuRuntimeChoice> parseGpuRuntimeChoice(std::string_view value);
 
 }  // namespace kvx::engine::gpu

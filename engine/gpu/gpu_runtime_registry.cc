@@ -36,11 +36,13 @@ GpuRuntime& chooseRuntime() {
                  nativeRuntime().describe().c_str());
     return nativeRuntime();
   }
-  if (*choice == GpuRuntimeChoice::kFake) {
+  if (*choice != GpuRuntimeChoice::kNative) {
+    const bool strict = *choice == GpuRuntimeChoice::kFakeStrict;
     // Never destroyed: agents still alive during static destruction may free device memory
     // into it, and its copy threads must not be joined then.
-    static FakeGpuRuntime* fake =
-        new FakeGpuRuntime(kFakeDevices, {}, std::string(kGpuRuntimeVariable) + "=fake");
+    static FakeGpuRuntime* fake = new FakeGpuRuntime(
+        kFakeDevices, {}, std::string(kGpuRuntimeVariable) + "=" + std::string(value),
+        strict ? FakeDeviceAccess::kCopyEngineOnly : FakeDeviceAccess::kHostVisible);
     return *fake;
   }
   return nativeRuntime();
@@ -51,8 +53,9 @@ GpuRuntime& chooseRuntime() {
 Result<GpuRuntimeChoice> parseGpuRuntimeChoice(std::string_view value) {
   if (value.empty() || value == "auto" || value == "cuda") return GpuRuntimeChoice::kNative;
   if (value == "fake") return GpuRuntimeChoice::kFake;
+  if (value == "fake-strict") return GpuRuntimeChoice::kFakeStrict;
   return invalidArgument(std::string(kGpuRuntimeVariable) + "='" + std::string(value) +
-                         "' is not one of auto, cuda, fake");
+                         "' is not one of auto, cuda, fake, fake-strict");
 }
 
 GpuRuntime& gpuRuntime() {

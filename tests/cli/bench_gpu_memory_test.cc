@@ -1,6 +1,6 @@
 // kvx-test-labels: multiprocess bench-smoke
-// `kvx bench --memory cuda` with the fake GPU runtime (KVX_GPU_RUNTIME=fake: device memory is
-// host memory, a test double): the staged path moves and verifies every block of a quick
+// `kvx bench --memory cuda` with the strict fake GPU runtime (KVX_GPU_RUNTIME=fake-strict:
+// device memory the CPU cannot touch, a test double): the staged path moves and verifies every block of a quick
 // llama8b run and of mla (one latent segment per layer; mla alone under a sanitizer, where
 // llama8b takes minutes: tests/support/sanitizer_build.h), and the header names the path,
 // the fake runtime and the bare reference's host memory; --gpu-path direct, which this
@@ -21,7 +21,7 @@ namespace {
 
 // Runs `kvx ARGS` with the fake GPU runtime; returns its exit code and stdout.
 std::pair<int, std::string> run(const std::vector<std::string>& args, seconds timeout) {
-  ::setenv("KVX_GPU_RUNTIME", "fake", 1);
+  ::setenv("KVX_GPU_RUNTIME", "fake-strict", 1);
   return kvx::test::runKvx(args, timeout);
 }
 

@@ -1,6 +1,6 @@
 // kvx-test-labels: multiprocess
-// `kvx demo --memory cuda` with the fake GPU runtime (KVX_GPU_RUNTIME=fake: device memory is
-// host memory, a test double that names itself): the demo's agents keep that choice although
+// `kvx demo --memory cuda` with the strict fake GPU runtime (KVX_GPU_RUNTIME=fake-strict:
+// device memory is host memory the CPU cannot touch, a test double that names itself): the demo's agents keep that choice although
 // they get no other KVX_* variable, every pool is in "device" memory, every block moves
 // through the staging path and verifies, and the report says which path each peer uses.
 #include <catch2/catch.hpp>
@@ -15,7 +15,7 @@ using std::chrono::seconds;
 
 TEST_CASE("kvx demo with GPU pools moves and verifies every block through the staged path",
           "[multiprocess]") {
-  ::setenv("KVX_GPU_RUNTIME", "fake", 1);
+  ::setenv("KVX_GPU_RUNTIME", "fake-strict", 1);
   // Options meant for another run are not passed on: this one would stop the decode agents.
   ::setenv("KVX_PEERS", "127.0.0.1:1", 1);
   const std::string report = (std::filesystem::temp_directory_path() /

@@ -1,8 +1,8 @@
 // kvx-test-labels: unit
 // KvAgent::writeSegment / readSegment (and their batched forms) on host pools and on CUDA
-// pools, the latter with the
-// process on the fake GPU runtime (KVX_GPU_RUNTIME=fake, set before the first agent), and a
-// request handed from a CUDA pool to a CUDA pool, staged through host on both sides.
+// pools, the latter with the process on the strict fake GPU runtime (KVX_GPU_RUNTIME=
+// fake-strict, set before the first agent: device memory the CPU cannot touch), and a request
+// handed from a CUDA pool to a CUDA pool, staged through host on both sides.
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <vector>
@@ -21,7 +21,7 @@ const char* kTinyShape =
 
 // Before any agent: the runtime is chosen at the first gpuRuntime() call.
 void useFakeGpu() {
-  setenv(engine::gpu::kGpuRuntimeVariable, "fake", 1);
+  setenv(engine::gpu::kGpuRuntimeVariable, "fake-strict", 1);
   REQUIRE_THAT(engine::gpu::gpuRuntime().describe(), Catch::Contains("KVX_GPU_RUNTIME=fake"));
 }
 

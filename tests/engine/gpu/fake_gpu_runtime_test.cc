@@ -1,6 +1,10 @@
 // kvx-test-labels: unit
 #include "engine/gpu/fake_gpu_runtime.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <vector>
@@ -53,4 +57,64 @@ TEST_CASE("fake copy engines are handles on the device's engine", "[fake_gpu]") 
   auto other = runtime.createCopyEngine(CopyEngineOptions{});
   REQUIRE(other.isOk());
   CHECK(CopyTicket::start(**other, request)->wait(deadline).isOk());
+}
+
+namespace {
+
+// How a child that runs `touch` ends: the signal that killed it, or 0 when it exited.
+template <typename Touch>
+int signalOfChild(Touch touch) {
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    touch();
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+}  // namespace
+
+TEST_CASE("strict fake device memory faults on a host access and moves through copies",
+          "[fake_gpu]") {
+  FakeGpuRuntime runtime(1, {}, "test", FakeDeviceAccess::kCopyEngineOnly);
+  constexpr std::size_t kBytes = 3 * 4096 + 100;
+  auto device = runtime.allocateDevice(kBytes, 0);
+  REQUIRE(device.isOk());
+  auto* bytes = static_cast<volatile std::uint8_t*>(*device);
+  CHECK(runtime.probe(*device).kind == MemoryProbe::Kind::kCuda);
+  // What a CPU access to GPU memory does on a GPU: a segfault, read or write.
+  CHECK(signalOfChild([&] { (void)bytes[100]; }) == SIGSEGV);
+  CHECK(signalOfChild([&] { bytes[kBytes - 1] = 1; }) == SIGSEGV);
+
+  // The copy engine reaches the same bytes: host -> device -> device -> host.
+  auto engine = runtime.createCopyEngine(CopyEngineOptions{});
+  REQUIRE(engine.isOk());
+  auto other = runtime.allocateDevice(kBytes, 0);
+  REQUIRE(other.isOk());
+  std::vector<std::uint8_t> in(kBytes), out(kBytes, 0);
+  for (std::size_t i = 0; i < kBytes; ++i) in[i] = static_cast<std::uint8_t>(i * 7 + 1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  CHECK(CopyTicket::start(**engine, {*device, in.data(), kBytes, CopyKind::kHostToDevice})
+            ->wait(deadline)
+            .isOk());
+  CHECK(CopyTicket::start(**engine, {*other, *device, kBytes, CopyKind::kDeviceToDevice})
+            ->wait(deadline)
+            .isOk());
+  CHECK(CopyTicket::start(**engine, {out.data(), *other, kBytes, CopyKind::kDeviceToHost})
+            ->wait(deadline)
+            .isOk());
+  CHECK(out == in);
+  // Offsets inside an allocation map to the same offsets of its copy-engine view.
+  std::vector<std::uint8_t> middle(10);
+  CHECK(CopyTicket::start(**engine, {middle.data(), static_cast<std::uint8_t*>(*other) + 5000,
+                                     middle.size(), CopyKind::kDeviceToHost})
+            ->wait(deadline)
+            .isOk());
+  CHECK(std::equal(middle.begin(), middle.end(), in.begin() + 5000));
+  CHECK(runtime.freeDevice(*device).isOk());
+  CHECK(runtime.freeDevice(*other).isOk());
+  CHECK(runtime.probe(*device).kind == MemoryProbe::Kind::kHost);
 }

@@ -41,10 +41,12 @@ TEST_CASE("KVX_GPU_RUNTIME values", "[gpu_runtime]") {
     CHECK(parseGpuRuntimeChoice(native).value() == GpuRuntimeChoice::kNative);
   }
   CHECK(parseGpuRuntimeChoice("fake").value() == GpuRuntimeChoice::kFake);
+  CHECK(parseGpuRuntimeChoice("fake-strict").value() == GpuRuntimeChoice::kFakeStrict);
   auto bad = parseGpuRuntimeChoice("gpu");
   REQUIRE_FALSE(bad.isOk());
   CHECK(bad.status().code() == StatusCode::kInvalidArgument);
-  CHECK(bad.status().message() == "KVX_GPU_RUNTIME='gpu' is not one of auto, cuda, fake");
+  CHECK(bad.status().message() ==
+        "KVX_GPU_RUNTIME='gpu' is not one of auto, cuda, fake, fake-strict");
 }
 
 TEST_CASE("KVX_GPU_RUNTIME=fake gives the process a fake runtime that says so", "[gpu_runtime]") {
@@ -58,6 +60,17 @@ TEST_CASE("KVX_GPU_RUNTIME=fake gives the process a fake runtime that says so", 
           if (!runtime.createCopyEngine({}).isOk()) return 5;
           if (!runtime.pinnedAllocator().isOk()) return 6;
           return runtime.freeDevice(*device).isOk() ? 0 : 7;
+        }) == 0);
+}
+
+TEST_CASE("KVX_GPU_RUNTIME=fake-strict gives device memory the CPU cannot touch", "[gpu_runtime]") {
+  CHECK(inChild("fake-strict", [](GpuRuntime& runtime) {
+          if (!contains(runtime.describe(), "KVX_GPU_RUNTIME=fake-strict")) return 1;
+          if (!contains(runtime.describe(), "the CPU cannot touch")) return 2;
+          auto device = runtime.allocateDevice(4096, 0);
+          if (!device.isOk()) return 3;
+          if (runtime.probe(*device).kind != MemoryProbe::Kind::kCuda) return 4;
+          return runtime.freeDevice(*device).isOk() ? 0 : 5;
         }) == 0);
 }
 
