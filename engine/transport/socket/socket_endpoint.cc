@@ -37,7 +37,7 @@ SocketEndpoint::SocketEndpoint(SocketTransport& transport, SocketAddress peer,
 }
 
 SocketEndpoint::~SocketEndpoint() {
-  std::lock_guard<std::mutex> lock(transport_.mutex());
+  auto lock = transport_.lock();
   if (state_ != State::kClosed) closeLocked(true);
 }
 
@@ -149,25 +149,25 @@ void SocketEndpoint::postRmaLocked(const RmaOp& op, bool write, Completion* comp
 }
 
 void SocketEndpoint::put(const RmaOp& op, Completion* completion) {
-  std::lock_guard<std::mutex> lock(transport_.mutex());
+  auto lock = transport_.lock();
   postRmaLocked(op, true, completion);
   kickLocked(true);
 }
 
 void SocketEndpoint::get(const RmaOp& op, Completion* completion) {
-  std::lock_guard<std::mutex> lock(transport_.mutex());
+  auto lock = transport_.lock();
   postRmaLocked(op, false, completion);
   kickLocked(true);
 }
 
 void SocketEndpoint::postBatch(std::span<const RmaOp> ops, bool write, Completion* completion) {
-  std::lock_guard<std::mutex> lock(transport_.mutex());
+  auto lock = transport_.lock();
   for (const RmaOp& op : ops) postRmaLocked(op, write, completion);
   kickLocked(true);
 }
 
 void SocketEndpoint::flush(Completion* completion) {
-  std::lock_guard<std::mutex> lock(transport_.mutex());
+  auto lock = transport_.lock();
   Status refused = unusableLocked();
   if (!refused.isOk()) {
     completion->onComplete(refused);
@@ -180,7 +180,7 @@ void SocketEndpoint::flush(Completion* completion) {
 
 void SocketEndpoint::sendMessage(std::span<const std::uint8_t> header,
                                  std::span<const std::uint8_t> payload, Completion* completion) {
-  std::lock_guard<std::mutex> lock(transport_.mutex());
+  auto lock = transport_.lock();
   Status refused = unusableLocked();
   const std::uint64_t total = header.size() + payload.size();
   if (refused.isOk() && total > kMaxMessageBytes) {
@@ -351,7 +351,7 @@ void SocketEndpoint::closeLocked(bool reset) {
 }
 
 void SocketEndpoint::close(bool force) {
-  std::unique_lock<std::mutex> lock(transport_.mutex());
+  auto lock = transport_.lock();
   if (state_ == State::kClosed) return;
   // A graceful close waits for the answers to what is in flight, driving the whole transport
   // (not only this socket) so that the other connections, and this transport's own inbound

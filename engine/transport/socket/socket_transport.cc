@@ -103,7 +103,7 @@ Status SocketTransport::listen(const std::string& netDevices) {
 
 SocketTransport::~SocketTransport() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    auto lock = mutex_.lockForCaller();
     for (auto& [id, connection] : inbound_) connection->endLocked(cancelled("transport closing"));
     inbound_.clear();
   }
@@ -126,7 +126,7 @@ Result<std::unique_ptr<TransportMemory>> SocketTransport::addRegion(
   key.address = reinterpret_cast<std::uint64_t>(address);
   key.length = length;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    auto lock = mutex_.lockForCaller();
     key.region = nextRegion_++;
     regions_[key.region] = Region{key.secret, key.address, key.length};
   }
@@ -157,7 +157,7 @@ Result<std::unique_ptr<TransportMemory>> SocketTransport::allocateMemory(std::ui
 }
 
 void SocketTransport::deregister(std::uint64_t region) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto lock = mutex_.lockForCaller();
   regions_.erase(region);
   for (auto& [id, connection] : inbound_) {
     if (connection->touchesRegionLocked(region)) {
@@ -193,7 +193,7 @@ Result<std::shared_ptr<Endpoint>> SocketTransport::connect(
   KVX_ASSIGN_OR_RETURN(SocketAddress peer, parseSocketAddress(peerAddress));
   auto endpoint = std::make_shared<SocketEndpoint>(*this, std::move(peer), std::move(onError));
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    auto lock = mutex_.lockForCaller();
     KVX_RETURN_IF_ERROR(endpoint->startLocked(SocketConnection::Clock::now()));
   }
   wake();  // a sleeping driver must start watching the connect
@@ -201,7 +201,7 @@ Result<std::shared_ptr<Endpoint>> SocketTransport::connect(
 }
 
 void SocketTransport::setMessageHandler(MessageHandler handler) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto lock = mutex_.lockForCaller();
   handler_ = std::move(handler);
 }
 
@@ -326,7 +326,7 @@ bool SocketTransport::progress() {
   std::vector<std::pair<EndpointErrorHandler, Status>> errors;
   bool any = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    auto lock = mutex_.lockForProgress();
     any = progressLocked();
     errors.swap(deferredErrors_);
   }
@@ -362,7 +362,7 @@ bool SocketTransport::progressLocked() {
 }
 
 bool SocketTransport::arm() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto lock = mutex_.lockForProgress();
   return deferredErrors_.empty() && retired_.empty() && attention_.empty();
 }
 

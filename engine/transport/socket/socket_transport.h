@@ -37,6 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/progress/caller_first_mutex.h"
 #include "engine/transport/socket/socket_address.h"
 #include "engine/transport/socket/socket_connection.h"
 #include "engine/transport/socket/socket_memory.h"
@@ -74,8 +75,9 @@ class SocketTransport final : public Transport {
   bool arm() override;
   void wake() override;
 
-  // For this transport's connections and memory.
-  std::mutex& mutex() { return mutex_; }
+  // For this transport's connections and memory: the lock that guards all state, taken as a
+  // caller (ahead of the progress thread, see CallerFirstMutex).
+  std::unique_lock<std::mutex> lock() { return mutex_.lockForCaller(); }
   std::uint64_t instance() const { return address_.instance; }
   std::chrono::milliseconds connectTimeout() const { return connectTimeout_; }
   const std::string& agentName() const { return agentName_; }
@@ -136,7 +138,8 @@ class SocketTransport final : public Transport {
   SocketAddress address_;
   std::vector<std::uint8_t> packedAddress_;
 
-  mutable std::mutex mutex_;
+  // Callers through lock(), the progress thread through progress() and arm().
+  CallerFirstMutex mutex_;
   MessageHandler handler_;                              // GUARDED_BY(mutex_)
   std::unordered_map<std::uint64_t, Region> regions_;   // GUARDED_BY(mutex_)
   std::uint64_t nextRegion_ = 1;                        // GUARDED_BY(mutex_)

@@ -44,7 +44,7 @@ void UcxWorker::prepareThread() const {
 
 std::unique_lock<std::mutex> UcxWorker::lock() const {
   prepareThread();
-  return std::unique_lock<std::mutex>(mutex_);
+  return mutex_.lockForCaller();
 }
 
 Status UcxWorker::init() {
@@ -78,7 +78,8 @@ bool UcxWorker::progress() {
   std::vector<std::pair<EndpointErrorHandler, Status>> errors;
   unsigned events = 0;
   {
-    auto lock = this->lock();
+    prepareThread();
+    auto lock = mutex_.lockForProgress();
     for (int round = 0; round < kProgressRounds; ++round) {
       const unsigned n = ucp_worker_progress(worker_);
       events += n;
@@ -93,7 +94,8 @@ bool UcxWorker::progress() {
 }
 
 bool UcxWorker::arm() {
-  auto lock = this->lock();
+  prepareThread();
+  auto lock = mutex_.lockForProgress();
   if (!deferredErrors_.empty()) return false;
   const ucs_status_t status = ucp_worker_arm(worker_);
   if (status == UCS_OK) return true;

@@ -5,7 +5,9 @@
 // context) that those calls may need.
 //
 // Thread mode: the worker is created UCS_THREAD_MODE_SERIALIZED ("many threads, one at a
-// time") and guarded by lock(). Completion callbacks must run under the transport's lock
+// time") and guarded by lock(). The progress thread takes that lock in a tight loop, so the
+// lock lets callers in first (CallerFirstMutex): progress() and arm() wait while a caller
+// waits, instead of winning every race against it. Completion callbacks must run under the transport's lock
 // anyway (completion.h), and the endpoint/key/request bookkeeping needs a lock of its own, so
 // one kvx mutex around UCX gives a single lock order and no second lock inside UCX
 // (UCS_THREAD_MODE_MULTI would add a UCX-internal lock under ours on every call).
@@ -26,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/progress/caller_first_mutex.h"
 #include "engine/transport/transport.h"
 #include "engine/transport/ucx/ucx_context.h"
 #include "engine/transport/ucx/ucx_message_receiver.h"
@@ -55,9 +58,11 @@ class UcxWorker {
   int eventFd() const { return eventFd_; }
 
   // Makes what progress UCX can make now (bounded rounds of ucp_worker_progress), then runs
-  // the endpoint error handlers queued meanwhile, outside the lock. Takes the lock.
+  // the endpoint error handlers queued meanwhile, outside the lock. Takes the lock after any
+  // caller waiting for it.
   bool progress();
-  // ucp_worker_arm: true when the event fd may be slept on. Takes the lock.
+  // ucp_worker_arm: true when the event fd may be slept on. Takes the lock after any caller
+  // waiting for it.
   bool arm();
   // ucp_worker_signal: any thread, no lock.
   void signal();
@@ -84,7 +89,8 @@ class UcxWorker {
   std::string agentName_;
   const std::uint64_t serial_;  // tells workers apart in each thread's "set up for" record
   ThreadSetup threadSetup_;     // set before the worker is shared between threads
-  mutable std::mutex mutex_;
+  // Callers through lock(), the progress thread through progress() and arm().
+  mutable CallerFirstMutex mutex_;
   ucp_worker_h worker_ = nullptr;
   int eventFd_ = -1;
   std::vector<std::uint8_t> address_;
