@@ -1,5 +1,7 @@
 #include "agent/handoff/task_loop.h"
 
+#include <string>
+
 namespace kvx::agent::handoff {
 
 TaskLoop::TaskLoop(std::chrono::milliseconds tickEvery, std::function<void()> tick)
@@ -28,10 +30,34 @@ Status TaskLoop::callStatus(std::function<Status()> task, Deadline deadline) {
   auto promise = std::make_shared<std::promise<Status>>();
   auto future = promise->get_future();
   post([promise, task = std::move(task)] { promise->set_value(task()); });
-  if (future.wait_until(deadline) != std::future_status::ready) {
-    return timedOut("the KV service thread did not answer in time");
-  }
+  if (future.wait_until(deadline) != std::future_status::ready) return lateAnswer();
   return future.get();
+}
+
+Status TaskLoop::lateAnswer() {
+  std::size_t queued = 0;
+  {
+    std::lock_guard lock(mutex_);
+    queued = tasks_.size();
+  }
+  const Clock::rep since = busySince_.load();
+  std::string doing;
+  if (since == 0) {
+    doing = "it is between tasks";
+  } else {
+    const auto busy = Clock::now() - Clock::time_point(Clock::duration(since));
+    doing = "it has been inside one task for " +
+            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(busy).count()) +
+            " ms";
+  }
+  return timedOut("the KV service thread did not answer in time: " + doing + ", " +
+                  std::to_string(queued) + " more queued");
+}
+
+void TaskLoop::runTimed(const std::function<void()>& work) {
+  busySince_.store(Clock::now().time_since_epoch().count());
+  work();
+  busySince_.store(0);
 }
 
 void TaskLoop::run() {
@@ -44,9 +70,9 @@ void TaskLoop::run() {
     std::deque<std::function<void()>> batch;
     batch.swap(tasks_);
     lock.unlock();
-    for (auto& task : batch) task();
+    for (auto& task : batch) runTimed(task);
     if (Clock::now() >= nextTick) {
-      tick_();
+      runTimed(tick_);
       nextTick = Clock::now() + tickEvery_;
     }
     lock.lock();

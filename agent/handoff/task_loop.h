@@ -7,6 +7,7 @@
 // Thread safety: post() and call() from any thread; call() from the loop thread itself runs
 // the task inline. Tasks run one at a time, in order, outside the loop's lock.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -31,13 +32,18 @@ class TaskLoop {
   bool onLoopThread() const { return std::this_thread::get_id() == thread_.get_id(); }
 
   // Runs `task` on the loop and returns its result; TIMED_OUT if it has not run by the
-  // deadline (it may still run later).
+  // deadline (it may still run later), saying what the loop was doing meanwhile.
   template <typename T>
   Result<T> call(std::function<Result<T>()> task, Deadline deadline);
   Status callStatus(std::function<Status()> task, Deadline deadline);
 
  private:
   void run();
+  // Runs one task or tick, recording since when the loop is busy with it.
+  void runTimed(const std::function<void()>& work);
+  // Why a call got no answer: how long the loop has been inside its current task, how many
+  // tasks wait behind it.
+  Status lateAnswer();
 
   const std::chrono::milliseconds tickEvery_;
   const std::function<void()> tick_;
@@ -45,6 +51,8 @@ class TaskLoop {
   std::condition_variable wake_;
   std::deque<std::function<void()>> tasks_;
   bool stopping_ = false;
+  // When the task or tick now running began (steady clock ticks); 0 between tasks.
+  std::atomic<Clock::rep> busySince_{0};
   std::thread thread_;
 };
 
@@ -55,7 +63,7 @@ Result<T> TaskLoop::call(std::function<Result<T>()> task, Deadline deadline) {
   auto future = promise->get_future();
   post([promise, task = std::move(task)] { promise->set_value(task()); });
   if (future.wait_until(deadline) != std::future_status::ready) {
-    return timedOut("the KV service thread did not answer in time");
+    return lateAnswer();
   }
   return future.get();
 }
