@@ -167,6 +167,37 @@ TEST_CASE("ucx config: tcp segment sizes carry the names of UCX 1.13 and of 1.22
   CHECK(keys["UCX_TCP_RX_SEG_SIZE"] == std::vector<std::string>{"RX_SEG_SIZE", "TCP_RX_SEG_SIZE"});
 }
 
+TEST_CASE("ucx config: gets of GPU memory over cuda_ipc are turned on where cuda_ipc may run",
+          "[ucx]") {
+  const std::vector<std::string> all = {"cuda_copy", "cuda_ipc", "gdr_copy"};
+  auto getZcopy = [&](const std::string& transports, const std::vector<std::string>& gpu,
+                      const Env& env = {}) -> std::string {
+    auto settings = computeUcxSettings(
+        options(transports),
+        [&](const char* name) -> const char* {
+          auto it = env.find(name);
+          return it == env.end() ? nullptr : it->second.c_str();
+        },
+        gpu);
+    REQUIRE(settings.isOk());
+    for (const UcxSetting& s : *settings) {
+      if (s.envName == "UCX_CUDA_IPC_ENABLE_GET_ZCOPY") {
+        CHECK(s.keys == std::vector<std::string>{"CUDA_IPC_ENABLE_GET_ZCOPY"});
+        return s.value;
+      }
+    }
+    return "(unset)";
+  };
+  CHECK(getZcopy("shm", all) == "y");
+  CHECK(getZcopy("", all) == "y");                  // UCX's default: every transport
+  CHECK(getZcopy("tcp", all) == "(unset)");         // tcp never opens cuda_ipc
+  CHECK(getZcopy("shm", {}) == "(unset)");          // a UCX without CUDA
+  CHECK(getZcopy("shm", {"cuda_copy"}) == "(unset)");
+  CHECK(getZcopy("tcp", all, {{"UCX_TLS", "cuda,sm"}}) == "y");  // the user's list has it
+  CHECK(getZcopy("shm", all, {{"UCX_TLS", "sm,self"}}) == "(unset)");
+  CHECK(getZcopy("shm", all, {{"UCX_CUDA_IPC_ENABLE_GET_ZCOPY", "n"}}) == "(unset)");  // wins
+}
+
 TEST_CASE("ucx config: a default the loaded UCX knows by no name is skipped, not fatal", "[ucx]") {
   // UCX 1.22 refuses an unknown name (INVALID_PARAM); 1.13 takes any name. Either way the
   // configuration is made and the settings after it are applied.
