@@ -239,7 +239,9 @@ void StagedPipeline::chunkDone(std::size_t s) {
 void StagedPipeline::fail(Status status, std::size_t s, const char* stage) {
   if (!error_.isOk()) return;
   const Slot& slot = slots_[s];
-  error_ = status.withContext("staged " + std::string(directionText(spec_.direction)) + ", chunk " +
+  const std::string of = spec_.subject.empty() ? "" : " of " + spec_.subject;
+  error_ = status.withContext("staged " + std::string(directionText(spec_.direction)) + of +
+                              ", chunk " +
                               std::to_string(slot.chunk) + " of " + std::to_string(chunkCount_) +
                               " [" + std::to_string(slot.offset) + "+" +
                               std::to_string(slot.length) + "), " + stage);

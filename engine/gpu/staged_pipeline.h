@@ -29,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/gpu/copy_engine.h"
@@ -51,6 +52,8 @@ struct DevicePiece {
 struct StagedMoveSpec {
   StagedDirection direction = StagedDirection::kDeviceToWire;
   std::vector<DevicePiece> pieces;
+  // What the pieces are, for errors ("GPU region 'kv.t0' on CUDA device 0"); may be empty.
+  std::string subject;
 };
 
 struct StagedMoveStats {

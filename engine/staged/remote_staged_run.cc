@@ -173,6 +173,7 @@ Status RemoteStagedRun::begin(std::function<void(Status)> done) {
     gpu::StagedMoveSpec spec;
     spec.direction = op_ == TransferOp::kWrite ? gpu::StagedDirection::kDeviceToWire
                                                : gpu::StagedDirection::kWireToDevice;
+    spec.subject = describeStagedSource(plan_);
     for (const PlannedOp& op : plan_.bothStagedOps) {
       spec.pieces.push_back(gpu::DevicePiece{op.local, static_cast<std::size_t>(op.length)});
     }

@@ -30,6 +30,7 @@ Status StagedRun::begin(std::function<void(Status)> done) {
   gpu::StagedMoveSpec spec;
   spec.direction = op_ == TransferOp::kWrite ? gpu::StagedDirection::kDeviceToWire
                                              : gpu::StagedDirection::kWireToDevice;
+  spec.subject = describeStagedSource(plan_);
   spec.pieces.reserve(plan_.stagedOps.size());
   for (const PlannedOp& op : plan_.stagedOps) {
     spec.pieces.push_back(gpu::DevicePiece{op.local, static_cast<std::size_t>(op.length)});

@@ -44,6 +44,10 @@ void PlanBuilder::add(const std::shared_ptr<LocalRegion>& local, std::uint64_t l
   if (path == DataPath::kStagedLocal || path == DataPath::kStagedBoth) {
     plan_.stagedBytes += length;
     plan_.stagedDevice = local->info.device;
+    std::vector<std::string>& names = plan_.stagedRegions;
+    if (std::find(names.begin(), names.end(), local->info.name) == names.end()) {
+      names.push_back(local->info.name);
+    }
   }
   if (stagedRemotely(path)) plan_.remoteStagedBytes += length;
 
@@ -68,5 +72,14 @@ void PlanBuilder::add(const std::shared_ptr<LocalRegion>& local, std::uint64_t l
 }
 
 TransferPlan PlanBuilder::finish() && { return std::move(plan_); }
+
+std::string describeStagedSource(const TransferPlan& plan) {
+  std::string names;
+  for (const std::string& name : plan.stagedRegions) {
+    names += (names.empty() ? "'" : ", '") + name + "'";
+  }
+  return std::string(plan.stagedRegions.size() == 1 ? "GPU region " : "GPU regions ") + names +
+         " on CUDA device " + std::to_string(plan.stagedDevice);
+}
 
 }  // namespace kvx::engine

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/memory/local_region.h"
@@ -34,6 +35,8 @@ struct TransferPlan {
   std::vector<PlannedOp> stagedOps;
   std::uint64_t stagedBytes = 0;  // staged on this side (stagedOps and bothStagedOps)
   int stagedDevice = -1;
+  // The local regions staged on this side, by name, in the order the plan first used them.
+  std::vector<std::string> stagedRegions;
   // Through the peer's staging window: from local memory the transport reaches, and from
   // local GPU memory staged on this side too (on `stagedDevice`).
   std::vector<PlannedOp> remoteStagedOps;
@@ -45,6 +48,10 @@ struct TransferPlan {
   std::uint64_t descriptors = 0;
   std::uint64_t bytes = 0;
 };
+
+// "GPU region 'kv.t0' on CUDA device 0" (or "GPU regions 'a', 'b' on ..."): what the
+// plan stages on this side, for the errors of its staged moves.
+std::string describeStagedSource(const TransferPlan& plan);
 
 // Not thread-safe: one builder per plan. REQUIRES: segments were bounds-checked already.
 class PlanBuilder {

@@ -173,6 +173,8 @@ TEST_CASE("staged: a failed copy fails the transfer with that copy's status", "[
   CHECK(outcome.code() == StatusCode::kInternal);
   CHECK_THAT(outcome.message(), Catch::Contains("injected: cudaErrorLaunchFailure"));
   CHECK_THAT(outcome.message(), Catch::Contains("copy"));
+  // It names the region and the device whose copy failed.
+  CHECK_THAT(outcome.message(), Catch::Contains("GPU region 'a.gpu' on CUDA device 0"));
 
   // Nothing is left in flight: the next post of the same transfer succeeds.
   REQUIRE(p.a->post(*id).isOk());
