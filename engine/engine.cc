@@ -34,11 +34,13 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
     // The process's runtime lives until exit: share it without owning it.
     engine->gpu_ = std::shared_ptr<gpu::GpuRuntime>(&gpu::gpuRuntime(), [](gpu::GpuRuntime*) {});
   }
+  engine->options_.transportOptions.gpuRuntime = engine->gpu_;
   KVX_ASSIGN_OR_RETURN(engine->transport_, createTransport(engine->options_.transport,
                                                            engine->options_.transportOptions));
   engine->gpuReach_ =
       gpuReachOf(engine->transport_->supportsMemoryKind(MemoryKind::kCuda),
                  engine->transport_->whyNotMemoryKind(MemoryKind::kCuda), engine->options_.gpuPath);
+  if (engine->gpuReach_.cudaDirect) engine->gpuReach_.cudaHow = engine->transport_->howMovesCuda();
   spdlog::info("{}: {}", engine->options_.name, describeGpuDirect(engine->gpuReach_));
   engine->registry_ = std::make_unique<MemoryRegistry>(*engine->transport_, *engine->gpu_,
                                                        engine->options_.gpuPath);

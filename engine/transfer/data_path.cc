@@ -31,6 +31,9 @@ GpuReach gpuReachOf(bool transportMovesCuda, std::string transportWhyNot, GpuPat
 }
 
 std::string describeGpuDirect(const GpuReach& reach) {
+  if (reach.cudaDirect && !reach.cudaHow.empty()) {
+    return "GPUDirect: off; the transport moves CUDA memory itself, " + reach.cudaHow;
+  }
   if (reach.cudaDirect) return "GPUDirect: on (the transport moves CUDA memory itself)";
   if (reach.path == GpuPath::kDirect) {
     return "GPUDirect: off, and GPU memory is refused (gpu path 'direct'): " + reach.whyNotCuda;
@@ -53,7 +56,11 @@ std::string describeGpuMemory(const GpuMemorySides& sides) {
   const bool peer = sides.peerKeyed + sides.peerUnkeyed != 0;
   if (!local && !peer) return "no GPU memory on either side";
   std::vector<std::string> mine;
-  if (sides.localDirect != 0) mine.push_back("direct (the transport moves it itself)");
+  if (sides.localDirect != 0) {
+    mine.push_back("direct (the transport moves it itself" +
+                   (sides.reach.cudaHow.empty() ? std::string() : ", " + sides.reach.cudaHow) +
+                   ")");
+  }
   if (sides.localStaged != 0) {
     mine.push_back("staged through host (" + sides.reach.whyNotCuda + ")");
   }

@@ -53,6 +53,9 @@ std::string_view toString(DataPath path);
 struct GpuReach {
   bool cudaDirect = false;
   std::string whyNotCuda;
+  // With cudaDirect: how the transport moves CUDA memory when that is not GPUDirect (the
+  // socket transport copies it through host memory); empty for GPUDirect.
+  std::string cudaHow;
   GpuPath path = GpuPath::kAuto;
 };
 

@@ -20,6 +20,10 @@
 
 namespace kvx::engine {
 
+namespace gpu {
+class GpuRuntime;
+}  // namespace gpu
+
 struct TransportOptions {
   std::string agentName;   // for log lines
   std::string transports;  // backend-specific selection ("tcp", "shm", ...); empty = default
@@ -27,6 +31,9 @@ struct TransportOptions {
   // How long a backend that connects in the background (socket) tries before it fails the
   // endpoint; also how long it gives an inbound connection to introduce itself.
   std::chrono::milliseconds connectTimeout{5000};
+  // The engine's GPU runtime, for a backend that moves GPU memory through its copy engines
+  // (socket); null: none.
+  std::shared_ptr<gpu::GpuRuntime> gpuRuntime;
 };
 
 // Called, from inside progress(), once for each received message. The spans are valid only
@@ -69,6 +76,9 @@ class Transport {
            " memory";
   }
 
+  // How the transport moves CUDA memory when it can but not by GPUDirect ("through host
+  // memory: ..."); empty when its path for CUDA memory is GPUDirect (or it has none).
+  virtual std::string howMovesCuda() const { return {}; }
   // Registers caller-owned memory.
   virtual Result<std::unique_ptr<TransportMemory>> registerMemory(void* address,
                                                                   std::uint64_t length,

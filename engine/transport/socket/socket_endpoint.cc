@@ -139,13 +139,40 @@ void SocketEndpoint::postRmaLocked(const RmaOp& op, bool write, Completion* comp
   header.address = op.remoteAddress;
   header.length = op.length;
   auto* local = static_cast<std::uint8_t*>(op.localAddress);
+  const int device = localDevice(op);
+  if (device < 0 && op.localMemory != nullptr && op.localMemory->kind() == MemoryKind::kCuda) {
+    completion->onComplete(invalidArgument(
+        "CUDA memory that is not registered with this socket transport: it cannot reach it"));
+    return;
+  }
+  std::string fromDevice;
+  if (write && device >= 0) {
+    // GPU memory goes out from a host copy taken now: the CPU never reads the device.
+    fromDevice.assign(op.length, '\0');
+    const Status copied = transport_.deviceCopiesLocked().fromDevice(
+        std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(fromDevice.data()), op.length),
+        local, device);
+    if (!copied.isOk()) {
+      completion->onComplete(copied.withContext("put to " + stream_.peer()));
+      return;
+    }
+  }
   pending_.push_back(
-      {header.type, header.sequence, completion, write ? nullptr : local, op.length});
-  if (write) {
+      {header.type, header.sequence, completion, write ? nullptr : local, op.length, device});
+  if (write && device >= 0) {
+    stream_.queueOwned(header, std::move(fromDevice));
+  } else if (write) {
     stream_.queue(header, std::span<const std::uint8_t>(local, op.length));
   } else {
     stream_.queue(header);
   }
+}
+
+int SocketEndpoint::localDevice(const RmaOp& op) {
+  if (op.localMemory == nullptr) return -1;
+  const auto* memory = dynamic_cast<const SocketMemory*>(&op.localMemory->registration());
+  if (memory == nullptr || memory->kind() != MemoryKind::kCuda) return -1;
+  return memory->device();
 }
 
 void SocketEndpoint::put(const RmaOp& op, Completion* completion) {
@@ -282,6 +309,7 @@ Result<BodySink> SocketEndpoint::onHeader(const FrameHeader& header) {
       return BodySink{};
     case FrameType::kData:
       if (next.type != FrameType::kGet || header.length != next.length) break;
+      if (next.device >= 0) return BodySink{nullptr, true, false};  // copied in by onFrame
       return BodySink{next.dest, false, false};
     case FrameType::kError: return BodySink{nullptr, true, false};
     default: break;
@@ -293,7 +321,8 @@ Result<BodySink> SocketEndpoint::onHeader(const FrameHeader& header) {
 }
 
 Status SocketEndpoint::onFrame(const FrameHeader& header, std::vector<std::uint8_t> body) {
-  const std::string text(body.begin(), body.end());
+  const std::string text =
+      header.type == FrameType::kError ? std::string(body.begin(), body.end()) : std::string();
   if (header.type == FrameType::kError && header.sequence == 0) {
     return Status(static_cast<StatusCode>(header.aux),
                   "the socket data path to " + stream_.peer() + " was refused: " + text);
@@ -301,6 +330,10 @@ Status SocketEndpoint::onFrame(const FrameHeader& header, std::vector<std::uint8
   Pending done = pending_.front();
   pending_.pop_front();
   Status status;
+  if (header.type == FrameType::kData && done.device >= 0) {
+    status = transport_.deviceCopiesLocked().toDevice(done.dest, done.device, body);
+    if (!status.isOk()) status = status.withContext("get from " + stream_.peer());
+  }
   if (header.type == FrameType::kError) {
     status = Status(static_cast<StatusCode>(header.aux),
                     "the peer at " + stream_.peer() + " refused a " +

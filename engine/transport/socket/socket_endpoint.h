@@ -62,6 +62,7 @@ class SocketEndpoint final : public Endpoint, public SocketConnection, private F
     Completion* completion = nullptr;
     std::uint8_t* dest = nullptr;  // a get's local buffer
     std::uint64_t length = 0;
+    int device = -1;  // the GPU whose memory `dest` is; -1: host memory
   };
 
   Result<BodySink> onHeader(const FrameHeader& header) override;
@@ -71,6 +72,8 @@ class SocketEndpoint final : public Endpoint, public SocketConnection, private F
   // The status a post gets when the endpoint cannot take it (closed or failed); OK otherwise.
   Status unusableLocked() const;
   Status checkRma(const RmaOp& op) const;
+  // The GPU of the operation's local memory; -1 for host memory.
+  static int localDevice(const RmaOp& op);
   bool tryNextAddressLocked();
   // Writes what the socket takes. A failure found while posting (`fromPost`) is left to
   // progress(): a post completes no operation but its own.

@@ -79,7 +79,7 @@ void InboundConnection::endLocked(const Status& why) {
 Result<BodySink> InboundConnection::onHeader(const FrameHeader& header) {
   refusal_ = Status::ok();
   placingRegion_ = 0;
-  getSource_ = nullptr;
+  access_ = RegionAccess{};
   if (!greeted_) {
     if (header.type != FrameType::kHello) {
       return protocolError("socket data connection from " + stream_.peer() + " began with a " +
@@ -102,11 +102,10 @@ Result<BodySink> InboundConnection::onHeader(const FrameHeader& header) {
         refusal_ = access.status();
         return BodySink{};  // a refused put's data is read and dropped
       }
-      if (header.type == FrameType::kGet) {
-        getSource_ = access->address;
-        return BodySink{};
-      }
+      access_ = *access;
+      if (header.type == FrameType::kGet) return BodySink{};
       placingRegion_ = header.region;
+      if (access_.device >= 0) return BodySink{nullptr, true, true};  // copied in by onFrame
       return BodySink{access->address, false, true};
     }
     case FrameType::kMessage: return BodySink{nullptr, true, false};
@@ -129,9 +128,26 @@ Status InboundConnection::onFrame(const FrameHeader& header, std::vector<std::ui
       return Status::ok();
     case FrameType::kPut:
       placingRegion_ = 0;
+      if (refusal_.isOk() && access_.device >= 0) {
+        refusal_ = transport_.deviceCopiesLocked().toDevice(access_.address, access_.device, body);
+      }
       reply(header, refusal_);
       return Status::ok();
     case FrameType::kGet:
+      if (refusal_.isOk() && access_.device >= 0) {
+        std::string bytes(header.length, '\0');
+        refusal_ = transport_.deviceCopiesLocked().fromDevice(
+            std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(bytes.data()), bytes.size()),
+            access_.address, access_.device);
+        if (refusal_.isOk()) {
+          FrameHeader data;
+          data.type = FrameType::kData;
+          data.sequence = header.sequence;
+          data.length = header.length;
+          stream_.queueOwned(data, std::move(bytes));
+          return Status::ok();
+        }
+      }
       if (!refusal_.isOk()) {
         reply(header, refusal_);
       } else {
@@ -139,7 +155,7 @@ Status InboundConnection::onFrame(const FrameHeader& header, std::vector<std::ui
         data.type = FrameType::kData;
         data.sequence = header.sequence;
         data.length = header.length;
-        stream_.queue(data, std::span<const std::uint8_t>(getSource_, header.length), {},
+        stream_.queue(data, std::span<const std::uint8_t>(access_.address, header.length), {},
                       header.region);
       }
       return Status::ok();

@@ -3,7 +3,9 @@
 // InboundConnection: a peer endpoint's connection, served here. It expects a hello naming
 // this transport's instance first, then answers each request in order: a put lands straight
 // in the registered region it names, a get is answered from it, a message goes to the
-// transport's handler. A request the region table refuses (unknown region, wrong secret,
+// transport's handler. A region of GPU memory is never touched by the CPU: a put into it is
+// collected in host memory and copied in whole before the reply, a get is copied out into
+// host memory first (SocketDeviceCopies). A request the region table refuses (unknown region, wrong secret,
 // out of bounds) gets an error reply and touches nothing; bytes that break the protocol end
 // the connection.
 //
@@ -58,7 +60,7 @@ class InboundConnection final : public SocketConnection, private FrameHandler {
   Clock::time_point helloDeadline_;
   std::uint64_t placingRegion_ = 0;  // the region the put being read lands in
   Status refusal_;                   // why the current request was refused, if it was
-  std::uint8_t* getSource_ = nullptr;
+  RegionAccess access_;              // where the current put or get lands or reads
 };
 
 }  // namespace kvx::engine::socket

@@ -52,10 +52,11 @@ Result<RegionKey> parseRegionKey(std::span<const std::uint8_t> packed) {
 }
 
 SocketMemory::SocketMemory(SocketTransport& transport, const RegionKey& key, MemoryKind kind,
-                           std::unique_ptr<std::uint8_t[]> owned)
+                           int device, std::unique_ptr<std::uint8_t[]> owned)
     : transport_(transport),
       key_(key),
       kind_(kind),
+      device_(device),
       packed_(packRegionKey(key)),
       owned_(std::move(owned)) {}
 

@@ -46,19 +46,21 @@ Result<RegionKey> parseRegionKey(std::span<const std::uint8_t> packed);
 // first (the Endpoint contract: a local buffer stays valid until its completion).
 class SocketMemory final : public TransportMemory {
  public:
-  SocketMemory(SocketTransport& transport, const RegionKey& key, MemoryKind kind,
+  SocketMemory(SocketTransport& transport, const RegionKey& key, MemoryKind kind, int device,
                std::unique_ptr<std::uint8_t[]> owned);
   ~SocketMemory() override;
 
   void* address() const override { return reinterpret_cast<void*>(key_.address); }
   std::uint64_t length() const override { return key_.length; }
   MemoryKind kind() const override { return kind_; }
+  int device() const { return device_; }  // the GPU of CUDA memory
   std::span<const std::uint8_t> packedRemoteKey() const override { return packed_; }
 
  private:
   SocketTransport& transport_;
   RegionKey key_;
   MemoryKind kind_;
+  int device_;
   std::vector<std::uint8_t> packed_;
   std::unique_ptr<std::uint8_t[]> owned_;  // allocateMemory's buffer; freed after deregistering
 };

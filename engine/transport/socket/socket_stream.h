@@ -42,7 +42,7 @@ class SocketStream {
   // whose data lies in a registered region (its id), so that a deregistration can find them.
   void queue(const FrameHeader& header, std::span<const std::uint8_t> first = {},
              std::span<const std::uint8_t> second = {}, std::uint64_t tag = 0);
-  // A frame whose body (an error's text) the stream keeps.
+  // A frame whose body (an error's text, bytes copied out of GPU memory) the stream keeps.
   void queueOwned(const FrameHeader& header, std::string body);
   bool hasOutput() const { return !output_.empty(); }
   std::size_t queuedFrames() const { return output_.size(); }

@@ -54,7 +54,9 @@ Result<std::unique_ptr<Transport>> createSocketTransport(const TransportOptions&
 }
 
 SocketTransport::SocketTransport(const TransportOptions& options)
-    : agentName_(options.agentName), connectTimeout_(options.connectTimeout) {
+    : agentName_(options.agentName),
+      connectTimeout_(options.connectTimeout),
+      deviceCopies_(options.gpuRuntime) {
   address_.instance = randomWord();
 }
 
@@ -114,13 +116,15 @@ SocketTransport::~SocketTransport() {
 
 std::string SocketTransport::whyNotMemoryKind(MemoryKind kind) const {
   if (supportsMemoryKind(kind)) return {};
+  if (kind == MemoryKind::kCuda) return deviceCopies_.whyNot();
   return "the socket transport reads and writes with the CPU, which cannot reach " +
          std::string(toString(kind)) + " memory";
 }
 
 Result<std::unique_ptr<TransportMemory>> SocketTransport::addRegion(
-    std::uint8_t* address, std::uint64_t length, MemoryKind kind,
+    std::uint8_t* address, std::uint64_t length, MemoryKind kind, int device,
     std::unique_ptr<std::uint8_t[]> owned) {
+  if (kind != MemoryKind::kCuda) device = -1;
   RegionKey key;
   key.secret = randomWord();
   key.address = reinterpret_cast<std::uint64_t>(address);
@@ -128,32 +132,40 @@ Result<std::unique_ptr<TransportMemory>> SocketTransport::addRegion(
   {
     auto lock = mutex_.lockForCaller();
     key.region = nextRegion_++;
-    regions_[key.region] = Region{key.secret, key.address, key.length};
+    regions_[key.region] = Region{key.secret, key.address, key.length, device};
   }
-  return std::unique_ptr<TransportMemory>(new SocketMemory(*this, key, kind, std::move(owned)));
+  return std::unique_ptr<TransportMemory>(
+      new SocketMemory(*this, key, kind, device, std::move(owned)));
 }
 
 Result<std::unique_ptr<TransportMemory>> SocketTransport::registerMemory(void* address,
                                                                          std::uint64_t length,
                                                                          MemoryKind kind,
-                                                                         int /*device*/) {
+                                                                         int device) {
   if (address == nullptr || length == 0) {
     return invalidArgument("cannot register " + std::to_string(length) + " bytes at " +
                            (address ? "a valid address" : "a null address"));
   }
   if (!supportsMemoryKind(kind)) return unimplemented(whyNotMemoryKind(kind));
-  return addRegion(static_cast<std::uint8_t*>(address), length, kind, nullptr);
+  if (kind == MemoryKind::kCuda && device < 0) {
+    return invalidArgument("CUDA memory registered without its device (" +
+                           std::to_string(device) + ")");
+  }
+  return addRegion(static_cast<std::uint8_t*>(address), length, kind, device, nullptr);
 }
 
 Result<std::unique_ptr<TransportMemory>> SocketTransport::allocateMemory(std::uint64_t length,
                                                                          MemoryKind kind,
                                                                          int /*device*/) {
   if (length == 0) return invalidArgument("cannot allocate 0 bytes");
-  if (!supportsMemoryKind(kind)) return unimplemented(whyNotMemoryKind(kind));
+  if (kind != MemoryKind::kHost) {
+    return unimplemented("the socket transport allocates host memory only; register " +
+                         std::string(toString(kind)) + " memory from the GPU runtime instead");
+  }
   std::unique_ptr<std::uint8_t[]> buffer(new (std::nothrow) std::uint8_t[length]());
   if (!buffer) return resourceExhausted("cannot allocate " + std::to_string(length) + " bytes");
   std::uint8_t* address = buffer.get();
-  return addRegion(address, length, kind, std::move(buffer));
+  return addRegion(address, length, kind, -1, std::move(buffer));
 }
 
 void SocketTransport::deregister(std::uint64_t region) {
@@ -185,7 +197,7 @@ Result<RegionAccess> SocketTransport::accessLocked(std::uint64_t region, std::ui
                            std::to_string(region) + " of '" + agentName_ + "' " +
                            describeRange(entry.address, entry.length));
   }
-  return RegionAccess{reinterpret_cast<std::uint8_t*>(address)};
+  return RegionAccess{reinterpret_cast<std::uint8_t*>(address), entry.device};
 }
 
 Result<std::shared_ptr<Endpoint>> SocketTransport::connect(

@@ -40,6 +40,7 @@
 #include "engine/progress/caller_first_mutex.h"
 #include "engine/transport/socket/socket_address.h"
 #include "engine/transport/socket/socket_connection.h"
+#include "engine/transport/socket/socket_device_copies.h"
 #include "engine/transport/socket/socket_memory.h"
 #include "engine/transport/transport.h"
 
@@ -52,6 +53,7 @@ inline constexpr std::size_t kMaxInboundConnections = 1024;
 // A registered range a request may touch, once checked.
 struct RegionAccess {
   std::uint8_t* address = nullptr;
+  int device = -1;  // the GPU whose memory `address` is; -1: host memory
 };
 
 class SocketTransport final : public Transport {
@@ -61,7 +63,14 @@ class SocketTransport final : public Transport {
 
   std::string_view name() const override { return "socket"; }
   std::vector<std::uint8_t> localAddress() const override { return packedAddress_; }
-  bool supportsMemoryKind(MemoryKind kind) const override { return kind == MemoryKind::kHost; }
+  std::string howMovesCuda() const override {
+    return "through host memory: a copy engine copies every byte, the CPU sends it over TCP";
+  }
+  // Host memory, and CUDA memory when the GPU runtime has a device (through copies).
+  bool supportsMemoryKind(MemoryKind kind) const override {
+    return kind == MemoryKind::kHost ||
+           (kind == MemoryKind::kCuda && deviceCopies_.whyNot().empty());
+  }
   std::string whyNotMemoryKind(MemoryKind kind) const override;
   Result<std::unique_ptr<TransportMemory>> registerMemory(void* address, std::uint64_t length,
                                                           MemoryKind kind, int device) override;
@@ -105,6 +114,8 @@ class SocketTransport final : public Transport {
   // REQUIRES: mutex(). Runs the message handler.
   void deliverMessageLocked(std::span<const std::uint8_t> header,
                             std::span<const std::uint8_t> payload);
+  // REQUIRES: mutex(). Copies between host bytes and GPU memory (SocketDeviceCopies).
+  SocketDeviceCopies& deviceCopiesLocked() { return deviceCopies_; }
   // Forgets a region (SocketMemory's destructor); closes connections moving its bytes.
   void deregister(std::uint64_t region);
 
@@ -113,6 +124,7 @@ class SocketTransport final : public Transport {
     std::uint64_t secret = 0;
     std::uint64_t address = 0;
     std::uint64_t length = 0;
+    int device = -1;  // GPU memory of this device; -1: host memory
   };
   struct Watched {
     SocketConnection* connection = nullptr;
@@ -123,7 +135,7 @@ class SocketTransport final : public Transport {
   explicit SocketTransport(const TransportOptions& options);
   Status listen(const std::string& netDevices);
   Result<std::unique_ptr<TransportMemory>> addRegion(std::uint8_t* address, std::uint64_t length,
-                                                     MemoryKind kind,
+                                                     MemoryKind kind, int device,
                                                      std::unique_ptr<std::uint8_t[]> owned);
   bool dispatchLocked(std::uint64_t id, std::uint32_t events);
   bool acceptLocked();
@@ -137,6 +149,8 @@ class SocketTransport final : public Transport {
   int listenFd_ = -1;
   SocketAddress address_;
   std::vector<std::uint8_t> packedAddress_;
+  // whyNot() is fixed at construction and read without the lock; the copies need it.
+  SocketDeviceCopies deviceCopies_;
 
   // Callers through lock(), the progress thread through progress() and arm().
   CallerFirstMutex mutex_;

@@ -43,6 +43,14 @@ TEST_CASE("the gpu path decides the reach with the transport", "[data_path][gpu_
         "GPUDirect: off, staged through host: " + kNoCuda);
   CHECK(describeGpuDirect(gpuReachOf(false, kNoCuda, GpuPath::kDirect)) ==
         "GPUDirect: off, and GPU memory is refused (gpu path 'direct'): " + kNoCuda);
+
+  // A transport that moves CUDA memory itself but not by GPUDirect (the socket transport)
+  // is not reported as GPUDirect.
+  GpuReach copied = gpuReachOf(true, "", GpuPath::kDirect);
+  CHECK(describeGpuDirect(copied) == "GPUDirect: on (the transport moves CUDA memory itself)");
+  copied.cudaHow = "through host memory";
+  CHECK(describeGpuDirect(copied) ==
+        "GPUDirect: off; the transport moves CUDA memory itself, through host memory");
 }
 
 TEST_CASE("GPU memory per peer: host only, staged locally, through the peer's window",
@@ -80,6 +88,11 @@ TEST_CASE("GPU memory per peer: direct, and keyed memory this side cannot addres
   direct.peerKeyed = 1;
   CHECK(describeGpuMemory(direct) ==
         "GPU memory: direct (the transport moves it itself); peer's GPU memory: direct");
+  // ... and how, when that is not GPUDirect.
+  direct.reach.cudaHow = "through host memory";
+  CHECK(describeGpuMemory(direct) ==
+        "GPU memory: direct (the transport moves it itself, through host memory); peer's GPU "
+        "memory: direct");
 
   // A staged agent and a peer that registered its GPU memory with its transport.
   GpuMemorySides staged = sides(gpuReachOf(true, "", GpuPath::kStaged));
