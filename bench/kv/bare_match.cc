@@ -10,7 +10,7 @@ BareUcpOptions matchingBare(const BenchCase& c, const CaseMetrics& kvx,
   BareUcpOptions o;
   o.transport = bareTransportFor(c.transport);
   o.alloc = BufferAlloc::kUcx;
-  if (bareOnGpu(c.memory, c.gpuPath)) {
+  if (bareOnGpu(c.memory, c.gpuPath, c.transport)) {
     o.alloc = BufferAlloc::kRegistered;
     o.memory = MemoryKind::kCuda;
     o.device = c.device;

@@ -26,10 +26,13 @@ inline std::string bareTransportFor(const std::string& transport) {
   return transport == "socket" ? "tcp" : transport;
 }
 
-// Whether the bare loop of a run with pools in `memoryKind` memory moved by `gpuPath` runs on
-// GPU memory: CUDA pools on the direct path ("auto" may stage, so it keeps the host loop).
-inline bool bareOnGpu(const std::string& memoryKind, const std::string& gpuPath) {
-  return memoryKind == "cuda" && gpuPath == "direct";
+// Whether the bare loop of a run with pools in `memoryKind` memory moved by `gpuPath` over
+// `transport` runs on GPU memory: CUDA pools on the direct path ("auto" may stage, so it
+// keeps the host loop), over UCX (the socket transport copies GPU memory through host memory
+// and its bare reference is UCX over tcp on host memory).
+inline bool bareOnGpu(const std::string& memoryKind, const std::string& gpuPath,
+                      const std::string& transport) {
+  return memoryKind == "cuda" && gpuPath == "direct" && transport != "socket";
 }
 
 BareUcpOptions matchingBare(const BenchCase& c, const CaseMetrics& kvx, std::uint64_t segmentBytes);

@@ -51,9 +51,15 @@ constexpr const char* kBareHost =
 
 // The GPUDirect line before the agents ran: what UCX can do and what --gpu-path asks.
 // `whyNotCuda`: why UCX cannot move CUDA memory, "" when it can.
-std::string expectedGpuDirect(const MemorySetting& memory, const std::string& whyNotCuda) {
+std::string expectedGpuDirect(const MemorySetting& memory, const std::string& whyNotCuda,
+                              bool socketOnly) {
   const bool ucxCuda = whyNotCuda.empty();
   const std::string& noCuda = whyNotCuda;
+  if (memory.kind == "cuda" && socketOnly && memory.gpuPath != "staged") {
+    return fmt::format("{}off: kvx's socket transport moves CUDA memory itself, through host "
+                       "memory (a copy engine, then TCP), when the GPU runtime has a device",
+                       kGpuDirect);
+  }
   if (memory.kind != "cuda") {
     return fmt::format("{}off, host memory only: this run's pools are in host memory ({})",
                        kGpuDirect, ucxCuda ? "UCX can move CUDA memory" : noCuda);
@@ -90,11 +96,18 @@ std::string liveGpuDirect(const std::string& path) {
     return kGpuDirect + std::string("off, staged through host: ") +
            mine.substr(staged.size(), mine.size() - staged.size() - 1);
   }
+  std::string endpoint = path.substr(0, at);
+  while (!endpoint.empty() && (endpoint.back() == ' ' || endpoint.back() == ';')) {
+    endpoint.pop_back();
+  }
+  // A transport that moves GPU memory through host memory (socket) says how.
+  const std::string copied = "direct (the transport moves it itself, ";
+  if (mine.rfind(copied, 0) == 0 && mine.back() == ')') {
+    return kGpuDirect + std::string("off (") + endpoint +
+           "): the transport moves CUDA memory itself, " +
+           mine.substr(copied.size(), mine.size() - copied.size() - 1);
+  }
   if (mine.rfind("direct", 0) == 0 && mine.find(" and ") == std::string::npos) {
-    std::string endpoint = path.substr(0, at);
-    while (!endpoint.empty() && (endpoint.back() == ' ' || endpoint.back() == ';')) {
-      endpoint.pop_back();
-    }
     return kGpuDirect + std::string("on (") + endpoint + ")";
   }
   return kGpuDirect + gpu;
@@ -141,7 +154,13 @@ RunHeader describeRun(const std::vector<std::string>& transports,
   const std::string whyNotCuda =
       facts.isOk() ? engine::ucx::ucxWhyNotCuda(facts->version, facts->supportsCuda())
                    : "UCX could not be queried: " + facts.status().message();
-  const std::string gpu = expectedGpuDirect(memory, whyNotCuda);
+  bool socketOnly = !transports.empty();
+  bool gpuBare = false;
+  for (const std::string& dataPath : transports) {
+    socketOnly = socketOnly && dataPath == "socket";
+    gpuBare = gpuBare || bareOnGpu(memory.kind, memory.gpuPath, dataPath);
+  }
+  const std::string gpu = expectedGpuDirect(memory, whyNotCuda, socketOnly);
   nlohmann::json memoryJson = {{"kind", memory.kind}};
   if (memory.kind == "cuda") {
     const std::string runtime = engine::gpu::gpuRuntime().describe();
@@ -151,8 +170,7 @@ RunHeader describeRun(const std::vector<std::string>& transports,
   }
   h.lines.push_back(gpu);
   if (memory.kind == "cuda") {
-    h.lines.push_back(bareOnGpu(memory.kind, memory.gpuPath)
-                          ? fmt::format("{}{}", kBareGpu, memory.device)
+    h.lines.push_back(gpuBare ? fmt::format("{}{}", kBareGpu, memory.device)
                           : std::string(kBareHost));
     auto reference = measureGpuCopyReference(memory.device);
     if (reference.isOk()) {
@@ -180,7 +198,7 @@ RunHeader describeRun(const std::vector<std::string>& transports,
       {"gpuDirectFrom", "expected"},
       {"memory", memoryJson},
       {"dataPaths", nlohmann::json::array()},
-      {"bareReference", bareOnGpu(memory.kind, memory.gpuPath) ? "cuda memory" : "host memory"},
+      {"bareReference", gpuBare ? "cuda memory" : "host memory"},
       {"scenarios", scenarios}};
   return h;
 }

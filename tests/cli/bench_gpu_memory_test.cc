@@ -4,8 +4,9 @@
 // llama8b run and of mla (one latent segment per layer; mla alone under a sanitizer, where
 // llama8b takes minutes: tests/support/sanitizer_build.h), and the header names the path,
 // the fake runtime and the bare reference's host memory; --gpu-path direct, which this
-// machine's UCX cannot give, fails at once with the agent's reason; misplaced GPU options
-// are usage errors.
+// machine's UCX cannot give, fails at once with the agent's reason, and over kvx's socket
+// transport (which copies GPU memory through host memory) runs and verifies; misplaced GPU
+// options are usage errors.
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -101,6 +102,35 @@ TEST_CASE("--gpu-path direct where UCX cannot move GPU memory fails at once, say
   CHECK_THAT(output, Catch::Contains("GPUDirect: refused (--gpu-path direct): "));
   // The first case's refusal ends the run: no case waits for a timeout.
   CHECK(std::chrono::steady_clock::now() - start < seconds(60));
+}
+
+TEST_CASE("--gpu-path direct over the socket transport moves and verifies GPU pools, saying it "
+          "is not GPUDirect",
+          "[bench]") {
+  // The direct path end to end on the strict fake runtime: the agents register their
+  // "device" pools with kvx's socket transport, which copies them through host memory.
+  TempDir dir;
+  const std::string json = dir.file("bench-socket.json");
+  auto [code, output] = run({"bench", "--scenario", kvx::test::kSanitizerBuild ? "mla" : "llama8b",
+                             "--quick", "--memory", "cuda", "--gpu-path", "direct", "--transport",
+                             "socket", "--json", json, "--log-level", "error"},
+                            seconds(600));
+  INFO(output);
+  CHECK(code == 0);
+  CHECK_THAT(output, Catch::Contains("Every destination block was verified"));
+  CHECK_THAT(output, Catch::Contains("GPUDirect: off (socket/tcp "));
+  CHECK_THAT(output, Catch::Contains("the transport moves CUDA memory itself, through host memory"));
+  CHECK_THAT(output, Catch::Contains("bare reference: host memory"));
+  std::ifstream file(json);
+  const auto report = nlohmann::json::parse(file);
+  REQUIRE_FALSE(report["cases"].empty());
+  for (const auto& c : report["cases"]) {
+    INFO(c.dump());
+    CHECK(c["clean"] == true);
+    CHECK(c["gpuPath"] == "direct");
+    CHECK(c["kvx"]["corruptBlocks"] == 0);
+    CHECK(c["kvx"]["verifiedBlocks"].get<std::uint64_t>() > 0);
+  }
 }
 
 TEST_CASE("GPU options without --memory cuda are usage errors", "[bench]") {
