@@ -197,6 +197,22 @@ TEST_CASE("direct GPU memory is the runtime's, registered after and freed after 
   CHECK_FALSE(runtime.freeDevice(allocated->address).isOk());
 }
 
+TEST_CASE("GPU memory on a device the process cannot see is refused, naming the region and "
+          "the device",
+          "[engine][gpu_path]") {
+  const GpuPath path = GENERATE(GpuPath::kAuto, GpuPath::kStaged);
+  CAPTURE(toString(path));
+  auto runtime = std::make_shared<gpu::FakeGpuRuntime>(2);  // devices 0 and 1
+  auto engine = makeEngine("a", runtime, path);
+  auto refused = engine->allocateMemory({"kv.far", kBytes, MemoryKind::kCuda, 7, true});
+  REQUIRE_FALSE(refused.isOk());
+  CHECK_THAT(refused.status().message(), Catch::Contains("kv.far") && Catch::Contains("7"));
+  // Nothing was kept: the name is free and a visible device works.
+  auto allocated = engine->allocateMemory({"kv.far", kBytes, MemoryKind::kCuda, 1, true});
+  INFO(allocated.status().toString());
+  CHECK(allocated.isOk());
+}
+
 TEST_CASE("the data path per peer says how GPU memory moves", "[engine][gpu_path]") {
   auto runtimeA = std::make_shared<gpu::FakeGpuRuntime>();
   auto runtimeB = std::make_shared<gpu::FakeGpuRuntime>();
