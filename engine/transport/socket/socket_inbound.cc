@@ -25,10 +25,22 @@ InboundConnection::InboundConnection(SocketTransport& transport, int fd, std::st
       stream_(fd, std::move(peer)),
       helloDeadline_(now + transport.connectTimeout()) {}
 
+Status InboundConnection::writeAnswers() {
+  if (!stream_.hasOutput()) return Status::ok();
+  // Answers to an initiator that is gone are dropped unsent: a get's answer is written from
+  // the region, whose blocks its owner may already have given to another request (a peer
+  // killed while this agent was stopped: its reset or close is here when this agent resumes).
+  if (stream_.peerGone()) {
+    return peerFailed("socket data connection from " + stream_.peer() +
+                      ": the initiator closed or reset it; its answers are dropped");
+  }
+  return stream_.writeSome();
+}
+
 bool InboundConnection::onEventsLocked(std::uint32_t events) {
   if (ended_) return false;
   bool moved = false;
-  Status written = stream_.writeSome();
+  Status written = writeAnswers();
   if (!written.isOk()) {
     endLocked(written);
     return true;
@@ -42,7 +54,7 @@ bool InboundConnection::onEventsLocked(std::uint32_t events) {
     moreInput_ = *pumped;
     moved = true;
   }
-  written = stream_.writeSome();
+  written = writeAnswers();
   if (!written.isOk()) {
     endLocked(written);
     return true;

@@ -43,6 +43,8 @@ class InboundConnection final : public SocketConnection, private FrameHandler {
   Result<BodySink> onHeader(const FrameHeader& header) override;
   Status onFrame(const FrameHeader& header, std::vector<std::uint8_t> body) override;
   void reply(const FrameHeader& request, const Status& status);
+  // Writes queued answers, unless the initiator is gone (PEER_FAILED: they are dropped).
+  Status writeAnswers();
   void updateWatch();
   // True while so many answers wait to be written that reading more requests would only
   // queue more (a peer that sends but never reads).

@@ -182,6 +182,13 @@ bool SocketStream::peerReset() const {
   return info.tcpi_state == TCP_CLOSE;
 }
 
+bool SocketStream::peerGone() const {
+  tcp_info info{};
+  socklen_t length = sizeof(info);
+  if (::getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return true;
+  return info.tcpi_state == TCP_CLOSE || info.tcpi_state == TCP_CLOSE_WAIT;
+}
+
 void SocketStream::closeSocket() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;

@@ -66,6 +66,9 @@ class SocketStream {
   // True when the peer reset the connection (TCP state CLOSE), even while bytes it sent
   // before the reset are still buffered here.
   bool peerReset() const;
+  // True when the peer can no longer read what this side sends: it reset the connection or
+  // closed its end (TCP state CLOSE or CLOSE_WAIT).
+  bool peerGone() const;
   // Closes the socket plainly (FIN after what was sent). Idempotent.
   void closeSocket();
   // Closes with a reset: queued output is dropped and nothing more goes out. Idempotent; the
