@@ -21,6 +21,7 @@ if [ ! -f "$build_dir/CTestTestfile.cmake" ]; then
   echo "scripts/ucx122.sh: $build_dir has no build; run scripts/test.sh first" >&2
   exit 1
 fi
+"$root/scripts/install-deps.sh" xz-utils  # tar -J
 ucx=$build_dir/ucx-1.22
 if [ ! -f "$ucx/lib/libucp.so" ]; then
   rm -rf "$ucx"
