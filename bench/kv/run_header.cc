@@ -56,9 +56,10 @@ std::string expectedGpuDirect(const MemorySetting& memory, const std::string& wh
   const bool ucxCuda = whyNotCuda.empty();
   const std::string& noCuda = whyNotCuda;
   if (memory.kind == "cuda" && socketOnly && memory.gpuPath != "staged") {
-    return fmt::format("{}off: kvx's socket transport moves CUDA memory itself, through host "
-                       "memory (a copy engine, then TCP), when the GPU runtime has a device",
-                       kGpuDirect);
+    return fmt::format(
+        "{}off: kvx's socket transport moves CUDA memory itself, through host "
+        "memory (a copy engine, then TCP), when the GPU runtime has a device",
+        kGpuDirect);
   }
   if (memory.kind != "cuda") {
     return fmt::format("{}off, host memory only: this run's pools are in host memory ({})",
@@ -171,7 +172,7 @@ RunHeader describeRun(const std::vector<std::string>& transports,
   h.lines.push_back(gpu);
   if (memory.kind == "cuda") {
     h.lines.push_back(gpuBare ? fmt::format("{}{}", kBareGpu, memory.device)
-                          : std::string(kBareHost));
+                              : std::string(kBareHost));
     auto reference = measureGpuCopyReference(memory.device);
     if (reference.isOk()) {
       h.lines.push_back(describeGpuCopyReference(*reference));
@@ -185,21 +186,20 @@ RunHeader describeRun(const std::vector<std::string>& transports,
       h.lines.push_back("GPU copy reference: not measured: " + reference.status().toString());
     }
   }
-  h.json = {
-      {"commandLine", commandLine},
-      {"kvxVersion", KVX_VERSION_STRING},
-      {"ucxVersion", ucp_get_version_string()},
-      {"cpu", cpuModel()},
-      {"cores", cores},
-      {"kernel", uts.release},
-      {"ucxSettings", settingsJson},
-      {"ucxEnvironment", ucxEnvironment()},
-      {"gpuDirect", gpu},
-      {"gpuDirectFrom", "expected"},
-      {"memory", memoryJson},
-      {"dataPaths", nlohmann::json::array()},
-      {"bareReference", gpuBare ? "cuda memory" : "host memory"},
-      {"scenarios", scenarios}};
+  h.json = {{"commandLine", commandLine},
+            {"kvxVersion", KVX_VERSION_STRING},
+            {"ucxVersion", ucp_get_version_string()},
+            {"cpu", cpuModel()},
+            {"cores", cores},
+            {"kernel", uts.release},
+            {"ucxSettings", settingsJson},
+            {"ucxEnvironment", ucxEnvironment()},
+            {"gpuDirect", gpu},
+            {"gpuDirectFrom", "expected"},
+            {"memory", memoryJson},
+            {"dataPaths", nlohmann::json::array()},
+            {"bareReference", gpuBare ? "cuda memory" : "host memory"},
+            {"scenarios", scenarios}};
   return h;
 }
 

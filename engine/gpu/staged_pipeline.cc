@@ -241,10 +241,9 @@ void StagedPipeline::fail(Status status, std::size_t s, const char* stage) {
   const Slot& slot = slots_[s];
   const std::string of = spec_.subject.empty() ? "" : " of " + spec_.subject;
   error_ = status.withContext("staged " + std::string(directionText(spec_.direction)) + of +
-                              ", chunk " +
-                              std::to_string(slot.chunk) + " of " + std::to_string(chunkCount_) +
-                              " [" + std::to_string(slot.offset) + "+" +
-                              std::to_string(slot.length) + "), " + stage);
+                              ", chunk " + std::to_string(slot.chunk) + " of " +
+                              std::to_string(chunkCount_) + " [" + std::to_string(slot.offset) +
+                              "+" + std::to_string(slot.length) + "), " + stage);
 }
 
 void StagedPipeline::finishIfDone() {

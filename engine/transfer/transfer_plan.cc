@@ -18,6 +18,15 @@ void PlanBuilder::noteLocal(const std::shared_ptr<LocalRegion>& local) {
   plan_.localRegions.push_back(local);
 }
 
+void PlanBuilder::noteStaged(const LocalRegion& local) {
+  if (&local == lastStaged_) return;
+  lastStaged_ = &local;
+  std::vector<std::string>& names = plan_.stagedRegions;
+  if (std::find(names.begin(), names.end(), local.info.name) == names.end()) {
+    names.push_back(local.info.name);
+  }
+}
+
 std::uint32_t PlanBuilder::remoteSlot(const std::shared_ptr<RemoteRegion>& remote) {
   if (remote.get() == lastRemote_) return lastRemoteSlot_;
   lastRemote_ = remote.get();
@@ -44,10 +53,7 @@ void PlanBuilder::add(const std::shared_ptr<LocalRegion>& local, std::uint64_t l
   if (path == DataPath::kStagedLocal || path == DataPath::kStagedBoth) {
     plan_.stagedBytes += length;
     plan_.stagedDevice = local->info.device;
-    std::vector<std::string>& names = plan_.stagedRegions;
-    if (std::find(names.begin(), names.end(), local->info.name) == names.end()) {
-      names.push_back(local->info.name);
-    }
+    noteStaged(*local);
   }
   if (stagedRemotely(path)) plan_.remoteStagedBytes += length;
 

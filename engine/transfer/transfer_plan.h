@@ -69,10 +69,13 @@ class PlanBuilder {
  private:
   std::uint32_t remoteSlot(const std::shared_ptr<RemoteRegion>& remote);
   void noteLocal(const std::shared_ptr<LocalRegion>& local);
+  // Records the name of a region staged on this side (TransferPlan::stagedRegions).
+  void noteStaged(const LocalRegion& local);
 
   std::uint64_t maxOpBytes_;
   TransferPlan plan_;
   const LocalRegion* lastLocal_ = nullptr;
+  const LocalRegion* lastStaged_ = nullptr;
   const RemoteRegion* lastRemote_ = nullptr;
   std::uint32_t lastRemoteSlot_ = 0;
 };

@@ -1,9 +1,9 @@
 // kvx-test-labels: multiprocess bench-smoke
 // `kvx bench --memory cuda` with the strict fake GPU runtime (KVX_GPU_RUNTIME=fake-strict:
-// device memory the CPU cannot touch, a test double): the staged path moves and verifies every block of a quick
-// llama8b run and of mla (one latent segment per layer; mla alone under a sanitizer, where
-// llama8b takes minutes: tests/support/sanitizer_build.h), and the header names the path,
-// the fake runtime and the bare reference's host memory; --gpu-path direct, which this
+// device memory the CPU cannot touch, a test double): the staged path moves and verifies every
+// block of a quick llama8b run and of mla (one latent segment per layer; mla alone under a
+// sanitizer, where llama8b takes minutes: tests/support/sanitizer_build.h), and the header names
+// the path, the fake runtime and the bare reference's host memory; --gpu-path direct, which this
 // machine's UCX cannot give, fails at once with the agent's reason, and over kvx's socket
 // transport (which copies GPU memory through host memory) runs and verifies; misplaced GPU
 // options are usage errors.
@@ -104,9 +104,10 @@ TEST_CASE("--gpu-path direct where UCX cannot move GPU memory fails at once, say
   CHECK(std::chrono::steady_clock::now() - start < seconds(60));
 }
 
-TEST_CASE("--gpu-path direct over the socket transport moves and verifies GPU pools, saying it "
-          "is not GPUDirect",
-          "[bench]") {
+TEST_CASE(
+    "--gpu-path direct over the socket transport moves and verifies GPU pools, saying it "
+    "is not GPUDirect",
+    "[bench]") {
   // The direct path end to end on the strict fake runtime: the agents register their
   // "device" pools with kvx's socket transport, which copies them through host memory.
   TempDir dir;
@@ -119,7 +120,8 @@ TEST_CASE("--gpu-path direct over the socket transport moves and verifies GPU po
   CHECK(code == 0);
   CHECK_THAT(output, Catch::Contains("Every destination block was verified"));
   CHECK_THAT(output, Catch::Contains("GPUDirect: off (socket/tcp "));
-  CHECK_THAT(output, Catch::Contains("the transport moves CUDA memory itself, through host memory"));
+  CHECK_THAT(output,
+             Catch::Contains("the transport moves CUDA memory itself, through host memory"));
   CHECK_THAT(output, Catch::Contains("bare reference: host memory"));
   std::ifstream file(json);
   const auto report = nlohmann::json::parse(file);

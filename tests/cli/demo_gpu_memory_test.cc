@@ -1,9 +1,9 @@
 // kvx-test-labels: multiprocess
 // `kvx demo --memory cuda` with the strict fake GPU runtime (KVX_GPU_RUNTIME=fake-strict:
-// device memory is host memory the CPU cannot touch, a test double that names itself): the demo's agents keep that choice although
-// they get no other KVX_* variable, every pool is in "device" memory, every block moves
-// through the staging path (UCX) or directly (kvx's socket transport, through host copies)
-// and verifies, and the report says which path each peer uses.
+// device memory is host memory the CPU cannot touch, a test double that names itself): the demo's
+// agents keep that choice although they get no other KVX_* variable, every pool is in "device"
+// memory, every block moves through the staging path (UCX) or directly (kvx's socket transport,
+// through host copies) and verifies, and the report says which path each peer uses.
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -34,10 +34,10 @@ DemoRun runGpuDemo(const std::vector<std::string>& extra) {
   const std::string report = (std::filesystem::temp_directory_path() /
                               ("kvx-demo-gpu-" + std::to_string(::getpid()) + ".json"))
                                  .string();
-  std::vector<std::string> args = {"demo",           "--requests",       "6",   "--min-tokens",
-                                   "64",             "--max-tokens",     "300", "--decode-blocks",
-                                   "128",            "--prefill-blocks", "128", "--memory",
-                                   "cuda",           "--json",           report};
+  std::vector<std::string> args = {"demo", "--requests",       "6",   "--min-tokens",
+                                   "64",   "--max-tokens",     "300", "--decode-blocks",
+                                   "128",  "--prefill-blocks", "128", "--memory",
+                                   "cuda", "--json",           report};
   args.insert(args.end(), extra.begin(), extra.end());
   DemoRun run;
   std::tie(run.code, run.output) = kvx::test::runKvx(args, seconds(240));
@@ -64,9 +64,10 @@ TEST_CASE("kvx demo with GPU pools moves and verifies every block through the st
   CHECK_THAT(run.report.dump(), Catch::Contains("test double"));
 }
 
-TEST_CASE("kvx demo with GPU pools takes the direct path over the socket transport, every block "
-          "verified",
-          "[multiprocess]") {
+TEST_CASE(
+    "kvx demo with GPU pools takes the direct path over the socket transport, every block "
+    "verified",
+    "[multiprocess]") {
   // The socket transport reaches the fake device memory only through the copy engine.
   const DemoRun run = runGpuDemo({"--gpu-path", "direct", "--transport", "socket"});
   INFO(run.output);

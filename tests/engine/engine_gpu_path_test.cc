@@ -197,9 +197,10 @@ TEST_CASE("direct GPU memory is the runtime's, registered after and freed after 
   CHECK_FALSE(runtime.freeDevice(allocated->address).isOk());
 }
 
-TEST_CASE("GPU memory on a device the process cannot see is refused, naming the region and "
-          "the device",
-          "[engine][gpu_path]") {
+TEST_CASE(
+    "GPU memory on a device the process cannot see is refused, naming the region and "
+    "the device",
+    "[engine][gpu_path]") {
   const GpuPath path = GENERATE(GpuPath::kAuto, GpuPath::kStaged);
   CAPTURE(toString(path));
   auto runtime = std::make_shared<gpu::FakeGpuRuntime>(2);  // devices 0 and 1

@@ -9,8 +9,9 @@ namespace kvx::engine::socket {
 SocketDeviceCopies::SocketDeviceCopies(std::shared_ptr<gpu::GpuRuntime> runtime)
     : runtime_(std::move(runtime)) {
   if (runtime_ == nullptr) {
-    whyNot_ = "the socket transport reads and writes with the CPU and reaches GPU memory only "
-              "through a GPU runtime's copy engine, and it was given no GPU runtime";
+    whyNot_ =
+        "the socket transport reads and writes with the CPU and reaches GPU memory only "
+        "through a GPU runtime's copy engine, and it was given no GPU runtime";
     return;
   }
   const Result<int> devices = runtime_->deviceCount();
@@ -47,8 +48,8 @@ Status SocketDeviceCopies::fromDevice(std::span<std::uint8_t> host, const void* 
 }
 
 Status SocketDeviceCopies::copy(const gpu::CopyRequest& request, int ordinal) {
-  const std::string what = "socket transport: " + gpu::describe(request) + " on GPU " +
-                           std::to_string(ordinal);
+  const std::string what =
+      "socket transport: " + gpu::describe(request) + " on GPU " + std::to_string(ordinal);
   if (!whyNot_.empty()) return failedPrecondition(what + ": " + whyNot_);
   auto found = engines_.find(ordinal);
   if (found == engines_.end()) {

@@ -145,32 +145,31 @@ Status InboundConnection::onFrame(const FrameHeader& header, std::vector<std::ui
       }
       reply(header, refusal_);
       return Status::ok();
-    case FrameType::kGet:
+    case FrameType::kGet: {
+      std::string fromDevice;
       if (refusal_.isOk() && access_.device >= 0) {
-        std::string bytes(header.length, '\0');
+        fromDevice.assign(header.length, '\0');
         refusal_ = transport_.deviceCopiesLocked().fromDevice(
-            std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(bytes.data()), bytes.size()),
+            std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(fromDevice.data()),
+                                    fromDevice.size()),
             access_.address, access_.device);
-        if (refusal_.isOk()) {
-          FrameHeader data;
-          data.type = FrameType::kData;
-          data.sequence = header.sequence;
-          data.length = header.length;
-          stream_.queueOwned(data, std::move(bytes));
-          return Status::ok();
-        }
       }
       if (!refusal_.isOk()) {
         reply(header, refusal_);
+        return Status::ok();
+      }
+      FrameHeader data;
+      data.type = FrameType::kData;
+      data.sequence = header.sequence;
+      data.length = header.length;
+      if (access_.device >= 0) {
+        stream_.queueOwned(data, std::move(fromDevice));
       } else {
-        FrameHeader data;
-        data.type = FrameType::kData;
-        data.sequence = header.sequence;
-        data.length = header.length;
         stream_.queue(data, std::span<const std::uint8_t>(access_.address, header.length), {},
                       header.region);
       }
       return Status::ok();
+    }
     case FrameType::kMessage: {
       const std::span<const std::uint8_t> bytes(body);
       transport_.deliverMessageLocked(bytes.first(header.aux), bytes.subspan(header.aux));

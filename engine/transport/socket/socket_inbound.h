@@ -5,8 +5,8 @@
 // in the registered region it names, a get is answered from it, a message goes to the
 // transport's handler. A region of GPU memory is never touched by the CPU: a put into it is
 // collected in host memory and copied in whole before the reply, a get is copied out into
-// host memory first (SocketDeviceCopies). A request the region table refuses (unknown region, wrong secret,
-// out of bounds) gets an error reply and touches nothing; bytes that break the protocol end
+// host memory first (SocketDeviceCopies). A request the region table refuses (unknown region, wrong
+// secret, out of bounds) gets an error reply and touches nothing; bytes that break the protocol end
 // the connection.
 //
 // Owned by its SocketTransport; every member runs under the transport's lock.

@@ -148,8 +148,8 @@ Result<std::unique_ptr<TransportMemory>> SocketTransport::registerMemory(void* a
   }
   if (!supportsMemoryKind(kind)) return unimplemented(whyNotMemoryKind(kind));
   if (kind == MemoryKind::kCuda && device < 0) {
-    return invalidArgument("CUDA memory registered without its device (" +
-                           std::to_string(device) + ")");
+    return invalidArgument("CUDA memory registered without its device (" + std::to_string(device) +
+                           ")");
   }
   return addRegion(static_cast<std::uint8_t*>(address), length, kind, device, nullptr);
 }

@@ -47,6 +47,11 @@ std::unique_lock<std::mutex> UcxWorker::lock() const {
   return mutex_.lockForCaller();
 }
 
+std::unique_lock<std::mutex> UcxWorker::progressLock() const {
+  prepareThread();
+  return mutex_.lockForProgress();
+}
+
 Status UcxWorker::init() {
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -78,8 +83,7 @@ bool UcxWorker::progress() {
   std::vector<std::pair<EndpointErrorHandler, Status>> errors;
   unsigned events = 0;
   {
-    prepareThread();
-    auto lock = mutex_.lockForProgress();
+    auto lock = progressLock();
     for (int round = 0; round < kProgressRounds; ++round) {
       const unsigned n = ucp_worker_progress(worker_);
       events += n;
@@ -94,8 +98,7 @@ bool UcxWorker::progress() {
 }
 
 bool UcxWorker::arm() {
-  prepareThread();
-  auto lock = mutex_.lockForProgress();
+  auto lock = progressLock();
   if (!deferredErrors_.empty()) return false;
   const ucs_status_t status = ucp_worker_arm(worker_);
   if (status == UCS_OK) return true;

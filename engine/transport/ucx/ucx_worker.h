@@ -7,9 +7,9 @@
 // Thread mode: the worker is created UCS_THREAD_MODE_SERIALIZED ("many threads, one at a
 // time") and guarded by lock(). The progress thread takes that lock in a tight loop, so the
 // lock lets callers in first (CallerFirstMutex): progress() and arm() wait while a caller
-// waits, instead of winning every race against it. Completion callbacks must run under the transport's lock
-// anyway (completion.h), and the endpoint/key/request bookkeeping needs a lock of its own, so
-// one kvx mutex around UCX gives a single lock order and no second lock inside UCX
+// waits, instead of winning every race against it. Completion callbacks must run under the
+// transport's lock anyway (completion.h), and the endpoint/key/request bookkeeping needs a lock of
+// its own, so one kvx mutex around UCX gives a single lock order and no second lock inside UCX
 // (UCS_THREAD_MODE_MULTI would add a UCX-internal lock under ours on every call).
 // ucp_worker_signal() is the exception: UCX makes it safe from any thread, so wake() never
 // waits for a long progress() or close().
@@ -84,6 +84,8 @@ class UcxWorker {
 
   // Runs threadSetup_ on the calling thread unless it already succeeded there for this worker.
   void prepareThread() const;
+  // lock() for progress() and arm(): taken after any caller waiting for it.
+  std::unique_lock<std::mutex> progressLock() const;
 
   std::shared_ptr<UcxContext> context_;
   std::string agentName_;

@@ -58,20 +58,18 @@ struct Side {
       return;
     }
     auto engine = runtime->createCopyEngine({}).value();
-    const Status copied =
-        gpu::CopyTicket::start(*engine, {device, bytes.data(), bytes.size(),
-                                         gpu::CopyKind::kHostToDevice})
-            ->wait(Clock::now() + 5s);
+    const Status copied = gpu::CopyTicket::start(*engine, {device, bytes.data(), bytes.size(),
+                                                           gpu::CopyKind::kHostToDevice})
+                              ->wait(Clock::now() + 5s);
     REQUIRE(copied.isOk());
   }
   std::vector<std::uint8_t> read() {
     if (!onDevice) return host;
     std::vector<std::uint8_t> out(kBytes);
     auto engine = runtime->createCopyEngine({}).value();
-    const Status copied =
-        gpu::CopyTicket::start(*engine, {out.data(), device, out.size(),
-                                         gpu::CopyKind::kDeviceToHost})
-            ->wait(Clock::now() + 5s);
+    const Status copied = gpu::CopyTicket::start(*engine, {out.data(), device, out.size(),
+                                                           gpu::CopyKind::kDeviceToHost})
+                              ->wait(Clock::now() + 5s);
     REQUIRE(copied.isOk());
     return out;
   }
@@ -138,9 +136,8 @@ struct GpuLink {
     } else {
       s.host.assign(kBytes, 0);
     }
-    auto memory = transport.registerMemory(s.address(), kBytes,
-                                           onDevice ? MemoryKind::kCuda : MemoryKind::kHost,
-                                           onDevice ? 0 : -1);
+    auto memory = transport.registerMemory(
+        s.address(), kBytes, onDevice ? MemoryKind::kCuda : MemoryKind::kHost, onDevice ? 0 : -1);
     INFO(memory.status().toString());
     REQUIRE(memory.isOk());
     s.memory = std::move(memory).value();
@@ -182,9 +179,10 @@ std::vector<std::uint8_t> pattern(std::uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("socket: puts and gets between host and GPU memory move every byte, the CPU never "
-          "touching the device",
-          "[socket][gpu_memory]") {
+TEST_CASE(
+    "socket: puts and gets between host and GPU memory move every byte, the CPU never "
+    "touching the device",
+    "[socket][gpu_memory]") {
   const bool localOnDevice = GENERATE(false, true);
   const bool remoteOnDevice = GENERATE(false, true);
   const bool write = GENERATE(true, false);
@@ -203,9 +201,10 @@ TEST_CASE("socket: puts and gets between host and GPU memory move every byte, th
   CHECK(destination.read() == bytes);
 }
 
-TEST_CASE("socket: a failed copy fails that operation with the copy and the device, and the "
-          "connection goes on",
-          "[socket][gpu_memory]") {
+TEST_CASE(
+    "socket: a failed copy fails that operation with the copy and the device, and the "
+    "connection goes on",
+    "[socket][gpu_memory]") {
   const bool write = GENERATE(true, false);
   CAPTURE(write);
   GpuLink link(/*localOnDevice=*/false, /*remoteOnDevice=*/true);

@@ -189,9 +189,9 @@ TEST_CASE("ucx config: gets of GPU memory over cuda_ipc are turned on where cuda
     return "(unset)";
   };
   CHECK(getZcopy("shm", all) == "y");
-  CHECK(getZcopy("", all) == "y");                  // UCX's default: every transport
-  CHECK(getZcopy("tcp", all) == "(unset)");         // tcp never opens cuda_ipc
-  CHECK(getZcopy("shm", {}) == "(unset)");          // a UCX without CUDA
+  CHECK(getZcopy("", all) == "y");           // UCX's default: every transport
+  CHECK(getZcopy("tcp", all) == "(unset)");  // tcp never opens cuda_ipc
+  CHECK(getZcopy("shm", {}) == "(unset)");   // a UCX without CUDA
   CHECK(getZcopy("shm", {"cuda_copy"}) == "(unset)");
   CHECK(getZcopy("tcp", all, {{"UCX_TLS", "cuda,sm"}}) == "y");  // the user's list has it
   CHECK(getZcopy("shm", all, {{"UCX_TLS", "sm,self"}}) == "(unset)");
