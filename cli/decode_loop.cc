@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "cli/kv_content.h"
+#include "cli/report_clocks.h"
 
 namespace kvx::cli {
 namespace {
@@ -85,6 +86,7 @@ void DecodeLoop::handle(const KvArrival& arrival) {
 }
 
 void DecodeLoop::verify(const KvArrival& arrival, ArrivalRecord& record) {
+  const ContentCpuScope accounted;
   const HeadSpan heads = tp_.heads();
   const KvContent content(
       arrival.id, arrival.tokens, arrival.prefixHashes,

@@ -58,6 +58,7 @@ void PrefillDriver::produce(std::vector<Part>& parts, const workload::TraceRecor
   // Only the heads a part moves need their content.
   auto fill = [&](const Part& part, std::uint32_t layer) {
     if (!options_.fill) return Status::ok();
+    const ContentCpuScope accounted;
     const HeadSpan heads = part.spec.slice
                                ? HeadSpan{part.spec.slice->sourceFirstHead, part.spec.slice->heads}
                                : HeadSpan{0, own.count};

@@ -23,14 +23,33 @@ inline std::chrono::nanoseconds fromMs(double ms) {
   return std::chrono::nanoseconds(static_cast<std::int64_t>(ms * 1e6));
 }
 
-// The process's CPU time so far, in microseconds, user and system.
+// The process's CPU time so far, in microseconds, user and system, and two parts of it that
+// are not the cost of moving KV blocks: filling and checking their content (ContentCpuScope),
+// and copies a GPU makes by DMA that the fake GPU runtime makes with memcpy
+// (engine::gpu::emulatedCopyCpu). Reports carry all four, so that readers can take the
+// parts out of a difference of two snapshots.
 struct CpuTime {
   std::int64_t userUs = 0;
   std::int64_t sysUs = 0;
+  std::int64_t contentUs = 0;
+  std::int64_t emulatedCopyUs = 0;
 };
 CpuTime processCpuTime();
-// {"userUs": ..., "sysUs": ...}
+// {"userUs": ..., "sysUs": ..., "contentUs": ..., "emulatedCopyUs": ...}
 nlohmann::json toJson(const CpuTime& cpu);
+
+// Adds the calling thread's CPU time over its lifetime to the process's content CPU
+// (CpuTime::contentUs): wrap the filling and checking of KV block content in one.
+class ContentCpuScope {
+ public:
+  ContentCpuScope();
+  ~ContentCpuScope();
+  ContentCpuScope(const ContentCpuScope&) = delete;
+  ContentCpuScope& operator=(const ContentCpuScope&) = delete;
+
+ private:
+  std::int64_t startNs_;
+};
 
 // CPU microseconds the agent spent readying its peers' pools on the data path so far
 // (KvPoolUsage::peersReadyCpuNs): a one-time cost per peer that reports give apart from the

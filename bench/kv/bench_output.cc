@@ -207,7 +207,9 @@ std::string renderTable(const RunHeader& header, const std::vector<CaseOutcome>&
       "\nGB/s = payload bytes / time with a request in flight, 1e9 B/s; ratio = kvx / bare\n"
       "UCP loop (same transport, op size on the wire, ops per request, window, a notification\n"
       "per request); latencies in ms: notify = submit -> decode agent notified, done = submit\n"
-      "-> prefill agent saw the destination confirm.\n";
+      "-> prefill agent saw the destination confirm. CPU us P/D = CPU per request of the\n"
+      "prefill and the decode agents, without filling and checking block content and without\n"
+      "the fake GPU runtime's memcpys (copies a GPU makes by DMA).\n";
   out += gpuCopyRatioLine(header, outcomes);
   return out;
 }

@@ -1,9 +1,30 @@
 #include "engine/gpu/fake_copy_engine.h"
 
+#include <time.h>
+
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 
+#include "engine/gpu/gpu_runtime.h"
+
 namespace kvx::engine::gpu {
+namespace {
+
+// CPU time of every fake copy engine's memcpys in this process (emulatedCopyCpu()).
+std::atomic<std::int64_t> emulatedCopyNs{0};
+
+std::int64_t threadCpuNs() {
+  timespec now{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+}  // namespace
+
+std::chrono::nanoseconds emulatedCopyCpu() {
+  return std::chrono::nanoseconds(emulatedCopyNs.load(std::memory_order_relaxed));
+}
 
 FakeCopyEngine::FakeCopyEngine(FakeCopyOptions options) : options_(std::move(options)) {
   worker_ = std::thread([this] { run(); });
@@ -129,7 +150,9 @@ void FakeCopyEngine::run() {
       status = cancelled("copy (" + gpu::describe(q.request) +
                          ") stopped: the copy engine was closed while it ran");
     } else if (status.isOk()) {
+      const std::int64_t before = threadCpuNs();
       std::memcpy(q.request.destination, q.request.source, q.request.length);
+      emulatedCopyNs.fetch_add(threadCpuNs() - before, std::memory_order_relaxed);
     }
     if (options_.observer) {
       options_.observer({FakeCopyEvent::Phase::kEnd, q.sequence, q.request, status});

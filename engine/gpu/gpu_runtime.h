@@ -9,6 +9,7 @@
 // Thread safety: every member may be called from any thread. Lifetime: the instance lives
 // until the process exits.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -57,6 +58,12 @@ class GpuRuntime {
 // the CPU cannot touch (FakeDeviceAccess::kCopyEngineOnly). Another value than those
 // parseGpuRuntimeChoice accepts is reported once on stderr and ignored.
 GpuRuntime& gpuRuntime();
+
+// CPU time this process has spent so far in copies that a GPU's copy engine makes by DMA: the
+// memcpys of the fake runtime's copy engines (zero for CUDA, whose copies cost the CPU only
+// their submission). Reports subtract it, so that a run on the fake runtime shows the CPU kvx
+// itself spends. Safe from any thread; does not create the runtime.
+std::chrono::nanoseconds emulatedCopyCpu();
 
 inline constexpr const char* kGpuRuntimeVariable = "KVX_GPU_RUNTIME";
 // As many devices as a large GPU node, so that any device ordinal a test gives works.

@@ -67,6 +67,28 @@ TEST_CASE("latencies, bandwidth and per-request figures come from both sides' re
   CHECK(m->notifiedMs == std::vector<double>{1.5, 2.0});
 }
 
+TEST_CASE("CPU per request leaves out content filling and checking and emulated GPU copies",
+          "[bench]") {
+  BenchCase c;
+  json prefill = prefillReport(
+      {request("r-0", 1'000'000, 3'000'000, 2000), request("r-1", 2'000'000, 5'000'000, 2000)}, 0);
+  // 1,000 us of CPU in all: 300 filling blocks, 500 in the fake runtime's memcpys.
+  prefill["cpuStart"] = {
+      {"userUs", 1000.0}, {"sysUs", 0.0}, {"contentUs", 40.0}, {"emulatedCopyUs", 60.0}};
+  prefill["cpuEnd"] = {
+      {"userUs", 1800.0}, {"sysUs", 200.0}, {"contentUs", 340.0}, {"emulatedCopyUs", 560.0}};
+  json decode = {
+      {"arrivals",
+       {{{"id", "r-0"}, {"arrivedNs", 2'500'000}}, {{"id", "r-1"}, {"arrivedNs", 4'000'000}}}},
+      {"cpuStart", {{"userUs", 0.0}, {"sysUs", 0.0}}},
+      {"cpuEnd",
+       {{"userUs", 700.0}, {"sysUs", 100.0}, {"contentUs", 400.0}, {"emulatedCopyUs", 0.0}}}};
+  auto m = computeMetrics(c, {prefill}, {decode});
+  REQUIRE(m.isOk());
+  CHECK(m->prefillCpuUsPerRequest == 100);  // (1000 - 300 - 500) / 2
+  CHECK(m->decodeCpuUsPerRequest == 200);   // (800 - 400) / 2
+}
+
 TEST_CASE("a gather's notification latency starts at its earliest part", "[bench]") {
   BenchCase c;
   const std::vector<json> prefills = {prefillReport({request("g@d0", 5'000, 20'000, 10)}, 0),

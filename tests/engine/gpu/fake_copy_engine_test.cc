@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/gpu/copy_ticket.h"
+#include "engine/gpu/gpu_runtime.h"
 
 using namespace kvx;
 using namespace kvx::engine::gpu;
@@ -160,4 +161,20 @@ TEST_CASE("a callback may chain the next copy, and close from a callback does no
   Outcome after;
   engine.copy(request(to, from), after.callback());
   CHECK(after.get().code() == StatusCode::kCancelled);
+}
+
+TEST_CASE("the fake's memcpys are counted as emulated copy-engine CPU", "[copy_engine]") {
+  FakeCopyEngine engine;
+  // Touched first, so that the copy's CPU is the memcpy, not page faults of the caller.
+  std::vector<std::byte> from(64u << 20, std::byte{0x11});
+  std::vector<std::byte> to(64u << 20, std::byte{0});
+  const std::chrono::nanoseconds before = emulatedCopyCpu();
+  Outcome outcome;
+  engine.copy(request(to, from), outcome.callback());
+  const auto deadline = Clock::now() + 10s;
+  while (outcome.calls.load() == 0 && Clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  REQUIRE(outcome.calls.load() == 1);
+  REQUIRE(outcome.get().isOk());
+  // 64 MiB is milliseconds of memcpy on any machine; an uncounted copy adds nothing.
+  CHECK(emulatedCopyCpu() - before >= 100us);
 }
