@@ -20,15 +20,14 @@ void Engine::ensureWindow(const LocalRegion& region) {
   const StagingOptions& options = options_.staging;
   const std::size_t slotBytes =
       options.windowSlotBytes != 0 ? options.windowSlotBytes : options.chunkBytes;
-  auto memory = gpu_->pinnedAllocator();
   Result<std::unique_ptr<StagingWindow>> window =
-      memory.isOk() ? StagingWindow::create(*transport_, *memory, options.windowSlots, slotBytes)
-                    : Result<std::unique_ptr<StagingWindow>>(memory.status());
+      StagingWindow::create(*transport_, *gpu_, options.windowSlots, slotBytes);
   if (!window.isOk()) {
     spdlog::warn("{}: no staging window, so peers cannot reach GPU region '{}': {}", name(),
                  region.info.name, window.status().toString());
     return;
   }
+  const std::string layout = (*window)->layout();
   ProgressDriver* driver = driver_.get();
   windowOwner_ = std::make_unique<WindowServer>(
       std::move(window).value(), *registry_, *staging_,
@@ -39,8 +38,8 @@ void Engine::ensureWindow(const LocalRegion& region) {
         if (driver != nullptr) driver->kick();
       });
   window_.store(windowOwner_.get());
-  spdlog::info("{}: staging window of {} x {} bytes for peers to reach GPU memory ({})", name(),
-               options.windowSlots, slotBytes, describeGpuDirect(gpuReach_));
+  spdlog::info("{}: staging window of {} x {} bytes, {}, for peers to reach GPU memory ({})",
+               name(), options.windowSlots, slotBytes, layout, describeGpuDirect(gpuReach_));
 }
 
 void Engine::onStagingMessage(const MessageHeader& header, std::span<const std::uint8_t> payload) {

@@ -200,6 +200,32 @@ Status FakeGpuRuntime::bindThread(int device) {
   return Status::ok();
 }
 
+Status FakeGpuRuntime::pinHost(void* address, std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!pinFailure_.isOk()) return pinFailure_;
+  if (!pinned_.emplace(address, bytes).second) {
+    return failedPrecondition("fake runtime: host memory at this address is pinned already");
+  }
+  return Status::ok();
+}
+
+void FakeGpuRuntime::unpinHost(void* address) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pinned_.erase(address);
+}
+
+void FakeGpuRuntime::failPinning(Status why) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pinFailure_ = std::move(why);
+}
+
+std::size_t FakeGpuRuntime::pinnedHostBytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::size_t bytes = 0;
+  for (const auto& [address, length] : pinned_) bytes += length;
+  return bytes;
+}
+
 std::uint64_t FakeGpuRuntime::threadBindings() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return threadBindings_;

@@ -56,6 +56,11 @@ class FakeGpuRuntime final : public GpuRuntime {
   // Counts the calls (boundThreads()); fails for a device out of range.
   Status bindThread(int device) override;
   Result<std::shared_ptr<StagingAllocator>> pinnedAllocator() override;
+  // Records the range (pinnedHostBytes()); nothing else: fake copies run at one speed. An
+  // address pinned twice is refused (FAILED_PRECONDITION), as cudaHostRegister refuses it;
+  // unpinning an address not pinned does nothing.
+  Status pinHost(void* address, std::size_t bytes) override;
+  void unpinHost(void* address) override;
   // A handle on the device's FakeCopyEngine. Closing the handle rejects its later copies and
   // waits (up to 5 s) for those it submitted; the shared engine keeps running.
   Result<std::unique_ptr<CopyEngine>> createCopyEngine(const CopyEngineOptions& options) override;
@@ -66,6 +71,11 @@ class FakeGpuRuntime final : public GpuRuntime {
   FakeCopyEngine& copyEngine(int device) { return *engines_[static_cast<std::size_t>(device)]; }
   // How many times bindThread() succeeded.
   std::uint64_t threadBindings() const;
+  // Bytes of host memory pinned now (pinHost() less unpinHost()).
+  std::size_t pinnedHostBytes() const;
+  // From now on pinHost() fails with `why` (a runtime that cannot pin some memory, as
+  // cudaHostRegister refuses some mappings); an ok status makes it succeed again.
+  void failPinning(Status why);
   FakeDeviceAccess access() const { return access_; }
   // `request` with every device address of a strict allocation replaced by the same byte of
   // its writable mapping: what the copy engines copy. Other addresses are unchanged.
@@ -89,8 +99,10 @@ class FakeGpuRuntime final : public GpuRuntime {
   const std::string origin_;
   std::vector<std::unique_ptr<FakeCopyEngine>> engines_;
   mutable std::mutex mutex_;
-  std::map<std::uintptr_t, Range> ranges_;  // GUARDED_BY(mutex_), by start address
-  std::uint64_t threadBindings_ = 0;        // GUARDED_BY(mutex_)
+  std::map<std::uintptr_t, Range> ranges_;     // GUARDED_BY(mutex_), by start address
+  std::uint64_t threadBindings_ = 0;           // GUARDED_BY(mutex_)
+  std::map<const void*, std::size_t> pinned_;  // GUARDED_BY(mutex_): pinHost() ranges
+  Status pinFailure_;                          // GUARDED_BY(mutex_)
 };
 
 }  // namespace kvx::engine::gpu

@@ -45,6 +45,11 @@ class GpuRuntime {
   virtual Status bindThread(int device) = 0;
   // Pinned host memory for staging buffers.
   virtual Result<std::shared_ptr<StagingAllocator>> pinnedAllocator() = 0;
+  // Pins `bytes` of host memory at `address` that was allocated elsewhere (a transport's
+  // shared-memory segment), so that the copy engine moves it at full speed
+  // (cudaHostRegister); unpinHost() undoes it, before the memory is freed.
+  virtual Status pinHost(void* address, std::size_t bytes) = 0;
+  virtual void unpinHost(void* address) = 0;
   // A copy engine on `options.device`. REQUIRES: deviceCount() > options.device.
   virtual Result<std::unique_ptr<CopyEngine>> createCopyEngine(
       const CopyEngineOptions& options) = 0;

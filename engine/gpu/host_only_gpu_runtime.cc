@@ -35,6 +35,12 @@ Result<std::shared_ptr<StagingAllocator>> HostOnlyGpuRuntime::pinnedAllocator() 
   return unimplemented(std::string("no pinned staging memory: ") + kWithoutCuda);
 }
 
+Status HostOnlyGpuRuntime::pinHost(void*, std::size_t) {
+  return unimplemented(std::string("cannot pin staging memory: ") + kWithoutCuda);
+}
+
+void HostOnlyGpuRuntime::unpinHost(void*) {}
+
 Result<std::unique_ptr<CopyEngine>> HostOnlyGpuRuntime::createCopyEngine(const CopyEngineOptions&) {
   return unimplemented(std::string("no CUDA copy engine: ") + kWithoutCuda);
 }

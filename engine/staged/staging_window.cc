@@ -2,35 +2,62 @@
 
 namespace kvx::engine {
 
-Result<std::unique_ptr<StagingWindow>> StagingWindow::create(
-    Transport& transport, std::shared_ptr<gpu::StagingAllocator> memory, std::uint32_t slots,
-    std::uint64_t slotBytes) {
+Result<std::unique_ptr<StagingWindow>> StagingWindow::create(Transport& transport,
+                                                             gpu::GpuRuntime& gpu,
+                                                             std::uint32_t slots,
+                                                             std::uint64_t slotBytes) {
   if (slots == 0 || slotBytes == 0) {
     return invalidArgument("a staging window needs slots (" + std::to_string(slots) +
                            ") and bytes per slot (" + std::to_string(slotBytes) + ")");
   }
-  const std::uint64_t bytes = slotBytes * slots;
-  KVX_ASSIGN_OR_RETURN(void* base, memory->allocate(static_cast<std::size_t>(bytes)));
-  std::unique_ptr<StagingWindow> window(
-      new StagingWindow(memory, static_cast<std::byte*>(base), slots, slotBytes));
-  // Host memory to the transport: peers put and get it, this side's copy engine fills it.
-  auto registration = transport.registerMemory(base, bytes, MemoryKind::kHost, -1);
-  if (!registration.isOk()) {
-    return registration.status().withContext("registering the staging window (" +
-                                             std::to_string(slots) + " x " +
-                                             std::to_string(slotBytes) + " bytes)");
+  std::unique_ptr<StagingWindow> window(new StagingWindow(slots, slotBytes));
+  Status first = window->allocateFromTransport(transport, gpu);
+  if (first.isOk()) {
+    window->layout_ = "allocated by the transport, pinned";
+    return window;
   }
-  window->registration_ = std::move(registration).value();
+  KVX_RETURN_IF_ERROR(window->allocatePinned(transport, gpu)
+                          .withContext("making the staging window (" + std::to_string(slots) +
+                                       " x " + std::to_string(slotBytes) + " bytes)"));
+  window->layout_ = "pinned memory registered with the transport (" + first.toString() + ")";
   return window;
 }
 
-StagingWindow::StagingWindow(std::shared_ptr<gpu::StagingAllocator> memory, std::byte* base,
-                             std::uint32_t slots, std::uint64_t slotBytes)
-    : memory_(std::move(memory)), base_(base), slotBytes_(slotBytes), leases_(slots) {}
+StagingWindow::StagingWindow(std::uint32_t slots, std::uint64_t slotBytes)
+    : slotBytes_(slotBytes), leases_(slots) {}
+
+Status StagingWindow::allocateFromTransport(Transport& transport, gpu::GpuRuntime& gpu) {
+  const std::uint64_t bytes = slotBytes_ * leases_.size();
+  auto memory = transport.allocateMemory(bytes, MemoryKind::kHost, -1);
+  if (!memory.isOk()) return memory.status().withContext("the transport's memory");
+  KVX_RETURN_IF_ERROR(gpu.pinHost((*memory)->address(), static_cast<std::size_t>(bytes))
+                          .withContext("pinning the transport's memory"));
+  registration_ = std::move(memory).value();
+  base_ = static_cast<std::byte*>(registration_->address());
+  pinnedBy_ = &gpu;
+  return Status::ok();
+}
+
+Status StagingWindow::allocatePinned(Transport& transport, gpu::GpuRuntime& gpu) {
+  const std::uint64_t bytes = slotBytes_ * leases_.size();
+  KVX_ASSIGN_OR_RETURN(std::shared_ptr<gpu::StagingAllocator> allocator, gpu.pinnedAllocator());
+  KVX_ASSIGN_OR_RETURN(void* base, allocator->allocate(static_cast<std::size_t>(bytes)));
+  // Host memory to the transport: peers put and get it, this side's copy engine fills it.
+  auto registration = transport.registerMemory(base, bytes, MemoryKind::kHost, -1);
+  if (!registration.isOk()) {
+    allocator->release(base);
+    return registration.status().withContext("registering pinned memory");
+  }
+  registration_ = std::move(registration).value();
+  base_ = static_cast<std::byte*>(base);
+  allocator_ = std::move(allocator);
+  return Status::ok();
+}
 
 StagingWindow::~StagingWindow() {
-  registration_.reset();  // deregister before the memory goes
-  memory_->release(base_);
+  if (pinnedBy_ != nullptr) pinnedBy_->unpinHost(base_);
+  registration_.reset();  // deregisters (first layout: and frees) before the memory goes
+  if (allocator_ != nullptr) allocator_->release(base_);
 }
 
 StagingWindowMetadata StagingWindow::metadata() const {

@@ -1,10 +1,17 @@
 #pragma once
 
 // StagingWindow: the target side's host memory for target-side staging. `slots` pinned host
-// buffers of `slotBytes` each, allocated back to back and registered with the transport as
-// one host region, whose key goes into this agent's metadata. Peers whose transport cannot
-// reach this agent's GPU regions put chunks into a slot, or get them from one, and this
-// agent's copy engine moves them between the slot and the device (WindowServer).
+// buffers of `slotBytes` each, back to back in one host region of the transport, whose key
+// goes into this agent's metadata. Peers whose transport cannot reach this agent's GPU
+// regions put chunks into a slot, or get them from one, and this agent's copy engine moves
+// them between the slot and the device (WindowServer).
+//
+// The region is allocated by the transport and then pinned by the GPU runtime, so that peers'
+// puts and gets are one-sided where the transport can make them so: UCX over shared memory
+// maps memory it allocated into its peers, but emulates RMA on memory it only registered,
+// with this side's progress thread copying every byte (UCX-NOTES.md). Where the transport
+// cannot allocate or the runtime cannot pin that memory, the window is the runtime's pinned
+// memory, registered (emulated RMA on shared memory), and layout() says why.
 //
 // One window serves every peer: a slot is lent to one request of one peer at a time, and the
 // table below records who holds it, so that a request naming a slot it does not hold is
@@ -19,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/gpu/gpu_runtime.h"
 #include "engine/gpu/staging_pool.h"
 #include "engine/memory/local_region.h"
 #include "engine/peer/peer_metadata.h"
@@ -47,16 +55,19 @@ class StagingWindow {
     Status copyStatus;                 // while copying: the first copy's failure
   };
 
-  // INVALID_ARGUMENT for zero slots or bytes; the allocator's or the transport's error.
-  static Result<std::unique_ptr<StagingWindow>> create(
-      Transport& transport, std::shared_ptr<gpu::StagingAllocator> memory, std::uint32_t slots,
-      std::uint64_t slotBytes);
+  // INVALID_ARGUMENT for zero slots or bytes; the runtime's or the transport's error when
+  // neither layout can be made.
+  static Result<std::unique_ptr<StagingWindow>> create(Transport& transport, gpu::GpuRuntime& gpu,
+                                                       std::uint32_t slots,
+                                                       std::uint64_t slotBytes);
   ~StagingWindow();
 
   StagingWindow(const StagingWindow&) = delete;
   StagingWindow& operator=(const StagingWindow&) = delete;
 
   StagingWindowMetadata metadata() const;
+  // "allocated by the transport, pinned" or why the window is registered memory instead.
+  const std::string& layout() const { return layout_; }
   std::uint32_t slots() const { return static_cast<std::uint32_t>(leases_.size()); }
   std::uint64_t slotBytes() const { return slotBytes_; }
   std::byte* slot(std::uint32_t index) const { return base_ + index * slotBytes_; }
@@ -73,14 +84,19 @@ class StagingWindow {
   std::size_t lent() const;
 
  private:
-  StagingWindow(std::shared_ptr<gpu::StagingAllocator> memory, std::byte* base, std::uint32_t slots,
-                std::uint64_t slotBytes);
+  StagingWindow(std::uint32_t slots, std::uint64_t slotBytes);
+  // The transport's memory, pinned: the first choice.
+  Status allocateFromTransport(Transport& transport, gpu::GpuRuntime& gpu);
+  // The runtime's pinned memory, registered with the transport.
+  Status allocatePinned(Transport& transport, gpu::GpuRuntime& gpu);
 
-  std::shared_ptr<gpu::StagingAllocator> memory_;
-  std::byte* base_;
+  std::byte* base_ = nullptr;
   std::uint64_t slotBytes_;
-  std::unique_ptr<TransportMemory> registration_;
-  std::vector<std::optional<Lease>> leases_;  // by slot; empty: free
+  std::string layout_;
+  std::unique_ptr<TransportMemory> registration_;     // owns the memory in the first layout
+  gpu::GpuRuntime* pinnedBy_ = nullptr;               // first layout: unpins the memory
+  std::shared_ptr<gpu::StagingAllocator> allocator_;  // second layout: frees the memory
+  std::vector<std::optional<Lease>> leases_;          // by slot; empty: free
 };
 
 }  // namespace kvx::engine

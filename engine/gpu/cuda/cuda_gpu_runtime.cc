@@ -85,6 +85,13 @@ Result<std::shared_ptr<StagingAllocator>> CudaGpuRuntime::pinnedAllocator() {
   return std::shared_ptr<StagingAllocator>(std::make_shared<PinnedStagingAllocator>());
 }
 
+Status CudaGpuRuntime::pinHost(void* address, std::size_t bytes) {
+  return cudaStatus(cudaHostRegister(address, bytes, cudaHostRegisterPortable),
+                    "cudaHostRegister of " + std::to_string(bytes) + " bytes of staging memory");
+}
+
+void CudaGpuRuntime::unpinHost(void* address) { cudaHostUnregister(address); }
+
 Result<std::unique_ptr<CopyEngine>> CudaGpuRuntime::createCopyEngine(
     const CopyEngineOptions& options) {
   return CudaCopyEngine::create(options);

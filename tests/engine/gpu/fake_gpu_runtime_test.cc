@@ -120,3 +120,14 @@ TEST_CASE("strict fake device memory faults on a host access and moves through c
   CHECK(runtime.freeDevice(*other).isOk());
   CHECK(runtime.probe(*device).kind == MemoryProbe::Kind::kHost);
 }
+
+TEST_CASE("fake GPU runtime: pinning is counted, and a second pin of one address refused",
+          "[staged]") {
+  FakeGpuRuntime gpu;
+  std::vector<std::uint8_t> memory(8192);
+  REQUIRE(gpu.pinHost(memory.data(), memory.size()).isOk());
+  CHECK(gpu.pinnedHostBytes() == memory.size());
+  CHECK(gpu.pinHost(memory.data(), memory.size()).code() == StatusCode::kFailedPrecondition);
+  gpu.unpinHost(memory.data());
+  CHECK(gpu.pinnedHostBytes() == 0);
+}
