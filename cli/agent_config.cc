@@ -10,6 +10,7 @@
 #include "cli/block_order.h"
 #include "cli/gpu_memory_options.h"
 #include "cli/json_config.h"
+#include "files/bounded_file.h"
 
 namespace kvx::cli {
 namespace {
@@ -27,15 +28,14 @@ Status validateTp(const AgentConfig& c) {
   return Status::ok();
 }
 
+// A model shape file is a few hundred bytes of JSON.
+constexpr std::uint64_t kMaxModelFileBytes = 1u << 20;
+
 // The --model text KvPoolSpec takes: a built-in name, or the contents of a shape file.
 Result<std::string> modelText(const std::string& model) {
   std::error_code error;
   if (std::filesystem::is_regular_file(model, error)) {
-    std::ifstream file(model);
-    std::stringstream text;
-    text << file.rdbuf();
-    if (!file) return notFound("--model file '" + model + "' cannot be read");
-    return text.str();
+    return files::readBoundedFile(model, kMaxModelFileBytes, "--model file");
   }
   if (model.find('/') != std::string::npos || model.ends_with(".json")) {
     return notFound("--model '" + model +

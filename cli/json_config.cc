@@ -1,10 +1,25 @@
 #include "cli/json_config.h"
 
-#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+
+#include "agent/channel/json_reader.h"
+#include "files/bounded_file.h"
 
 namespace kvx::cli {
 namespace {
+
+// The JSON object of a config file's text; CLI::ConversionError with the reason otherwise.
+// Nesting is bounded before parsing (a deep file would overflow the parser's stack).
+nlohmann::json parseConfigText(const std::string& text) {
+  auto parsed = agent::channel::parseJson(text, "the file");
+  if (!parsed.isOk()) throw CLI::ConversionError(parsed.status().message());
+  if (!parsed->is_object()) {
+    throw CLI::ConversionError("the file must hold one JSON object, not " +
+                               std::string(parsed->type_name()));
+  }
+  return std::move(parsed).value();
+}
 
 std::string scalarText(const nlohmann::json& value, const std::string& key) {
   if (value.is_string()) return value.get<std::string>();
@@ -63,16 +78,20 @@ std::string JsonConfig::to_config(const CLI::App* app, bool defaultAlso, bool /*
 }
 
 std::vector<CLI::ConfigItem> JsonConfig::from_config(std::istream& input) const {
-  nlohmann::json root;
+  std::string text;
   try {
-    root = nlohmann::json::parse(input);
-  } catch (const nlohmann::json::exception& e) {
-    throw CLI::ConversionError(std::string("not valid JSON: ") + e.what());
+    text.assign(std::istreambuf_iterator<char>(input), std::istreambuf_iterator<char>());
+  } catch (const std::exception& e) {
+    throw CLI::ConversionError(std::string("cannot be read: ") + e.what());
   }
-  if (!root.is_object()) {
-    throw CLI::ConversionError("the file must hold one JSON object, not " +
-                               std::string(root.type_name()));
+  if (text.size() > kMaxConfigFileBytes) {
+    throw CLI::ConversionError("holds " + std::to_string(text.size()) + " bytes, more than the " +
+                               std::to_string(kMaxConfigFileBytes) + " a config file may have");
   }
+  return itemsOf(parseConfigText(text));
+}
+
+std::vector<CLI::ConfigItem> JsonConfig::itemsOf(const nlohmann::json& root) const {
   std::vector<CLI::ConfigItem> result;
   for (const auto& [key, value] : root.items()) {
     CLI::ConfigItem item;
@@ -88,14 +107,14 @@ std::vector<CLI::ConfigItem> JsonConfig::from_config(std::istream& input) const 
 }
 
 Status applyConfigFile(CLI::App& app, const std::string& path) {
-  std::ifstream file(path);
-  if (!file) {
-    return notFound("config file '" + path +
-                    "' cannot be opened; check the path given to --config or KVX_CONFIG");
+  auto text = files::readBoundedFile(path, kMaxConfigFileBytes, "config file");
+  if (!text.isOk()) {
+    return Status(text.status().code(),
+                  text.status().message() + "; check the path given to --config or KVX_CONFIG");
   }
   std::vector<CLI::ConfigItem> items;
   try {
-    items = JsonConfig().from_config(file);
+    items = JsonConfig().itemsOf(parseConfigText(*text));
   } catch (const CLI::Error& e) {
     return invalidArgument("config file '" + path + "': " + e.what());
   }

@@ -11,13 +11,18 @@
 // (CLI::Config) that turns JSON into CLI11's ConfigItems and an app's values back into JSON.
 
 #include <CLI/CLI.hpp>
+#include <cstddef>
 #include <istream>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
 #include "kvx/status.h"
 
 namespace kvx::cli {
+
+// A config file holds a few dozen options: anything near this is not one.
+inline constexpr std::size_t kMaxConfigFileBytes = 1u << 20;
 
 class JsonConfig : public CLI::Config {
  public:
@@ -26,14 +31,18 @@ class JsonConfig : public CLI::Config {
   std::string to_config(const CLI::App* app, bool defaultAlso, bool writeDescription,
                         std::string prefix) const override;
   // Throws CLI::ConfigError with the parser's message when the text is not a JSON object of
-  // scalars and arrays.
+  // scalars and arrays, nests deeper than JSON from a peer may, or is larger than
+  // kMaxConfigFileBytes.
   std::vector<CLI::ConfigItem> from_config(std::istream& input) const override;
+  // The items of a parsed config object (as from_config).
+  std::vector<CLI::ConfigItem> itemsOf(const nlohmann::json& root) const;
 };
 
 // Gives every option of `app` that is still unset its value from the JSON file at `path`,
 // validated and converted as if it were typed on the command line.
-// NOT_FOUND when the file cannot be read; INVALID_ARGUMENT naming the file and key for bad
-// JSON, an unknown key (listing the known ones) or a value the option refuses.
+// NOT_FOUND when the file cannot be read; INVALID_ARGUMENT when it is not a regular file (a
+// directory, a FIFO) or is larger than kMaxConfigFileBytes, and naming the file and key for
+// bad JSON, an unknown key (listing the known ones) or a value the option refuses.
 Status applyConfigFile(CLI::App& app, const std::string& path);
 
 }  // namespace kvx::cli

@@ -5,6 +5,8 @@
 #include <sstream>
 #include <system_error>
 
+#include "files/bounded_file.h"
+
 namespace kvx::doctor {
 namespace {
 
@@ -35,12 +37,10 @@ bool SystemRoot::exists(std::string_view systemPath) const {
 }
 
 Result<std::string> SystemRoot::readText(std::string_view systemPath) const {
-  const auto file = hostPath(systemPath);
-  std::ifstream in(file);
-  if (!in) return notFound("cannot read " + file.string() + ": missing or not readable");
-  std::ostringstream content;
-  content << in.rdbuf();
-  return content.str();
+  // Refuses what no probe reads (a FIFO would block, a 1 GB file fill memory), as missing.
+  auto text = files::readBoundedFile(hostPath(systemPath), kMaxSystemFileBytes, "system file");
+  if (!text.isOk()) return notFound(text.status().message());
+  return text;
 }
 
 Result<std::string> SystemRoot::readLine(std::string_view systemPath) const {

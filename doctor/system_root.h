@@ -8,6 +8,7 @@
 // root. Symlinks are followed inside the tree, so fixtures use relative links like sysfs.
 // Immutable after construction; any thread may use it.
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -16,6 +17,9 @@
 #include "kvx/result.h"
 
 namespace kvx::doctor {
+
+// Every /proc and /sys file a probe reads is a few KiB at most.
+inline constexpr std::uint64_t kMaxSystemFileBytes = 1u << 20;
 
 class SystemRoot {
  public:
@@ -33,7 +37,8 @@ class SystemRoot {
 
   bool exists(std::string_view systemPath) const;
 
-  // The whole file. NOT_FOUND when it is missing or unreadable, naming the host path.
+  // The whole file. NOT_FOUND when it is missing or unreadable, not a regular file, or larger
+  // than kMaxSystemFileBytes, naming the host path.
   Result<std::string> readText(std::string_view systemPath) const;
 
   // The first line, without surrounding white space.

@@ -8,6 +8,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "files/bounded_file.h"
+
 namespace kvx::workload {
 namespace {
 
@@ -137,18 +139,7 @@ Result<std::vector<TraceRecord>> parseTrace(std::string_view text, std::string_v
 }
 
 Result<std::vector<TraceRecord>> readTraceFile(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                       &std::fclose);
-  if (!file) {
-    return notFound("cannot open trace '" + path + "': " + std::strerror(errno));
-  }
-  std::string text;
-  char buffer[1 << 16];
-  std::size_t got = 0;
-  while ((got = std::fread(buffer, 1, sizeof(buffer), file.get())) > 0) text.append(buffer, got);
-  if (std::ferror(file.get())) {
-    return notFound("cannot read trace '" + path + "': " + std::strerror(errno));
-  }
+  KVX_ASSIGN_OR_RETURN(std::string text, files::readBoundedFile(path, kMaxTraceFileBytes, "trace"));
   return parseTrace(text, path);
 }
 

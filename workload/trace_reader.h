@@ -22,8 +22,12 @@ namespace kvx::workload {
 // Errors: INVALID_ARGUMENT "SOURCE:LINE: what is wrong (field, value)" for the first bad line.
 Result<std::vector<TraceRecord>> parseTrace(std::string_view text, std::string_view sourceName);
 
+// A trace of a million requests is about 100 MiB of JSONL.
+inline constexpr std::uint64_t kMaxTraceFileBytes = 1ull << 30;
+
 // Reads and parses the file at `path`. NOT_FOUND with the path and the OS error when it
-// cannot be opened or read; otherwise as parseTrace.
+// cannot be opened or read, INVALID_ARGUMENT when it is not a regular file (a FIFO is refused,
+// not waited on) or holds more than kMaxTraceFileBytes; otherwise as parseTrace.
 Result<std::vector<TraceRecord>> readTraceFile(const std::string& path);
 
 }  // namespace kvx::workload

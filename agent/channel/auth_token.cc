@@ -4,8 +4,9 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
+
+#include "files/bounded_file.h"
 
 namespace kvx::agent::channel {
 namespace {
@@ -18,23 +19,15 @@ void stripTrailingSpace(std::string& text) {
 }
 
 Result<std::string> readTokenFile(const std::string& path) {
-  std::error_code error;
-  const auto size = std::filesystem::file_size(path, error);
-  if (error) return notFound("auth token file '" + path + "' cannot be read: " + error.message());
-  if (size > kMaxAuthTokenBytes) {
-    return invalidArgument("auth token file '" + path + "' holds " + std::to_string(size) +
-                           " bytes, more than a token (at most " +
-                           std::to_string(kMaxAuthTokenBytes) + ")");
-  }
-  std::ifstream file(path, std::ios::binary);
-  std::string token((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (!file && !file.eof()) return notFound("auth token file '" + path + "' cannot be read");
+  KVX_ASSIGN_OR_RETURN(std::string token,
+                       files::readBoundedFile(path, kMaxAuthTokenBytes, "auth token file"));
   stripTrailingSpace(token);
   if (token.empty()) {
     return invalidArgument("auth token file '" + path +
                            "' is empty; write a secret to it, e.g. `openssl rand -hex 32 > " +
                            path + "`");
   }
+  std::error_code error;
   const std::filesystem::perms mode = std::filesystem::status(path, error).permissions();
   using std::filesystem::perms;
   if (!error && (mode & (perms::group_read | perms::others_read)) != perms::none) {

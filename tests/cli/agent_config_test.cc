@@ -1,6 +1,7 @@
 // kvx-test-labels: unit
 #include "cli/agent_config.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cli/json_config.h"
 #include "tests/support/agent_config_env.h"
 
 using namespace kvx;
@@ -173,6 +175,43 @@ TEST_CASE("config file errors name the file and the key", "[agent_config]") {
     auto config = parseAgentConfig(with(kDecode, {"--config", "/nonexistent/kvx.json"}));
     REQUIRE_FALSE(config.isOk());
     CHECK(config.status().code() == StatusCode::kNotFound);
+  }
+  SECTION("a directory") {
+    auto config = parseAgentConfig(with(kDecode, {"--config", "/tmp"}));
+    REQUIRE_FALSE(config.isOk());
+    CHECK(config.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(config.status().message(), Catch::Contains("'/tmp' is a directory"));
+  }
+  SECTION("a FIFO is refused, not waited on") {
+    char dir[] = "/tmp/kvx-config-fifo-XXXXXX";
+    REQUIRE(::mkdtemp(dir) != nullptr);
+    const std::string fifo = std::string(dir) + "/config";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    auto config = parseAgentConfig(with(kDecode, {"--config", fifo}));
+    ::unlink(fifo.c_str());
+    ::rmdir(dir);
+    REQUIRE_FALSE(config.isOk());
+    CHECK_THAT(config.status().message(), Catch::Contains("is a FIFO, not a regular file"));
+  }
+  SECTION("nesting deeper than any config") {
+    // 100,000 levels overflowed the parser's stack (SIGSEGV).
+    std::string deep;
+    for (int i = 0; i < 100000; ++i) deep += "{\"a\":";
+    deep += "1";
+    deep += std::string(100000, '}');
+    TempFile file(deep);
+    auto config = parseAgentConfig(with(kDecode, {"--config", file.path()}));
+    REQUIRE_FALSE(config.isOk());
+    CHECK(config.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(config.status().message(), Catch::Contains("nests deeper than"));
+  }
+  SECTION("larger than a config file") {
+    TempFile file(R"({"role": "decode", "name": ")" + std::string(kMaxConfigFileBytes, 'x') +
+                  R"("})");
+    auto config = parseAgentConfig(with(kDecode, {"--config", file.path()}));
+    REQUIRE_FALSE(config.isOk());
+    CHECK(config.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(config.status().message(), Catch::Contains("more than the 1048576"));
   }
 }
 

@@ -1,6 +1,9 @@
 // kvx-test-labels: unit
 #include "workload/trace_reader.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 using namespace kvx;
@@ -127,4 +130,21 @@ TEST_CASE("deeply nested values are an error, not a stack overflow", "[trace]") 
       errorOf(R"({"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": {"a": )" +
               deep + "}}"),
       Catch::EndsWith("got an object"));
+}
+
+TEST_CASE("a trace path that is a directory or a FIFO is refused at once", "[trace]") {
+  auto directory = kvx::workload::readTraceFile("/tmp");
+  REQUIRE_FALSE(directory.isOk());
+  CHECK_THAT(directory.status().message(), Catch::Contains("'/tmp' is a directory"));
+  // A FIFO held the agent in open() for ever (it ignores SIGTERM while it reads its trace).
+  char dir[] = "/tmp/kvx-trace-fifo-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string fifo = std::string(dir) + "/trace.jsonl";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto piped = kvx::workload::readTraceFile(fifo);
+  ::unlink(fifo.c_str());
+  ::rmdir(dir);
+  REQUIRE_FALSE(piped.isOk());
+  CHECK(piped.status().code() == kvx::StatusCode::kInvalidArgument);
+  CHECK_THAT(piped.status().message(), Catch::Contains("is a FIFO, not a regular file"));
 }
