@@ -240,7 +240,12 @@ int runAgentCommand(CLI::App& app, AgentConfig& config, StopSignal& stop) {
   }
   auto created = KvAgent::create(std::move(options).value());
   if (!created.isOk()) {
-    const Status& s = created.status();
+    Status s = created.status();
+    if (s.code() == StatusCode::kResourceExhausted) {
+      // The pool is what an agent allocates: say which option sizes it.
+      s = Status(s.code(), s.message() + "; the pool has " + std::to_string(config.blocks) +
+                               " blocks: lower --blocks, or free memory");
+    }
     spdlog::error("cannot start the {} agent '{}': {}", config.role, config.name, s.toString());
     // On stdout too, so that a parent (kvx bench) can report the reason and its code.
     printLine("STATS " + nlohmann::json{{"name", config.name},

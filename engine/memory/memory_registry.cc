@@ -7,6 +7,7 @@
 
 #include "engine/gpu/memory_probe.h"
 #include "engine/memory/gpu_allocated_memory.h"
+#include "engine/memory/host_memory_room.h"
 #include "engine/memory/page_population.h"
 #include "engine/memory/staged_only_memory.h"
 
@@ -132,10 +133,20 @@ void MemoryRegistry::noteDirectCudaDevice(int device) {
 }
 
 Result<std::unique_ptr<TransportMemory>> MemoryRegistry::allocateRange(std::uint64_t length,
-                                                                       MemoryKind kind,
-                                                                       int device) {
+                                                                       MemoryKind kind, int device,
+                                                                       std::uint64_t unpopulated,
+                                                                       const HostRoomReader& room) {
   KVX_ASSIGN_OR_RETURN(const bool direct, transportMoves(kind));
-  if (direct && kind == MemoryKind::kHost) return transport_.allocateMemory(length, kind, device);
+  if (direct && kind == MemoryKind::kHost) {
+    const std::string detail = unpopulated == 0
+                                   ? std::string()
+                                   : std::to_string(length) + " for this region, " +
+                                         std::to_string(unpopulated) +
+                                         " for regions allocated earlier and not populated yet";
+    const Status fits = checkHostMemoryRoom(length + unpopulated, room(), detail);
+    KVX_RETURN_IF_ERROR(fits);
+    return transport_.allocateMemory(length, kind, device);
+  }
   // Device memory is the GPU runtime's to allocate, registered after when the transport moves it.
   KVX_ASSIGN_OR_RETURN(void* address, gpu_.allocateDevice(length, device));
   if (direct) {
@@ -153,7 +164,14 @@ Result<std::unique_ptr<TransportMemory>> MemoryRegistry::allocateRange(std::uint
 
 Result<AllocatedRegion> MemoryRegistry::allocate(const AllocationSpec& spec) {
   if (spec.length == 0) return invalidArgument("region '" + spec.name + "' has length 0");
-  auto memory = allocateRange(spec.length, spec.kind, spec.device);
+  std::uint64_t unpopulated = 0;
+  HostRoomReader hostRoom;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, bytes] : unpopulatedHost_) unpopulated += bytes;
+    hostRoom = hostRoom_;
+  }
+  auto memory = allocateRange(spec.length, spec.kind, spec.device, unpopulated, hostRoom);
   if (!memory.isOk()) return memory.status().withContext("allocating region '" + spec.name + "'");
   void* address = (*memory)->address();
   if (spec.populate && spec.kind == MemoryKind::kHost) {
@@ -163,11 +181,19 @@ Result<AllocatedRegion> MemoryRegistry::allocate(const AllocationSpec& spec) {
   std::lock_guard lock(mutex_);
   KVX_RETURN_IF_ERROR(checkNewRegion(spec.name, reinterpret_cast<std::uint64_t>(address),
                                      spec.length, spec.kind, spec.device));
+  const bool hostUnpopulated =
+      !spec.populate && spec.kind == MemoryKind::kHost && (*memory)->kind() == MemoryKind::kHost;
   const RegionId id =
       insert(RegionInfo{RegionId(), spec.name, reinterpret_cast<std::uint64_t>(address),
                         spec.length, spec.kind, spec.device, spec.exposed},
              std::move(memory).value());
+  if (hostUnpopulated) unpopulatedHost_[id] = spec.length;
   return AllocatedRegion{id, address, spec.length};
+}
+
+void MemoryRegistry::setHostRoomReader(HostRoomReader reader) {
+  std::lock_guard lock(mutex_);
+  hostRoom_ = std::move(reader);
 }
 
 Status MemoryRegistry::remove(RegionId id) {
@@ -187,6 +213,7 @@ Status MemoryRegistry::remove(RegionId id) {
     region = it->second;
     region->deregistered.store(true);
     regions_.erase(it);
+    unpopulatedHost_.erase(id);
   }
   // Transfers that still reference the region keep the registration alive, but they will
   // refuse to post; the transport registration goes away with the last reference.

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -17,6 +18,7 @@
 
 #include "engine/gpu/gpu_runtime.h"
 #include "engine/memory/address_range.h"
+#include "engine/memory/host_memory_room.h"
 #include "engine/memory/local_region.h"
 #include "engine/transport/transport.h"
 #include "kvx/agent_options.h"
@@ -31,6 +33,11 @@ namespace kvx::engine {
 // transport (always StagedOnlyMemory); kDirect refuses, with FAILED_PRECONDITION naming the
 // transport's reason, what the transport cannot move instead of staging it. Declared kinds
 // are checked against what `gpu` says the memory is.
+//
+// Host memory the transport allocates is checked first against what the host can give
+// (host_memory_room.h), counting the regions allocated earlier without populating their
+// pages, which MemAvailable does not show yet: a pool of many regions that together exceed
+// the host is refused at the region that crosses the line, not granted.
 //
 // CUDA memory the transport moves is allocated through `gpu` and then registered (a
 // GpuAllocatedMemory), never allocated by the transport. The device of the first such region
@@ -63,6 +70,10 @@ class MemoryRegistry {
   std::vector<std::shared_ptr<LocalRegion>> regions() const;
   std::size_t size() const;
 
+  // Where allocate() reads the host's room from (readHostMemoryRoom() unless a test says).
+  using HostRoomReader = std::function<HostMemoryRoom()>;
+  void setHostRoomReader(HostRoomReader reader);
+
   // The device of the first CUDA region registered with the transport, -1 before one is.
   // Shared so that a transport's thread setup can read it for as long as it needs to.
   std::shared_ptr<const std::atomic<int>> directCudaDevice() const { return directCudaDevice_; }
@@ -76,8 +87,11 @@ class MemoryRegistry {
   // The transport's registration, or a StagedOnlyMemory for a kind it cannot move.
   Result<std::unique_ptr<TransportMemory>> registerRange(void* address, std::uint64_t length,
                                                          MemoryKind kind, int device);
+  // `unpopulated`: bytes of host regions allocated earlier without populating them; `room`
+  // reads what the host can give.
   Result<std::unique_ptr<TransportMemory>> allocateRange(std::uint64_t length, MemoryKind kind,
-                                                         int device);
+                                                         int device, std::uint64_t unpopulated,
+                                                         const HostRoomReader& room);
   // Whether the transport registers memory of `kind` under gpuPath_; FAILED_PRECONDITION
   // when gpuPath_ is kDirect and it cannot.
   Result<bool> transportMoves(MemoryKind kind) const;
@@ -88,8 +102,11 @@ class MemoryRegistry {
   const std::shared_ptr<std::atomic<int>> directCudaDevice_ =
       std::make_shared<std::atomic<int>>(-1);
   mutable std::mutex mutex_;
+  HostRoomReader hostRoom_ = [] { return readHostMemoryRoom(); };  // GUARDED_BY(mutex_)
   std::uint64_t nextId_ = 1;
   std::unordered_map<RegionId, std::shared_ptr<LocalRegion>> regions_;
+  // Host regions the transport allocated without populating them: their bytes by region.
+  std::unordered_map<RegionId, std::uint64_t> unpopulatedHost_;  // GUARDED_BY(mutex_)
 };
 
 // "descriptor 17 (local)".

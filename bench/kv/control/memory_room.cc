@@ -2,20 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <string>
+#include "engine/memory/host_memory_room.h"
 
 namespace kvx::bench {
 
 std::optional<std::uint64_t> availableMemoryBytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  std::uint64_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
-  }
-  return std::nullopt;
+  return engine::readHostMemoryRoom().available;
 }
 
 Status checkMemoryRoom(std::uint64_t bytes) {

@@ -120,3 +120,34 @@ TEST_CASE("host memory declared as CUDA memory is refused at registration", "[re
   CHECK_THAT(id.status().message(), Catch::Contains("region 'kv'"));
   CHECK(f.registry.add(f.spec("kv", 0, 4096)).isOk());  // declared right, it registers
 }
+
+TEST_CASE("host memory beyond what the host can give is refused, unpopulated regions counted",
+          "[registry]") {
+  Fixture f;
+  constexpr std::uint64_t kMiB = 1u << 20;
+  // A host with 10 MiB available, whatever this machine has.
+  f.registry.setHostRoomReader([] {
+    return HostMemoryRoom{10 * kMiB, std::nullopt, std::nullopt};
+  });
+  const Status tooLarge = f.registry.allocate(AllocationSpec{"huge", 11 * kMiB}).status();
+  CHECK(tooLarge.code() == StatusCode::kResourceExhausted);
+  CHECK_THAT(tooLarge.message(),
+             Catch::Contains("allocating region 'huge'") && Catch::Contains("(MemAvailable)"));
+
+  // Unpopulated regions do not lower MemAvailable: they are counted, so that a pool of many
+  // regions cannot together exceed the host (--no-populate).
+  auto first =
+      f.registry.allocate(AllocationSpec{"a", 6 * kMiB, MemoryKind::kHost, -1, true, false});
+  REQUIRE(first.isOk());
+  const Status second =
+      f.registry.allocate(AllocationSpec{"b", 6 * kMiB, MemoryKind::kHost, -1, true, false})
+          .status();
+  CHECK(second.code() == StatusCode::kResourceExhausted);
+  CHECK_THAT(second.message(),
+             Catch::Contains(std::to_string(6 * kMiB) +
+                             " for regions allocated earlier and not populated yet"));
+  // Removing the first gives its room back.
+  REQUIRE(f.registry.remove(first->id).isOk());
+  CHECK(f.registry.allocate(AllocationSpec{"b", 6 * kMiB, MemoryKind::kHost, -1, true, false})
+            .isOk());
+}
