@@ -68,6 +68,11 @@
 
 namespace kvx::agent::channel {
 
+// With an auth token, the largest frame a peer may send before it has authenticated: the
+// authentication messages are a few hundred bytes, so nobody without the token can make the
+// channel thread read and parse megabytes.
+inline constexpr std::uint32_t kMaxUnauthenticatedFrameBytes = 16u << 10;
+
 struct ChannelOptions {
   // "host:port" (IPv4 or [IPv6] literal) to listen on; port 0 picks a free port. Empty: do
   // not listen (connect-only).
@@ -77,7 +82,8 @@ struct ChannelOptions {
   // How long an accepted connection may take to send its Hello, a started frame may take to
   // complete, and a write may take before the peer is deemed dead.
   std::chrono::milliseconds readTimeout{5000};
-  // Largest frame payload accepted or sent.
+  // Largest frame payload accepted or sent (before a peer authenticated, at most
+  // kMaxUnauthenticatedFrameBytes).
   std::uint32_t maxFrameBytes = 16u << 20;
   // Liveness of established links (see above). REQUIRES: 10 ms <= heartbeatInterval <
   // peerTimeout <= 24 h.

@@ -82,6 +82,7 @@ void ControlChannel::Impl::onAuthMessage(Link& link, Message message) {
       }
       link.serverNonce = challenge->nonce;
       link.auth = Link::Auth::kDone;
+      link.connection->setMaxFrameBytes(options_.maxFrameBytes);
       link.connection->send(
           encodeMessage(AuthResponse{clientProof(token, link.serverNonce, link.clientNonce)}));
       link.connection->send(std::move(link.hello));
@@ -107,6 +108,7 @@ void ControlChannel::Impl::onAuthMessage(Link& link, Message message) {
         return;
       }
       link.auth = Link::Auth::kDone;
+      link.connection->setMaxFrameBytes(options_.maxFrameBytes);
       spdlog::debug("{}: {} authenticated", logName_, peer);
       return;
     }

@@ -40,6 +40,7 @@ void ControlChannel::Impl::addLink(tcp::socket socket, bool inbound, Deadline ha
                                    [this, id](const Status& why) { onClosed(id, why); }});
   connection->setReadDeadline(handshakeDeadline);
   if (!options_.authToken.empty()) {
+    connection->setMaxFrameBytes(std::min(options_.maxFrameBytes, kMaxUnauthenticatedFrameBytes));
     link.hello = std::move(hello);
     beginAuth(link);
   } else if (!inbound) {

@@ -1,5 +1,7 @@
 #include "agent/channel/control_connection.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cstdio>
@@ -11,6 +13,8 @@ namespace kvx::agent::channel {
 namespace {
 
 constexpr std::size_t kReadChunkBytes = 64 * 1024;
+// Frames from this size on are followed by malloc_trim.
+constexpr std::size_t kTrimAfterFrameBytes = 1u << 20;
 
 std::string describeRemote(const boost::asio::ip::tcp::socket& socket) {
   boost::system::error_code error;
@@ -132,11 +136,28 @@ void ControlConnection::onRead(const boost::system::error_code& error, std::size
   }
   if (bytes > 0) lastReceived_ = Clock::now();
   if (state_ == State::kOpen && !readFailed_) {
-    const Status fed = decoder_.feed(std::span<const std::uint8_t>(readBuffer_.data(), bytes));
-    while (std::optional<Frame> frame = decoder_.next()) {
-      if (state_ != State::kOpen) break;
-      callbacks_.onFrame(std::move(*frame));
+    // One frame at a time, each handed over before the next header is checked: the owner
+    // may change the frame limit in between (setMaxFrameBytes).
+    std::span<const std::uint8_t> rest(readBuffer_.data(), bytes);
+    Status fed;
+    bool large = false;
+    while (state_ == State::kOpen) {
+      Result<std::size_t> consumed = decoder_.feedUntilFrame(rest);
+      if (consumed.isOk()) {
+        rest = rest.subspan(*consumed);
+      } else {
+        fed = consumed.status();
+      }
+      while (std::optional<Frame> frame = decoder_.next()) {
+        if (state_ != State::kOpen) break;
+        large = large || frame->payload.size() >= kTrimAfterFrameBytes;
+        callbacks_.onFrame(std::move(*frame));
+      }
+      if (!fed.isOk() || rest.empty()) break;
     }
+    // A large frame and what parsing it allocated are freed by now, but the allocator keeps
+    // the pages: give them back, so that one burst of large messages does not stay resident.
+    if (large) ::malloc_trim(0);
     if (state_ == State::kOpen && !fed.isOk()) {
       failRead(fed);
     } else if (state_ == State::kOpen) {
@@ -149,6 +170,10 @@ void ControlConnection::onRead(const boost::system::error_code& error, std::size
     }
   }
   readSome();
+}
+
+void ControlConnection::setMaxFrameBytes(std::uint32_t maxFrameBytes) {
+  decoder_.setMaxPayloadBytes(maxFrameBytes);
 }
 
 void ControlConnection::failRead(Status why) {

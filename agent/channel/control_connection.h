@@ -70,6 +70,10 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   // fires. The owner sets it for the handshake and clears it (nullopt) once done.
   void setReadDeadline(std::optional<Deadline> deadline);
 
+  // The largest frame payload accepted from now on (frames whose header has not completed
+  // yet): the channel keeps it small until a peer has authenticated.
+  void setMaxFrameBytes(std::uint32_t maxFrameBytes);
+
   // What startLiveness() is given. A zero period turns that half off.
   struct Liveness {
     std::chrono::milliseconds sendEvery{0};  // how often to queue `heartbeat`

@@ -75,7 +75,16 @@ Status FrameDecoder::checkHeader() {
 }
 
 Status FrameDecoder::feed(std::span<const std::uint8_t> bytes) {
+  while (!bytes.empty()) {
+    KVX_ASSIGN_OR_RETURN(const std::size_t consumed, feedUntilFrame(bytes));
+    bytes = bytes.subspan(consumed);
+  }
+  return failure_;
+}
+
+Result<std::size_t> FrameDecoder::feedUntilFrame(std::span<const std::uint8_t> bytes) {
   if (!failure_.isOk()) return failure_;
+  const std::size_t offered = bytes.size();
   while (!bytes.empty()) {
     if (headerFill_ < kFrameHeaderBytes) {
       const std::size_t take = std::min(kFrameHeaderBytes - headerFill_, bytes.size());
@@ -101,9 +110,10 @@ Status FrameDecoder::feed(std::span<const std::uint8_t> bytes) {
       current_ = Frame{};
       headerFill_ = 0;
       payloadLength_ = 0;
+      break;
     }
   }
-  return Status::ok();
+  return offered - bytes.size();
 }
 
 std::optional<Frame> FrameDecoder::next() {

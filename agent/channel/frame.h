@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "agent/channel/message_type.h"
+#include "kvx/result.h"
 #include "kvx/status.h"
 
 namespace kvx::agent::channel {
@@ -57,6 +58,14 @@ class FrameDecoder {
   // (every later feed returns the same status) and frames completed before the bad header
   // are still returned by next().
   Status feed(std::span<const std::uint8_t> bytes);
+
+  // As feed(), but stops right after the first frame that completes: the bytes consumed, so
+  // that the caller can act on that frame (e.g. raise the limit once a peer authenticated)
+  // before the next header is checked.
+  Result<std::size_t> feedUntilFrame(std::span<const std::uint8_t> bytes);
+
+  // The payload limit for headers that complete from now on.
+  void setMaxPayloadBytes(std::uint32_t maxPayloadBytes) { maxPayloadBytes_ = maxPayloadBytes; }
 
   // The oldest complete frame not yet taken, if any.
   std::optional<Frame> next();

@@ -10,11 +10,18 @@ namespace {
 
 using nlohmann::json;
 
-// Depth of the deepest array/object nesting in `text`, stopping early past `limit`. Brackets
-// inside strings do not count. Invalid JSON is left for the parser to reject.
-std::size_t nestingDepth(std::string_view text, std::size_t limit) {
+// The depth of the deepest array/object nesting in `text` and its number of values (one per
+// container, and one more per comma: an upper bound close to the count), stopping early past
+// either limit. Brackets and commas inside strings do not count. Invalid JSON is left for the
+// parser to reject.
+struct JsonShape {
   std::size_t depth = 0;
-  std::size_t deepest = 0;
+  std::size_t values = 1;
+};
+
+JsonShape scanShape(std::string_view text, std::size_t depthLimit, std::size_t valueLimit) {
+  JsonShape shape;
+  std::size_t depth = 0;
   bool inString = false;
   bool escaped = false;
   for (char c : text) {
@@ -31,13 +38,16 @@ std::size_t nestingDepth(std::string_view text, std::size_t limit) {
     if (c == '"') {
       inString = true;
     } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-      if (deepest > limit) return deepest;
+      shape.depth = std::max(shape.depth, ++depth);
+      ++shape.values;
+    } else if (c == ',') {
+      ++shape.values;
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
     }
+    if (shape.depth > depthLimit || shape.values > valueLimit) break;
   }
-  return deepest;
+  return shape;
 }
 
 // Bytes of the well-formed UTF-8 character at text[i] (RFC 3629: no overlong forms, no
@@ -76,9 +86,14 @@ std::string rangeText(std::string_view kind, auto min, auto max) {
 }  // namespace
 
 Result<json> parseJson(std::string_view text, std::string_view what) {
-  if (nestingDepth(text, kMaxJsonDepth) > kMaxJsonDepth) {
+  const JsonShape shape = scanShape(text, kMaxJsonDepth, kMaxJsonValues);
+  if (shape.depth > kMaxJsonDepth) {
     return protocolError(std::string(what) + " nests deeper than " + std::to_string(kMaxJsonDepth) +
                          " levels");
+  }
+  if (shape.values > kMaxJsonValues) {
+    return protocolError(std::string(what) + " holds more than " + std::to_string(kMaxJsonValues) +
+                         " values");
   }
   try {
     json value = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);

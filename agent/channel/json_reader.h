@@ -24,9 +24,13 @@ namespace kvx::agent::channel {
 
 // Nesting deeper than this is rejected before parsing; real messages nest 4 levels.
 inline constexpr std::size_t kMaxJsonDepth = 32;
+// So is a document of more values than this (a parsed value costs 16 bytes and more, an empty
+// object about 80: a 15 MiB frame of "{}," would take 400 MB). The largest real messages, a
+// KV request for a million-token prompt, hold about 70 thousand.
+inline constexpr std::size_t kMaxJsonValues = 1u << 20;
 
 // Parses `text`. `what` names the document in errors ("hello payload"). Rejects invalid
-// JSON, invalid UTF-8 and nesting deeper than kMaxJsonDepth.
+// JSON, invalid UTF-8, nesting deeper than kMaxJsonDepth and more than kMaxJsonValues values.
 Result<nlohmann::json> parseJson(std::string_view text, std::string_view what);
 
 // Serializes `value` compactly; strings that are not valid UTF-8 are repaired (U+FFFD)

@@ -69,6 +69,36 @@ TEST_CASE("the same token on both sides: mutual authentication, then metadata bo
   REQUIRE(server.events.waitFor([&] { return server.events.updates.size() == 1; }));
 }
 
+TEST_CASE("a hello larger than the frame limit before authentication passes once authenticated") {
+  const PeerMetadata large = sampleMetadata("client", 400);
+  const std::vector<std::uint8_t> hello = encodeMessage(Hello{large, std::nullopt});
+  REQUIRE(hello.size() > kMaxUnauthenticatedFrameBytes);
+  TestChannel server("server", tokenOptions(kToken));
+  SECTION("the response and the hello in one write") {
+    // As a client may send them: the server must check the hello's header against the limit
+    // of an authenticated peer, though both arrive in one read.
+    RawClient raw(server.address());
+    const AuthBytes clientNonce = nonceOf(7);
+    raw.send(encodeMessage(AuthBegin{clientNonce}));
+    const AuthChallenge challenge = readChallenge(raw);
+    std::vector<std::uint8_t> both =
+        encodeMessage(AuthResponse{clientProof(kToken, challenge.nonce, clientNonce)});
+    both.insert(both.end(), hello.begin(), hello.end());
+    raw.send(both);
+    auto ack = decodeMessage(raw.readFrame());
+    REQUIRE(ack.isOk());
+    CHECK(std::holds_alternative<HelloAck>(*ack));
+  }
+  SECTION("a real connect") {
+    TestChannel client("client", tokenOptions(kToken));
+    auto remote = client.channel->connect(server.address(), large, deadlineIn(5s));
+    INFO(remote.status().toString());
+    REQUIRE(remote.isOk());
+    REQUIRE(server.events.waitFor([&] { return server.events.hellos.size() == 1; }));
+    CHECK(sameMetadata(server.events.hellos[0], large));
+  }
+}
+
 TEST_CASE("a wrong token fails clearly on both sides; the listener keeps serving") {
   TestChannel server("server", tokenOptions(kToken));
   TestChannel impostor("impostor", tokenOptions("another-secret-of-some-length"));
@@ -147,6 +177,17 @@ TEST_CASE("raw clients that skip or stall the authentication are closed alone") 
     REQUIRE(errorIn(frames));
     CHECK(errorIn(frames)->code == "UNAUTHENTICATED");
     CHECK_THAT(errorIn(frames)->message, Catch::Contains("expected auth_response, got hello"));
+  }
+  SECTION("a large frame before authenticating: refused at its header, its payload never read") {
+    // A client without the token could make the channel thread read and parse 16 MiB.
+    RawClient raw(server.address());
+    const std::vector<std::uint8_t> frame =
+        encodeFrame(MessageType::kHello, std::string(1u << 20, ' '));
+    raw.send(std::vector<std::uint8_t>(frame.begin(), frame.begin() + kFrameHeaderBytes));
+    REQUIRE(raw.readUntilClosed(&frames));
+    REQUIRE(errorIn(frames));
+    CHECK(errorIn(frames)->code == "PROTOCOL_ERROR");
+    CHECK_THAT(errorIn(frames)->message, Catch::Contains("exceeds the 16384-byte limit"));
   }
   CHECK(hellosSeen(server) == 0);
   requireRealConnectWorks(server, tokenOptions(kToken));

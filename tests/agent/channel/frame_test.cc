@@ -157,3 +157,29 @@ TEST_CASE("memory for a frame follows the bytes received, not the announced leng
   CHECK(frame->payload.capacity() <= (16u << 20) + 64);
   CHECK(decoder.reservedBytes() < 4096);
 }
+
+TEST_CASE("feedUntilFrame stops after each frame, so the limit can change in between") {
+  // An authentication frame and a large hello arrive in one read: the hello's header must be
+  // checked against the limit in force after the first frame was handled.
+  std::vector<std::uint8_t> chunk = encodeFrame(MessageType::kHello, "small");
+  const auto large = encodeFrame(MessageType::kHello, std::string(4096, 'x'));
+  chunk.insert(chunk.end(), large.begin(), large.end());
+  FrameDecoder decoder(1024);
+  auto first = decoder.feedUntilFrame(chunk);
+  REQUIRE(first.isOk());
+  CHECK(*first == chunk.size() - large.size());
+  REQUIRE(decoder.next().has_value());
+  CHECK_FALSE(decoder.next().has_value());
+  decoder.setMaxPayloadBytes(8192);
+  auto second = decoder.feedUntilFrame(std::span(chunk).subspan(*first));
+  REQUIRE(second.isOk());
+  CHECK(*second == large.size());
+  auto frame = decoder.next();
+  REQUIRE(frame.has_value());
+  CHECK(frame->payload.size() == 4096);
+
+  // Without raising it, the same header is refused.
+  FrameDecoder strict(1024);
+  CHECK_FALSE(strict.feed(chunk).isOk());
+  CHECK(strict.next().has_value());  // the frame before the bad header is still delivered
+}
