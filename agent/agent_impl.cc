@@ -6,11 +6,17 @@
 
 #include "agent/channel/auth_token.h"
 #include "agent/logging.h"
+#include "agent/metadata/metadata_codec.h"
 
 namespace kvx {
 
 Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
   agent::configureLogging();
+  // Peers refuse metadata with any other name: refuse it here, before anything starts.
+  if (Status name = agent::metadata::validateAgentName(options.name, "name"); !name.isOk()) {
+    return invalidArgument("agent name '" + options.name + "' cannot be used (" + name.message() +
+                           "): use letters, digits, '.', '_' and '-'");
+  }
   agent::channel::ChannelOptions channelOptions;
   channelOptions.listenAddress = options.listenAddress;
   channelOptions.connectTimeout = options.connectTimeout;

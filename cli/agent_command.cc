@@ -75,6 +75,7 @@ int runDecode(KvAgent& agent, const AgentConfig& config, const TpPlan& tp, StopS
     spdlog::warn("dropPrefixCache: {}", s.toString());
   }
   const DecodeStats& d = loop.stats();
+  bool reportWritten = true;
   if (!config.report.empty()) {
     nlohmann::json report =
         decodeReport(config.name, loop.arrivals(), cpuStart,
@@ -82,6 +83,7 @@ int runDecode(KvAgent& agent, const AgentConfig& config, const TpPlan& tp, StopS
     report["memory"] = memoryJson(config);
     if (Status s = writeJsonFile(config.report, report); !s.isOk()) {
       spdlog::error("report: {}", s.toString());
+      reportWritten = false;
     }
   }
   const KvPoolUsage usage = agent.usage();
@@ -98,7 +100,7 @@ int runDecode(KvAgent& agent, const AgentConfig& config, const TpPlan& tp, StopS
               {"freeBlocks", usage.freeBlocks},
               {"lateWrites", usage.lateWrites}},
              agent);
-  return 0;
+  return reportWritten ? 0 : 1;
 }
 
 int replayWorkload(KvAgent& agent, const AgentConfig& config, const TpPlan& tp,
@@ -132,9 +134,11 @@ int replayWorkload(KvAgent& agent, const AgentConfig& config, const TpPlan& tp,
   const KvPoolUsage usage = agent.usage();
   nlohmann::json report = replayReport(config.name, result, tp, peers, usage);
   report["memory"] = memoryJson(config);
+  bool reportWritten = true;
   if (!config.report.empty()) {
     if (Status s = writeJsonFile(config.report, report); !s.isOk()) {
       spdlog::error("report: {}", s.toString());
+      reportWritten = false;
     }
   }
   const nlohmann::json& totals = report["totals"];
@@ -148,7 +152,7 @@ int replayWorkload(KvAgent& agent, const AgentConfig& config, const TpPlan& tp,
              agent);
   spdlog::info("workload done: {} of {} requests released", totals["released"].get<std::uint64_t>(),
                result.requests.size());
-  return totals["failed"].get<std::uint64_t>() == 0 ? 0 : 1;
+  return totals["failed"].get<std::uint64_t>() == 0 && reportWritten ? 0 : 1;
 }
 
 // A sliced replay pins each part to a decode rank: the peers must be the decode group's ranks,
@@ -228,6 +232,12 @@ int runAgentCommand(CLI::App& app, AgentConfig& config, StopSignal& stop) {
   if (config.printConfig) {
     std::fputs(configJson(app).c_str(), stdout);
     return 0;
+  }
+  if (!config.report.empty()) {
+    if (Status s = prepareOutputFile(config.report, "--report"); !s.isOk()) {
+      std::fprintf(stderr, "kvx agent: %s\n", s.message().c_str());
+      return 2;
+    }
   }
   // The library reads KVX_LOG_LEVEL once; --log-level (or a config file) then overrides it.
   kvx::agent::configureLogging();

@@ -13,6 +13,7 @@
 
 #include "cli/demo_report.h"
 #include "cli/gpu_memory_options.h"
+#include "cli/prefill_report.h"
 #include "examples/pair_transfer/child_process.h"
 #include "kvx/transfer.h"
 
@@ -194,6 +195,12 @@ int runDemoCommand(const DemoOptions& o, StopSignal& stop) {
     return 2;
   }
   const DemoPlan& plan = *planned;
+  if (!o.json.empty()) {
+    if (Status s = prepareOutputFile(o.json, "--json"); !s.isOk()) {
+      std::fprintf(stderr, "kvx demo: %s\n", s.message().c_str());
+      return 2;
+    }
+  }
   char dirTemplate[] = "/tmp/kvx-demo-XXXXXX";
   if (::mkdtemp(dirTemplate) == nullptr) {
     std::fprintf(stderr, "kvx demo: cannot create a temporary directory in /tmp\n");
@@ -257,12 +264,14 @@ int runDemoCommand(const DemoOptions& o, StopSignal& stop) {
   const DemoReport report(std::move(inputs));
   std::fputs(report.text().c_str(), stdout);
   std::fflush(stdout);
+  bool jsonWritten = true;
   if (!o.json.empty()) {
-    std::ofstream file(o.json);
-    file << report.json().dump(2) << '\n';
-    if (!file) std::fprintf(stderr, "kvx demo: cannot write --json %s\n", o.json.c_str());
+    if (Status s = writeJsonFile(o.json, report.json()); !s.isOk()) {
+      std::fprintf(stderr, "kvx demo: FAIL: --json: %s\n", s.message().c_str());
+      jsonWritten = false;
+    }
   }
-  return report.passed() ? 0 : 1;
+  return report.passed() && jsonWritten ? 0 : 1;
 }
 
 }  // namespace kvx::cli

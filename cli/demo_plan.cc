@@ -41,6 +41,9 @@ void append(std::vector<std::string>& to, const std::vector<std::string>& more) 
 
 Result<DemoPlan> planDemo(const DemoOptions& o) {
   KVX_RETURN_IF_ERROR(validateGpuMemoryOptions(o.memory, o.device, o.gpuPath, "the pools are"));
+  // The agents read --requests 0 as "no limit" (the whole synthetic workload): a demo of no
+  // request is a mistake, not that.
+  if (o.requests == 0) return invalidArgument("--requests must be at least 1");
   DemoPlan plan;
   plan.prefillTp = o.prefillTp;
   plan.decodeTp = o.decodeTp;

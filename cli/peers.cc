@@ -34,6 +34,10 @@ Result<std::vector<std::string>> connectPeers(KvAgent& agent,
         break;
       }
       if (stop.requested()) return cancelled("stopped while connecting to " + address);
+      if (name.status().code() == StatusCode::kInvalidArgument) {
+        // Not an address: no retry makes it one.
+        return name.status().withContext("--peer '" + address + "'");
+      }
       if (Clock::now() + std::chrono::milliseconds(200) >= deadline) {
         return name.status().withContext("connecting to decode agent " + address + " (" +
                                          std::to_string(attempts) +

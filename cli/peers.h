@@ -16,7 +16,8 @@ namespace kvx::cli {
 
 // Connects to each address in turn, retrying each until `deadline` (or a stop), and returns
 // the peers' agent names in the order of `addresses`. The first address that cannot be
-// reached fails the call with the last error.
+// reached fails the call with the last error; one that is not an address (INVALID_ARGUMENT)
+// fails it at once.
 Result<std::vector<std::string>> connectPeers(KvAgent& agent,
                                               const std::vector<std::string>& addresses,
                                               Deadline deadline, const StopSignal& stop);

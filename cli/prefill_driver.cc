@@ -149,6 +149,7 @@ void PrefillDriver::replay(std::size_t index, StopSignal& stop) {
       record.error = blocks.status().toString();
       record.waitedForBlocks = records[0].waitedForBlocks;
     }
+    logFailures(records);
     return;
   }
   for (RequestRecord& record : records) {
@@ -159,6 +160,17 @@ void PrefillDriver::replay(std::size_t index, StopSignal& stop) {
   produce(parts, trace);
   for (Part& part : parts) {
     if (part.record->submitted) finish(*part.record);
+  }
+  logFailures(records);
+}
+
+void PrefillDriver::logFailures(std::span<const RequestRecord> records) {
+  // Once per failed request, with its reason: the report file is not the only place to learn
+  // why ("needs N blocks ... raise --blocks").
+  for (const RequestRecord& record : records) {
+    if (!record.released && !record.error.empty()) {
+      spdlog::warn("request {} ({} tokens) failed: {}", record.id, record.tokens, record.error);
+    }
   }
 }
 

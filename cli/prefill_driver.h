@@ -96,6 +96,8 @@ class PrefillDriver {
   // layers. A part that was not submitted has record->error set and its blocks freed.
   void produce(std::vector<Part>& parts, const workload::TraceRecord& trace);
   void submit(Part& part);
+  // Logs each failed request of `records` once, at warning level, with its reason.
+  void logFailures(std::span<const RequestRecord> records);
   void finish(RequestRecord& record);
   void logSummary();
 

@@ -82,4 +82,14 @@ Status writeJsonFile(const std::string& path, const nlohmann::json& json) {
   return Status::ok();
 }
 
+Status prepareOutputFile(const std::string& path, std::string_view option) {
+  std::ofstream file(path, std::ios::trunc);
+  if (!file) {
+    return invalidArgument(std::string(option) + " '" + path +
+                           "' cannot be written: " + std::strerror(errno) +
+                           "; check that its directory exists and is writable");
+  }
+  return Status::ok();
+}
+
 }  // namespace kvx::cli

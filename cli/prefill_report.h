@@ -47,4 +47,9 @@ nlohmann::json replayReport(const std::string& agentName, const ReplayResult& re
 // Writes `json` (indented) to `path`; NOT_FOUND naming the path when it cannot be written.
 Status writeJsonFile(const std::string& path, const nlohmann::json& json);
 
+// Before a run: creates (or empties) the file an `option` (--report, --json) asks the run to
+// write, so that a path that cannot be written fails the command at once, not after the run;
+// INVALID_ARGUMENT naming the option, the path and the reason.
+Status prepareOutputFile(const std::string& path, std::string_view option);
+
 }  // namespace kvx::cli

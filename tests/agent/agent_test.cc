@@ -117,6 +117,14 @@ TEST_CASE("bad input gets a clear error and the agent keeps serving", "[agent]")
   unknownTransport.name = "x";
   unknownTransport.transport = "carrier-pigeon";
   CHECK(Agent::create(unknownTransport).status().code() == StatusCode::kNotFound);
+  // A name peers would refuse is refused at creation, not at every connect after it.
+  AgentOptions badName;
+  badName.name = "a b/../c";
+  badName.transport = "inproc";
+  const Status refused = Agent::create(badName).status();
+  CHECK(refused.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(refused.message(), Catch::Contains("agent name 'a b/../c' cannot be used") &&
+                                    Catch::Contains("[A-Za-z0-9._-]"));
   // After all that, a real connection still works.
   CHECK(a->connect(b->listenAddress()).isOk());
 }

@@ -131,3 +131,12 @@ TEST_CASE("GPU pools: every agent gets the memory, device and GPU path", "[demo_
   CHECK(refused.status().code() == StatusCode::kInvalidArgument);
   CHECK_THAT(refused.status().message(), Catch::Contains("--device"));
 }
+
+TEST_CASE("a demo of no request is refused (the agents would read 0 as no limit)", "[demo_plan]") {
+  DemoOptions o;
+  o.requests = 0;
+  auto plan = planDemo(o);
+  REQUIRE_FALSE(plan.isOk());
+  CHECK(plan.status().code() == kvx::StatusCode::kInvalidArgument);
+  CHECK_THAT(plan.status().message(), Catch::Contains("--requests must be at least 1"));
+}

@@ -59,6 +59,25 @@ TEST_CASE("an agent prints LISTENING, then STATS on SIGTERM, and exits 0", "[mul
   CHECK(decode.waitExit(seconds(30)) == 0);
 }
 
+TEST_CASE("a prefill agent given a --peer that is no address fails at once", "[multiprocess]") {
+  // It was retried for the whole --connect-timeout-ms.
+  const auto began = std::chrono::steady_clock::now();
+  ChildProcess prefill =
+      start({"agent", "--role", "prefill", "--name", "p-test", "--blocks", "16", "--no-populate",
+             "--peer", "not-an-address", "--synthetic", "--requests", "1", "--connect-timeout-ms",
+             "60000", "--log-level", "warn"});
+  std::string stats;
+  for (int line = 0; line < 3 && stats.empty(); ++line) {
+    auto text = prefill.readLine(seconds(30));
+    REQUIRE(text.isOk());
+    if (text->starts_with("STATS ")) stats = *text;
+  }
+  CHECK_THAT(stats,
+             Catch::Contains("--peer 'not-an-address'") && Catch::Contains("INVALID_ARGUMENT"));
+  CHECK(prefill.waitExit(seconds(30)) == 1);
+  CHECK(std::chrono::steady_clock::now() - began < seconds(20));
+}
+
 TEST_CASE("kvx demo moves, verifies and reports a small workload", "[multiprocess]") {
   ChildProcess demo = start({"demo", "--requests", "12", "--max-tokens", "1024", "--decode-blocks",
                              "256", "--prefill-blocks", "256", "--prefix-cache-blocks", "64",

@@ -2,7 +2,10 @@
 // The prefill agent's --report: the keys `kvx demo` and `kvx bench` read (cli/prefill_report.h).
 #include "cli/prefill_report.h"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 using namespace kvx;
 using namespace kvx::cli;
@@ -59,4 +62,19 @@ TEST_CASE("the prefill report carries per-request timing, sizes and CPU time", "
   CHECK(json["cpuEnd"]["sysUs"] == 4);
   CHECK(json["cpu"] == json["cpuEnd"]);
   CHECK(json["usageAtExit"]["freeBlocks"] == 16);
+}
+
+TEST_CASE("an output file that cannot be written fails before the run, naming the option",
+          "[prefill_report]") {
+  const Status refused = prepareOutputFile("/nonexistent-dir/report.json", "--report");
+  CHECK(refused.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(refused.message(), Catch::StartsWith("--report '/nonexistent-dir/report.json' cannot "
+                                                  "be written: No such file or directory"));
+  char dir[] = "/tmp/kvx-output-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string path = std::string(dir) + "/report.json";
+  CHECK(prepareOutputFile(path, "--report").isOk());
+  CHECK(std::filesystem::exists(path));
+  CHECK(writeJsonFile(path, nlohmann::json{{"ok", true}}).isOk());
+  std::filesystem::remove_all(dir);
 }
