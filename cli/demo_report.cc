@@ -9,6 +9,7 @@
 
 #include "cli/demo_tp_counts.h"
 #include "cli/report_field.h"
+#include "workload/fairness.h"
 #include "workload/latency_stats.h"
 
 namespace kvx::cli {
@@ -237,6 +238,8 @@ void DemoReport::summarizeDecodes() {
   nlohmann::json decodes = nlohmann::json::array();
   std::string pools;
   bool first = true;
+  std::vector<double> received;  // bytes per decode agent, for the placement's fairness
+  std::string shares;
   for (const DecodeOutcome& d : inputs_.decodes) {
     decodes.push_back({{"name", d.name}, {"stats", d.stats}, {"exitCode", d.exitCode}});
     if (!d.stats.is_object()) {
@@ -256,6 +259,10 @@ void DemoReport::summarizeDecodes() {
                          reportCount(d.stats, "blocksVerified"), reportCount(d.stats, "blocks"),
                          corrupt, errors > 0 ? fmt::format(", {} errors", errors) : "")));
     first = false;
+    const std::uint64_t bytes = reportCount(d.stats, "bytes");
+    received.push_back(static_cast<double>(bytes));
+    shares += fmt::format("{}{} {:.2f} GiB", shares.empty() ? "" : ", ", d.name,
+                          static_cast<double>(bytes) / (1ull << 30));
     if (corrupt > 0) problems_.push_back(fmt::format("{}: {} corrupt blocks", d.name, corrupt));
     if (errors > 0) problems_.push_back(fmt::format("{}: {} failed calls", d.name, errors));
     if (d.exitCode != 0) problems_.push_back(d.name + " exited with " + std::to_string(d.exitCode));
@@ -273,6 +280,12 @@ void DemoReport::summarizeDecodes() {
                          reportCount(usage, "freeBlocks"), reportCount(usage, "totalBlocks"));
   }
   lines_.push_back(line("pools free", pools + " (free/total blocks at exit)"));
+  if (received.size() > 1) {
+    const double fairness = workload::jainFairness(received);
+    lines_.push_back(line(
+        "received", fmt::format("{}; Jain fairness {:.3f} (1 = equal shares)", shares, fairness)));
+    json_["decodeFairness"] = fairness;
+  }
   json_["decodes"] = std::move(decodes);
 }
 

@@ -48,6 +48,9 @@ bool ranksBefore(const Candidate& a, const Candidate& b) {
   if (a.peer->freeBlocks != b.peer->freeBlocks) {
     return a.peer->freeBlocks > b.peer->freeBlocks;
   }
+  if (a.peer->placedBytes != b.peer->placedBytes) {
+    return a.peer->placedBytes < b.peer->placedBytes;
+  }
   return a.peer->name < b.peer->name;
 }
 
@@ -99,6 +102,9 @@ std::string placeReason(const Candidate& winner, const Candidate* runnerUp,
     reason = inFlightText(winner, limit);
   } else if (winner.peer->freeBlocks != runnerUp->peer->freeBlocks) {
     reason = "most free blocks (" + freeText(winner) + ")";
+  } else if (winner.peer->placedBytes != runnerUp->peer->placedBytes) {
+    reason = "fewest bytes placed so far (" + num(winner.peer->placedBytes) + " against " +
+             num(runnerUp->peer->placedBytes) + ")";
   } else {
     reason = "tie broken by name (" + freeText(winner) + " blocks free)";
   }
@@ -264,6 +270,7 @@ void PlacementScheduler::recordPlaced(const std::string& peer, std::uint64_t blo
   view.freeBlocks -= std::min(view.freeBlocks, blocksReserved);
   view.inFlightBytes += bytes;
   view.inFlightRequests += 1;
+  view.placedBytes += bytes;
   it->second.prefixes.remember(prefixHashes);
 }
 

@@ -27,7 +27,9 @@
 //     2. the lowest in-flight bytes as a fraction of the limit (the limit is the same for
 //        every peer, so: the fewest in-flight bytes);
 //     3. the most free blocks;
-//     4. the smallest name, so equal inputs give equal answers.
+//     4. the fewest bytes placed on it so far, so that idle peers that tie on everything
+//        else share the requests (by name alone, the first would take them all);
+//     5. the smallest name, so equal inputs give equal answers.
 //   A pinned request considers only its pinned peer, under the same room and admission rules.
 //   A query with kvHeads set considers only peers holding as many heads per block (a pinned
 //   peer holding another number is INVALID_ARGUMENT): whole blocks cannot move between them.
@@ -64,6 +66,7 @@ struct DecodePeerView {
   std::uint64_t freeBlocks = 0;
   std::uint64_t inFlightBytes = 0;
   std::uint64_t inFlightRequests = 0;
+  std::uint64_t placedBytes = 0;  // of every request placed on it so far
 };
 
 struct PlacementQuery {
@@ -116,7 +119,8 @@ class PlacementScheduler {
   PlacementDecision decide(const PlacementQuery& query) const;
 
   // The request went to `peer`: freeBlocks -= blocksReserved (clamped at 0), in-flight
-  // bytes += bytes, requests += 1, and `prefixHashes` are remembered for the peer.
+  // bytes and placed bytes += bytes, requests += 1, and `prefixHashes` are remembered for
+  // the peer.
   // blocksReserved is what the peer allocated (blocks minus reused prefix blocks).
   // No-op if the peer is unknown (it may have been removed since decide()).
   void recordPlaced(const std::string& peer, std::uint64_t blocksReserved, std::uint64_t bytes,

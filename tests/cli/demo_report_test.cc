@@ -72,6 +72,17 @@ TEST_CASE("a clean run passes and reports its figures", "[demo_report]") {
                        Catch::EndsWith("RESULT: PASS\n"));
 }
 
+TEST_CASE("the bytes each decode agent received and their fairness are reported", "[demo_report]") {
+  DemoInputs in = cleanRun();
+  in.decodes[0].stats["bytes"] = 3ull << 30;
+  in.decodes[1].stats["bytes"] = 1ull << 30;
+  const DemoReport report(std::move(in));
+  // (3 + 1)^2 / (2 * (9 + 1)) = 0.8
+  CHECK(report.json()["decodeFairness"] == Approx(0.8));
+  CHECK_THAT(report.text(), Catch::Contains("decode-0 3.00 GiB, decode-1 1.00 GiB; Jain "
+                                            "fairness 0.800 (1 = equal shares)"));
+}
+
 TEST_CASE("GPU pools: the report names the memory, the GPU runtime and each peer's path",
           "[demo_report]") {
   DemoInputs in = cleanRun();

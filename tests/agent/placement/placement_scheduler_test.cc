@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,32 @@ TEST_CASE("equal requests spread over equal peers as in-flight bytes change", "[
   }
 }
 
+TEST_CASE("idle peers that tie on everything share the requests by bytes placed", "[placement]") {
+  // Each request finishes and its blocks return before the next: free blocks and in-flight
+  // bytes tie every time. By name alone d0 took them all (83 of 126 in a trace replay).
+  PlacementScheduler s({});
+  for (const char* name : {"d1", "d0"}) s.upsertPeer(name, 1024, 1024);
+  std::map<std::string, std::uint64_t> bytes;
+  std::vector<std::string> reasons;
+  for (int i = 0; i < 10; ++i) {
+    const std::uint64_t size = (1 + i % 3) * kMiB;
+    PlacementDecision d = s.decide(query("r" + std::to_string(i), 100, size));
+    REQUIRE(d.verdict == Verdict::kPlace);
+    reasons.push_back(d.reason);
+    s.recordPlaced(d.peer, 100, size, {});
+    s.recordFinished(d.peer, size);
+    s.upsertPeer(d.peer, 1024, 1024);  // its blocks came back
+    bytes[d.peer] += size;
+  }
+  CHECK(bytes["d0"] > 0);
+  CHECK(bytes["d1"] > 0);
+  const auto larger = std::max(bytes["d0"], bytes["d1"]);
+  const auto smaller = std::min(bytes["d0"], bytes["d1"]);
+  CHECK(larger - smaller <= 3 * kMiB);  // within one request of each other
+  CHECK(reasons[0] == "tie broken by name (1024 of 1024 blocks free)");
+  CHECK(contains(reasons[1], "fewest bytes placed so far (0 against 1048576)"));
+}
+
 TEST_CASE("with nothing in flight, the peer with the most free blocks wins", "[placement]") {
   PlacementScheduler s({});
   s.upsertPeer("d0", 1024, 1000);
@@ -70,8 +97,9 @@ TEST_CASE("with nothing in flight, the peer with the most free blocks wins", "[p
     s.recordFinished(peer, kMiB);  // the transfer ends; the blocks stay used
     chosen.push_back(peer);
   }
-  // 1000/950/900 -> d0 (900) -> d1 (850) -> d0 and d2 tie at 900, d0 by name -> d2.
-  CHECK(chosen == std::vector<std::string>{"d0", "d1", "d0", "d2"});
+  // 1000/950/900 -> d0 (900) -> d1 (850) -> d0 and d2 tie at 900, d2 has had fewer bytes
+  // placed on it -> d2 (800) -> d0.
+  CHECK(chosen == std::vector<std::string>{"d0", "d1", "d2", "d0"});
   CHECK(s.peer("d0")->freeBlocks == 800);
   CHECK(s.peer("d0")->inFlightBytes == 0);
 }
