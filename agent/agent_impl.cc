@@ -55,6 +55,11 @@ Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
   engineOptions.transportOptions.transports = impl->options.ucxTransports;
   engineOptions.transportOptions.netDevices = impl->options.ucxNetDevices;
   engineOptions.transportOptions.connectTimeout = impl->options.connectTimeout;
+  // Unauthenticated peers are local processes (the channel listens on loopback only): so are
+  // the data-path peers an unauthenticated hello may name.
+  engineOptions.transportOptions.loopbackPeersOnly = channelOptions.authToken.empty() &&
+                                                     !impl->options.tls.enabled &&
+                                                     !impl->options.allowUnauthenticated;
   engineOptions.progressMode = impl->options.progressMode;
   engineOptions.progressSpin = impl->options.progressSpin;
   engineOptions.cancelGrace = impl->options.cancelGrace;

@@ -34,6 +34,10 @@ struct TransportOptions {
   // The engine's GPU runtime, for a backend that moves GPU memory through its copy engines
   // (socket); null: none.
   std::shared_ptr<gpu::GpuRuntime> gpuRuntime;
+  // Connect only to peers on this host (loopback addresses), for a backend whose peer
+  // addresses are plain host and port (socket): set where peers are not authenticated, so
+  // that an unauthenticated hello cannot make the agent dial any address and port it names.
+  bool loopbackPeersOnly = false;
 };
 
 // Called, from inside progress(), once for each received message. The spans are valid only

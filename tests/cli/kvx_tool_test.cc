@@ -59,6 +59,31 @@ TEST_CASE("an agent prints LISTENING, then STATS on SIGTERM, and exits 0", "[mul
   CHECK(decode.waitExit(seconds(30)) == 0);
 }
 
+TEST_CASE("an agent killed with -9 leaves no shared-memory file behind", "[multiprocess]") {
+  ChildProcess decode = start({"agent", "--role", "decode", "--name", "d-kill", "--blocks", "64",
+                               "--transport", "shm", "--log-level", "warn"});
+  auto listening = decode.readLine(seconds(30));
+  REQUIRE(listening.isOk());
+  REQUIRE_THAT(*listening, Catch::StartsWith("LISTENING "));
+  // The /dev/shm files the agent has open: UCX's POSIX segments (its pool may also be System
+  // V segments, which the kernel frees with their last user).
+  std::vector<std::filesystem::path> files;
+  const std::filesystem::path fds = "/proc/" + std::to_string(decode.pid()) + "/fd";
+  for (const auto& entry : std::filesystem::directory_iterator(fds)) {
+    std::error_code error;
+    std::string target = std::filesystem::read_symlink(entry.path(), error).string();
+    if (error || !target.starts_with("/dev/shm/")) continue;
+    if (const auto at = target.find(" (deleted)"); at != std::string::npos) target.resize(at);
+    files.emplace_back(target);
+  }
+  ::kill(decode.pid(), SIGKILL);
+  decode.waitExit(seconds(30));
+  for (const auto& file : files) {
+    INFO(file);
+    CHECK_FALSE(std::filesystem::exists(file));
+  }
+}
+
 TEST_CASE("a prefill agent given a --peer that is no address fails at once", "[multiprocess]") {
   // It was retried for the whole --connect-timeout-ms.
   const auto began = std::chrono::steady_clock::now();

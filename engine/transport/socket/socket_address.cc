@@ -102,6 +102,8 @@ Result<SocketAddress> parseSocketAddress(std::span<const std::uint8_t> packed) {
   return address;
 }
 
+bool isLoopbackIpv4(std::uint32_t address) { return (ntohl(address) >> 24) == 127; }
+
 std::string formatIpv4(std::uint32_t address, std::uint16_t port) {
   char text[INET_ADDRSTRLEN] = {};
   in_addr in{};

@@ -32,6 +32,9 @@ Result<SocketAddress> parseSocketAddress(std::span<const std::uint8_t> packed);
 // "198.18.0.2:40123".
 std::string formatIpv4(std::uint32_t address, std::uint16_t port);
 
+// Whether `address` (network byte order) is in 127.0.0.0/8.
+bool isLoopbackIpv4(std::uint32_t address);
+
 // Where a transport listens and what it publishes, from TransportOptions::netDevices.
 struct ListenPlan {
   std::uint32_t bindAddress = 0;         // network byte order; 0 = every interface

@@ -56,6 +56,7 @@ Result<std::unique_ptr<Transport>> createSocketTransport(const TransportOptions&
 SocketTransport::SocketTransport(const TransportOptions& options)
     : agentName_(options.agentName),
       connectTimeout_(options.connectTimeout),
+      loopbackPeersOnly_(options.loopbackPeersOnly),
       deviceCopies_(options.gpuRuntime) {
   address_.instance = randomWord();
 }
@@ -203,6 +204,19 @@ Result<RegionAccess> SocketTransport::accessLocked(std::uint64_t region, std::ui
 Result<std::shared_ptr<Endpoint>> SocketTransport::connect(
     std::span<const std::uint8_t> peerAddress, EndpointErrorHandler onError) {
   KVX_ASSIGN_OR_RETURN(SocketAddress peer, parseSocketAddress(peerAddress));
+  if (loopbackPeersOnly_) {
+    std::string offered;
+    for (std::uint32_t address : peer.addresses) {
+      offered += (offered.empty() ? "" : ", ") + formatIpv4(address, peer.port);
+    }
+    std::erase_if(peer.addresses, [](std::uint32_t address) { return !isLoopbackIpv4(address); });
+    if (peer.addresses.empty()) {
+      return unauthenticated(
+          "the socket transport connects only to peers on this host while peers are not "
+          "authenticated, and the peer offered " +
+          offered + "; configure an auth token (KVX_AUTH_TOKEN) or TLS to reach other hosts");
+    }
+  }
   auto endpoint = std::make_shared<SocketEndpoint>(*this, std::move(peer), std::move(onError));
   {
     auto lock = mutex_.lockForCaller();

@@ -144,6 +144,7 @@ class SocketTransport final : public Transport {
 
   std::string agentName_;
   std::chrono::milliseconds connectTimeout_;
+  bool loopbackPeersOnly_;
   int epollFd_ = -1;
   int wakeFd_ = -1;
   int listenFd_ = -1;

@@ -161,6 +161,34 @@ TEST_CASE("socket: connecting to a port nobody listens on fails the endpoint, no
   CHECK(reported.message().find("127.0.0.1:1") != std::string::npos);
 }
 
+TEST_CASE("socket: with loopback peers only, an address off this host is refused at once",
+          "[socket]") {
+  // Without authentication a hello could make the agent dial any address and port it names.
+  engine::TransportOptions options = conformanceConfig().options;
+  options.agentName = "socket-loopback-only";
+  options.loopbackPeersOnly = true;
+  auto created = engine::createTransport("socket", options);
+  REQUIRE(created.isOk());
+  std::unique_ptr<engine::Transport> transport = std::move(created).value();
+  engine::socket::SocketAddress remote;
+  remote.instance = 1;
+  remote.port = 22;
+  remote.addresses = {htonl(0x0a010203)};  // 10.1.2.3
+  auto refused = transport->connect(engine::socket::packSocketAddress(remote), nullptr);
+  REQUIRE_FALSE(refused.isOk());
+  CHECK(refused.status().code() == StatusCode::kUnauthenticated);
+  CHECK_THAT(refused.status().message(),
+             Catch::Contains("10.1.2.3:22") && Catch::Contains("only to peers on this host"));
+  // A peer that also offers a loopback address is reached there.
+  std::unique_ptr<engine::Transport> peer = makeTransport("socket-loopback-peer");
+  auto local = engine::socket::parseSocketAddress(peer->localAddress());
+  REQUIRE(local.isOk());
+  local->addresses.insert(local->addresses.begin(), htonl(0x0a010203));
+  auto reached = transport->connect(engine::socket::packSocketAddress(*local), nullptr);
+  INFO(reached.status().toString());
+  CHECK(reached.isOk());
+}
+
 TEST_CASE("socket: a connect that hangs fails when the connect timeout passes", "[socket]") {
   // A listener whose backlog is full never completes another handshake: SYNs are dropped.
   const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
