@@ -6,6 +6,8 @@
 
 #include "cli/agent_config.h"
 #include "cli/gpu_memory_options.h"
+#include "engine/memory/host_memory_room.h"
+#include "workload/trace_reader.h"
 
 namespace kvx::cli {
 namespace {
@@ -35,6 +37,60 @@ std::vector<std::string> tpArgs(std::uint32_t size, std::uint32_t rank) {
 
 void append(std::vector<std::string>& to, const std::vector<std::string>& more) {
   to.insert(to.end(), more.begin(), more.end());
+}
+
+// A pool of `blocks` for the trace's largest prompt: raised to `need` where the demo chose its
+// size, refused where the user gave one too small.
+Status fitPool(std::uint64_t& blocks, std::uint64_t need, bool userSized, const char* pool,
+               const char* option, const std::string& largest) {
+  if (blocks >= need) return Status::ok();
+  if (userSized) {
+    return invalidArgument(fmt::format("{} needs {} blocks in each {}, which has {}: raise {}",
+                                       largest, need, pool, blocks, option));
+  }
+  blocks = need;
+  return Status::ok();
+}
+
+// With a trace, every pool must hold the largest prompt the demo replays: the replay would
+// otherwise fail each such request after a minute of others. Pools the demo sizes grow to it
+// within what the host has; a size the user gave that cannot hold it is refused at once.
+Status fitPoolsToTrace(const DemoOptions& o, const agent::kv::ModelShape& shape,
+                       std::uint32_t parts, std::uint32_t prefills, std::uint32_t decodes,
+                       DemoPlan& plan) {
+  auto records = workload::readTraceFile(o.trace);
+  if (!records.isOk()) return records.status().withContext("--trace");
+  const std::size_t replayed = std::min<std::size_t>(o.requests, records->size());
+  std::size_t at = 0;
+  for (std::size_t i = 1; i < replayed; ++i) {
+    if ((*records)[i].inputLength > (*records)[at].inputLength) at = i;
+  }
+  if (replayed == 0) return Status::ok();
+  const std::uint64_t tokens = (*records)[at].inputLength;
+  const std::uint64_t blocks = shape.blocksForTokens(tokens);
+  const std::string largest =
+      fmt::format("the largest prompt of the first {} in the trace (line {}, {} tokens)", replayed,
+                  at + 1, tokens);
+  KVX_RETURN_IF_ERROR(fitPool(plan.prefillBlocks, blocks * parts, o.prefillBlocks != 0,
+                              "prefill pool", "--prefill-blocks", largest));
+  KVX_RETURN_IF_ERROR(fitPool(plan.decodeBlocks, blocks, o.decodeBlocks != 0, "decode pool",
+                              "--decode-blocks", largest));
+  if (o.memory != "host") return Status::ok();
+  // A rank holds its share of the heads; an MLA block is not split.
+  const std::uint64_t blockBytes = shape.bytesPerToken() * shape.tokensPerBlock;
+  const std::uint64_t prefillBlockBytes = shape.mla ? blockBytes : blockBytes / o.prefillTp;
+  const std::uint64_t decodeBlockBytes = shape.mla ? blockBytes : blockBytes / o.decodeTp;
+  const std::uint64_t total = prefills * plan.prefillBlocks * prefillBlockBytes +
+                              decodes * plan.decodeBlocks * decodeBlockBytes;
+  Status room = engine::checkHostMemoryRoom(total, engine::readHostMemoryRoom());
+  if (!room.isOk()) {
+    return Status(room.code(),
+                  fmt::format("the pools ({} prefill of {} blocks, {} decode of {} blocks) for {}: "
+                              "{}; replay fewer requests (--requests) or a shorter trace",
+                              prefills, plan.prefillBlocks, decodes, plan.decodeBlocks, largest,
+                              room.message()));
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -71,6 +127,10 @@ Result<DemoPlan> planDemo(const DemoOptions& o) {
   }
 
   const std::uint32_t decodes = tp ? o.decodeTp : kDecodeAgents;
+  const std::uint32_t prefills = tp ? o.prefillTp : 1;
+  if (!o.trace.empty()) {
+    KVX_RETURN_IF_ERROR(fitPoolsToTrace(o, *shape, parts, prefills, decodes, plan));
+  }
   for (std::uint32_t q = 0; q < decodes; ++q) {
     DemoAgent agent{"decode-" + std::to_string(q), {}};
     agent.args = {"agent",
@@ -85,7 +145,6 @@ Result<DemoPlan> planDemo(const DemoOptions& o) {
     append(agent.args, poolArgs(o, plan.decodeBlocks));
     plan.decodes.push_back(std::move(agent));
   }
-  const std::uint32_t prefills = tp ? o.prefillTp : 1;
   for (std::uint32_t r = 0; r < prefills; ++r) {
     DemoAgent agent{"prefill-" + std::to_string(r), {}};
     agent.args = {"agent",

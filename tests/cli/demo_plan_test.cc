@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
+#include "tests/support/temp_file.h"
+
 using namespace kvx;
 using namespace kvx::cli;
 
@@ -139,4 +141,31 @@ TEST_CASE("a demo of no request is refused (the agents would read 0 as no limit)
   REQUIRE_FALSE(plan.isOk());
   CHECK(plan.status().code() == kvx::StatusCode::kInvalidArgument);
   CHECK_THAT(plan.status().message(), Catch::Contains("--requests must be at least 1"));
+}
+
+TEST_CASE("with a trace, the pools hold its largest replayed prompt, or the demo refuses at once",
+          "[demo_plan]") {
+  // 17,000 tokens are 1,063 blocks of 16: more than the default pools of 1,024.
+  kvx::test::TempFile trace(
+      "{\"timestamp\": 0, \"input_length\": 1000, \"output_length\": 1, \"hash_ids\": []}\n"
+      "{\"timestamp\": 10, \"input_length\": 17000, \"output_length\": 1, \"hash_ids\": []}\n"
+      "{\"timestamp\": 20, \"input_length\": 90000, \"output_length\": 1, \"hash_ids\": []}\n");
+  DemoOptions o;
+  o.trace = trace.path();
+  o.requests = 2;  // the 90,000-token prompt is not replayed
+  auto plan = planDemo(o);
+  INFO(plan.status().toString());
+  REQUIRE(plan.isOk());
+  CHECK(plan->prefillBlocks == 1063);
+  CHECK(plan->decodeBlocks == 1063);
+  CHECK(valueOf(plan->decodes[0].args, "--blocks") == "1063");
+
+  o.decodeBlocks = 1024;  // the user's size: kept, and refused for this trace
+  auto refused = planDemo(o);
+  REQUIRE_FALSE(refused.isOk());
+  CHECK(refused.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(refused.status().message(),
+             Catch::Contains("the largest prompt of the first 2 in the trace (line 2, 17000 "
+                             "tokens) needs 1063 blocks in each decode pool, which has 1024: "
+                             "raise --decode-blocks"));
 }
