@@ -73,6 +73,14 @@ ReplayResult PrefillDriver::run(StopSignal& stop) {
   for (auto& t : threads) t.join();
   logSummary();
 
+  if (stop.requested()) {
+    // What the stop cut short is not a failure of the request: never submitted, or cancelled
+    // in flight by the shutdown.
+    for (RequestRecord& record : records_) {
+      record.stopped = !record.released &&
+                       (!record.submitted || record.status.status.code() == StatusCode::kCancelled);
+    }
+  }
   result.requests = std::move(records_);
   result.wall = lastEnd_ - start_;
   result.stopped = stop.requested();

@@ -26,13 +26,14 @@ nlohmann::json replayReport(const std::string& agentName, const ReplayResult& re
                         {"compatible", peer.compatible}});
   }
   nlohmann::json requests = nlohmann::json::array();
-  std::uint64_t released = 0, submitted = 0, bytes = 0, descriptors = 0, operations = 0, blocks = 0,
-                prefixBlocks = 0;
+  std::uint64_t released = 0, stopped = 0, submitted = 0, bytes = 0, descriptors = 0,
+                operations = 0, blocks = 0, prefixBlocks = 0;
   std::set<std::string> prompts;
   for (const RequestRecord& r : result.requests) {
     prompts.insert(r.destinationId);
     requests.push_back(toJson(r));
     released += r.released ? 1 : 0;
+    stopped += r.stopped ? 1 : 0;
     submitted += r.submitted ? 1 : 0;
     bytes += r.status.bytes;
     descriptors += r.status.descriptors;
@@ -47,7 +48,8 @@ nlohmann::json replayReport(const std::string& agentName, const ReplayResult& re
            {{"requests", result.requests.size()},
             {"prompts", prompts.size()},
             {"released", released},
-            {"failed", result.requests.size() - released},
+            {"failed", result.requests.size() - released - stopped},
+            {"stoppedRequests", stopped},
             {"submitted", submitted},
             {"bytes", bytes},
             {"descriptors", descriptors},

@@ -28,6 +28,7 @@ nlohmann::json toJson(const RequestRecord& r) {
       {"lastLayerNs", r.lastLayerNs},
       {"submitted", r.submitted},
       {"released", r.released},
+      {"stopped", r.stopped},
       {"error", r.error},
       {"state", std::string(toString(s.state))},
       {"status", s.status.toString()},

@@ -33,7 +33,10 @@ struct RequestRecord {
   // what follows is the exposed tail. 0 otherwise.
   std::int64_t lastLayerNs = 0;
   bool submitted = false;
-  bool released = false;   // the request succeeded
+  bool released = false;  // the request succeeded
+  // It did not, because the agent was stopped (SIGTERM): never submitted, or cancelled in
+  // flight by the stop. Not a failure.
+  bool stopped = false;
   std::string error;       // why it did not (empty when released)
   KvRequestStatus status;  // as the agent reported it (when it knew the request)
 };

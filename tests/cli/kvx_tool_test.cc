@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 #include <tuple>
 
 #include "examples/pair_transfer/child_process.h"
@@ -101,6 +102,37 @@ TEST_CASE("a prefill agent given a --peer that is no address fails at once", "[m
              Catch::Contains("--peer 'not-an-address'") && Catch::Contains("INVALID_ARGUMENT"));
   CHECK(prefill.waitExit(seconds(30)) == 1);
   CHECK(std::chrono::steady_clock::now() - began < seconds(20));
+}
+
+TEST_CASE(
+    "SIGTERM mid-workload: a prefill agent stops, counts what the stop cut short apart "
+    "from failures, and exits 0",
+    "[multiprocess]") {
+  ChildProcess decode = start({"agent", "--role", "decode", "--name", "d-term", "--blocks", "256",
+                               "--no-populate", "--log-level", "warn"});
+  auto listening = decode.readLine(seconds(30));
+  REQUIRE(listening.isOk());
+  REQUIRE_THAT(*listening, Catch::StartsWith("LISTENING "));
+  // 200 requests at 20 a second: the stop comes long before the last.
+  ChildProcess prefill =
+      start({"agent", "--role", "prefill", "--name", "p-term", "--blocks", "256", "--no-populate",
+             "--peer", listening->substr(10), "--synthetic", "--requests", "200", "--rate", "20",
+             "--max-tokens", "1024", "--log-level", "warn"});
+  auto up = prefill.readLine(seconds(30));
+  REQUIRE(up.isOk());
+  REQUIRE_THAT(*up, Catch::StartsWith("LISTENING "));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ::kill(prefill.pid(), SIGTERM);
+  auto stats = prefill.readLine(seconds(30));
+  REQUIRE(stats.isOk());
+  REQUIRE_THAT(*stats, Catch::StartsWith("STATS {"));
+  const auto json = nlohmann::json::parse(stats->substr(6));
+  CHECK(json["failed"] == 0);
+  CHECK(json["stopped"].get<int>() > 0);
+  CHECK(json["released"].get<int>() + json["stopped"].get<int>() == 200);
+  CHECK(prefill.waitExit(seconds(30)) == 0);
+  ::kill(decode.pid(), SIGTERM);
+  CHECK(decode.waitExit(seconds(30)) == 0);
 }
 
 TEST_CASE("kvx demo moves, verifies and reports a small workload", "[multiprocess]") {

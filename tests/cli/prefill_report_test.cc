@@ -78,3 +78,36 @@ TEST_CASE("an output file that cannot be written fails before the run, naming th
   CHECK(writeJsonFile(path, nlohmann::json{{"ok", true}}).isOk());
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("requests a stop cut short are counted apart from failures", "[prefill_report]") {
+  ReplayResult result;
+  result.stopped = true;
+  RequestRecord r;
+  r.id = "p-0";
+  r.submitted = true;
+  r.released = true;
+  result.requests.push_back(r);
+  r.id = "p-1";  // cancelled in flight by the stop
+  r.released = false;
+  r.stopped = true;
+  r.error = "CANCELLED: agent stopping on SIGTERM";
+  result.requests.push_back(r);
+  r.id = "p-2";  // never submitted
+  r.submitted = false;
+  r.error = "not submitted: the agent was stopped (SIGTERM)";
+  result.requests.push_back(r);
+  r.id = "p-3";  // failed for its own reason
+  r.submitted = true;
+  r.stopped = false;
+  r.error = "PEER_FAILED: decode-0 died";
+  result.requests.push_back(r);
+  auto tp = makeTpPlan(8, false, 1, 0, 1);
+  REQUIRE(tp.isOk());
+  const auto json = replayReport("prefill-0", result, *tp, {}, KvPoolUsage{});
+  const auto& totals = json["totals"];
+  CHECK(totals["requests"] == 4);
+  CHECK(totals["released"] == 1);
+  CHECK(totals["stoppedRequests"] == 2);
+  CHECK(totals["failed"] == 1);
+  CHECK(json["requests"][1]["stopped"] == true);
+}
