@@ -17,6 +17,7 @@
 #include "cli/peers.h"
 #include "cli/prefill_driver.h"
 #include "cli/prefill_report.h"
+#include "cli/protocol_output.h"
 #include "cli/workload_source.h"
 #include "engine/gpu/gpu_runtime.h"
 
@@ -25,10 +26,7 @@ namespace {
 
 constexpr auto kShutdownGrace = std::chrono::seconds(5);
 
-void printLine(const std::string& line) {
-  std::fputs((line + "\n").c_str(), stdout);
-  std::fflush(stdout);
-}
+void printLine(const std::string& line) { ProtocolOutput::writeLine(line); }
 
 void printStats(nlohmann::json stats, const KvAgent& agent) {
   stats["name"] = agent.name();
@@ -234,6 +232,8 @@ int runAgentCommand(CLI::App& app, AgentConfig& config, StopSignal& stop) {
     std::fputs(configJson(app).c_str(), stdout);
     return 0;
   }
+  // From here on, stdout carries LISTENING and STATS only.
+  ProtocolOutput::claim();
   if (!config.report.empty()) {
     if (Status s = prepareOutputFile(config.report, "--report"); !s.isOk()) {
       std::fprintf(stderr, "kvx agent: %s\n", s.message().c_str());

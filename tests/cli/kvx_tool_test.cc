@@ -135,6 +135,23 @@ TEST_CASE(
   CHECK(decode.waitExit(seconds(30)) == 0);
 }
 
+TEST_CASE("UCX's log lines go to stderr: stdout carries LISTENING and STATS only",
+          "[multiprocess]") {
+  // UCX prints its log to stdout (here: INFO lines at start-up, before LISTENING).
+  auto child = ChildProcess::spawn(
+      "/usr/bin/env", {"UCX_LOG_LEVEL=info", kvxBinary(), "agent", "--role", "decode", "--name",
+                       "d-log", "--blocks", "16", "--no-populate", "--log-level", "warn"});
+  REQUIRE(child.isOk());
+  auto listening = child->readLine(seconds(30));
+  REQUIRE(listening.isOk());
+  CHECK_THAT(*listening, Catch::StartsWith("LISTENING 127.0.0.1:"));
+  ::kill(child->pid(), SIGTERM);
+  auto stats = child->readLine(seconds(30));
+  REQUIRE(stats.isOk());
+  CHECK_THAT(*stats, Catch::StartsWith("STATS {"));
+  CHECK(child->waitExit(seconds(30)) == 0);
+}
+
 TEST_CASE("kvx demo moves, verifies and reports a small workload", "[multiprocess]") {
   ChildProcess demo = start({"demo", "--requests", "12", "--max-tokens", "1024", "--decode-blocks",
                              "256", "--prefill-blocks", "256", "--prefix-cache-blocks", "64",
