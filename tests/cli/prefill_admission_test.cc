@@ -67,6 +67,9 @@ TEST_CASE("a small prompt does not take the prefill pool's room ahead of an earl
   for (const auto& r : requests) CHECK(r["released"] == true);
   // Prompt 1 waited for prompt 0's blocks (its compute alone is 320 ms) ...
   CHECK(requests[1]["waitedForBlocksMs"].get<double>() > 100);
-  // ... and prompt 2, which arrived after it, was not admitted before it.
-  CHECK(allocatedAtMs(requests[2]) >= allocatedAtMs(requests[1]));
+  // ... and prompt 2, which arrived after it, was not admitted before it. Jumping the queue
+  // would have put it about 300 ms ahead (it fits beside prompt 0 at once); admitted in order,
+  // both get their blocks when prompt 0 returns its own, and the two workers' clocks, read as
+  // each wakes, may then differ by a fraction of a millisecond either way.
+  CHECK(allocatedAtMs(requests[2]) >= allocatedAtMs(requests[1]) - 5.0);
 }
