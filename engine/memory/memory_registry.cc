@@ -143,8 +143,7 @@ Result<std::unique_ptr<TransportMemory>> MemoryRegistry::allocateRange(std::uint
                                    : std::to_string(length) + " for this region, " +
                                          std::to_string(unpopulated) +
                                          " for regions allocated earlier and not populated yet";
-    const Status fits = checkHostMemoryRoom(length + unpopulated, room(), detail);
-    KVX_RETURN_IF_ERROR(fits);
+    KVX_RETURN_IF_ERROR(checkHostMemoryRoom(length + unpopulated, room(), detail));
     return transport_.allocateMemory(length, kind, device);
   }
   // Device memory is the GPU runtime's to allocate, registered after when the transport moves it.
