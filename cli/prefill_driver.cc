@@ -14,6 +14,13 @@ namespace {
 
 constexpr auto kPrefillSummaryEvery = std::chrono::seconds(5);
 
+// Once the agent is stopping: whether the stop cut `record` short (never submitted, or
+// cancelled in flight by the shutdown) rather than it failing on its own.
+bool cutShortByStop(const RequestRecord& record) {
+  return !record.released &&
+         (!record.submitted || record.status.status.code() == StatusCode::kCancelled);
+}
+
 KvMode modeOf(const std::string& mode, std::size_t index) {
   if (mode == "pull") return KvMode::kPull;
   if (mode == "mixed" && index % 2 == 1) return KvMode::kPull;
@@ -76,10 +83,7 @@ ReplayResult PrefillDriver::run(StopSignal& stop) {
   if (stop.requested()) {
     // What the stop cut short is not a failure of the request: never submitted, or cancelled
     // in flight by the shutdown.
-    for (RequestRecord& record : records_) {
-      record.stopped = !record.released &&
-                       (!record.submitted || record.status.status.code() == StatusCode::kCancelled);
-    }
+    for (RequestRecord& record : records_) record.stopped = cutShortByStop(record);
   }
   result.requests = std::move(records_);
   result.wall = lastEnd_ - start_;
@@ -157,7 +161,7 @@ void PrefillDriver::replay(std::size_t index, StopSignal& stop) {
       record.error = blocks.status().toString();
       record.waitedForBlocks = records[0].waitedForBlocks;
     }
-    logFailures(records);
+    logFailures(records, stop);
     return;
   }
   for (RequestRecord& record : records) {
@@ -169,14 +173,15 @@ void PrefillDriver::replay(std::size_t index, StopSignal& stop) {
   for (Part& part : parts) {
     if (part.record->submitted) finish(*part.record);
   }
-  logFailures(records);
+  logFailures(records, stop);
 }
 
-void PrefillDriver::logFailures(std::span<const RequestRecord> records) {
+void PrefillDriver::logFailures(std::span<const RequestRecord> records, const StopSignal& stop) {
   // Once per failed request, with its reason: the report file is not the only place to learn
-  // why ("needs N blocks ... raise --blocks").
+  // why ("needs N blocks ... raise --blocks"). What a stop cut short is not a failure.
+  const bool stopping = stop.requested();
   for (const RequestRecord& record : records) {
-    if (!record.released && !record.error.empty()) {
+    if (!record.released && !record.error.empty() && !(stopping && cutShortByStop(record))) {
       spdlog::warn("request {} ({} tokens) failed: {}", record.id, record.tokens, record.error);
     }
   }

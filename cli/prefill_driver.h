@@ -97,7 +97,7 @@ class PrefillDriver {
   void produce(std::vector<Part>& parts, const workload::TraceRecord& trace);
   void submit(Part& part);
   // Logs each failed request of `records` once, at warning level, with its reason.
-  void logFailures(std::span<const RequestRecord> records);
+  void logFailures(std::span<const RequestRecord> records, const StopSignal& stop);
   void finish(RequestRecord& record);
   void logSummary();
 
