@@ -17,8 +17,9 @@ constexpr std::uint64_t kGiB = 1ull << 30;
 
 TEST_CASE("the host's room is read from meminfo, shmmax and the shared-memory filesystem",
           "[memory]") {
-  TempFile meminfo("MemTotal:       25165824 kB\nMemFree:         1048576 kB\n"
-                   "MemAvailable:   20971520 kB\nBuffers:           1024 kB\n");
+  TempFile meminfo(
+      "MemTotal:       25165824 kB\nMemFree:         1048576 kB\n"
+      "MemAvailable:   20971520 kB\nBuffers:           1024 kB\n");
   TempFile shmmax("68719476736\n");
   const HostMemoryRoom room = readHostMemoryRoom({meminfo.path(), shmmax.path(), "/tmp"});
   REQUIRE(room.available);
