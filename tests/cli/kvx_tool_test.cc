@@ -18,9 +18,11 @@
 
 #include "examples/pair_transfer/child_process.h"
 #include "tests/support/kvx_binary.h"
+#include "tests/support/listening_line.h"
 #include "tests/support/sanitizer_build.h"
 
 using kvx::test::kvxBinary;
+using kvx::test::readListeningAddress;
 using pair_transfer::ChildProcess;
 using std::chrono::seconds;
 
@@ -63,9 +65,7 @@ TEST_CASE("an agent prints LISTENING, then STATS on SIGTERM, and exits 0", "[mul
 TEST_CASE("an agent killed with -9 leaves no shared-memory file behind", "[multiprocess]") {
   ChildProcess decode = start({"agent", "--role", "decode", "--name", "d-kill", "--blocks", "64",
                                "--transport", "shm", "--log-level", "warn"});
-  auto listening = decode.readLine(seconds(30));
-  REQUIRE(listening.isOk());
-  REQUIRE_THAT(*listening, Catch::StartsWith("LISTENING "));
+  readListeningAddress(decode);
   // The /dev/shm files the agent has open: UCX's POSIX segments (its pool may also be System
   // V segments, which the kernel frees with their last user).
   std::vector<std::filesystem::path> files;
@@ -110,17 +110,13 @@ TEST_CASE(
     "[multiprocess]") {
   ChildProcess decode = start({"agent", "--role", "decode", "--name", "d-term", "--blocks", "256",
                                "--no-populate", "--log-level", "warn"});
-  auto listening = decode.readLine(seconds(30));
-  REQUIRE(listening.isOk());
-  REQUIRE_THAT(*listening, Catch::StartsWith("LISTENING "));
+  const std::string address = readListeningAddress(decode);
   // 200 requests at 20 a second: the stop comes long before the last.
   ChildProcess prefill =
       start({"agent", "--role", "prefill", "--name", "p-term", "--blocks", "256", "--no-populate",
-             "--peer", listening->substr(10), "--synthetic", "--requests", "200", "--rate", "20",
-             "--max-tokens", "1024", "--log-level", "warn"});
-  auto up = prefill.readLine(seconds(30));
-  REQUIRE(up.isOk());
-  REQUIRE_THAT(*up, Catch::StartsWith("LISTENING "));
+             "--peer", address, "--synthetic", "--requests", "200", "--rate", "20", "--max-tokens",
+             "1024", "--log-level", "warn"});
+  readListeningAddress(prefill);
   std::this_thread::sleep_for(std::chrono::seconds(2));
   ::kill(prefill.pid(), SIGTERM);
   auto stats = prefill.readLine(seconds(30));

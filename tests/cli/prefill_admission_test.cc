@@ -12,6 +12,7 @@
 
 #include "examples/pair_transfer/child_process.h"
 #include "tests/support/kvx_binary.h"
+#include "tests/support/listening_line.h"
 #include "workload/trace_writer.h"
 
 using kvx::test::kvxBinary;
@@ -47,13 +48,11 @@ TEST_CASE("a small prompt does not take the prefill pool's room ahead of an earl
   REQUIRE(kvx::workload::writeTraceFile(dir + "/trace.jsonl", trace).isOk());
   ChildProcess decode = start({"agent", "--role", "decode", "--name", "d-admission", "--blocks",
                                "512", "--log-level", "warn"});
-  auto listening = decode.readLine(seconds(30));
-  REQUIRE(listening.isOk());
-  REQUIRE_THAT(*listening, Catch::StartsWith("LISTENING "));
+  const std::string address = kvx::test::readListeningAddress(decode);
   ChildProcess prefill =
       start({"agent", "--role", "prefill", "--name", "p-admission", "--blocks", "128", "--peer",
-             listening->substr(10), "--trace", dir + "/trace.jsonl", "--layer-ms", "10",
-             "--no-fill", "--log-level", "warn", "--report", dir + "/prefill.json"});
+             address, "--trace", dir + "/trace.jsonl", "--layer-ms", "10", "--no-fill",
+             "--log-level", "warn", "--report", dir + "/prefill.json"});
   CHECK(prefill.waitExit(seconds(120)) == 0);
   ::kill(decode.pid(), SIGTERM);
   CHECK(decode.waitExit(seconds(30)) == 0);

@@ -1,0 +1,23 @@
+#pragma once
+
+// The first line a `kvx agent` prints on stdout, "LISTENING <address>": the address, read
+// within `timeout`. REQUIREs the line (for tests that start agent processes).
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <string>
+
+#include "examples/pair_transfer/child_process.h"
+
+namespace kvx::test {
+
+inline std::string readListeningAddress(pair_transfer::ChildProcess& agent,
+                                        std::chrono::seconds timeout = std::chrono::seconds(30)) {
+  auto line = agent.readLine(timeout);
+  INFO("the agent's first line: " << (line.isOk() ? *line : line.status().toString()));
+  REQUIRE(line.isOk());
+  REQUIRE_THAT(*line, Catch::StartsWith("LISTENING "));
+  return line->substr(10);
+}
+
+}  // namespace kvx::test
