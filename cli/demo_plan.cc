@@ -61,11 +61,11 @@ Status fitPoolsToTrace(const DemoOptions& o, const agent::kv::ModelShape& shape,
   auto records = workload::readTraceFile(o.trace);
   if (!records.isOk()) return records.status().withContext("--trace");
   const std::size_t replayed = std::min<std::size_t>(o.requests, records->size());
+  if (replayed == 0) return Status::ok();
   std::size_t at = 0;
   for (std::size_t i = 1; i < replayed; ++i) {
     if ((*records)[i].inputLength > (*records)[at].inputLength) at = i;
   }
-  if (replayed == 0) return Status::ok();
   const std::uint64_t tokens = (*records)[at].inputLength;
   const std::uint64_t blocks = shape.blocksForTokens(tokens);
   const std::string largest =

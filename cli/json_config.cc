@@ -1,6 +1,5 @@
 #include "cli/json_config.h"
 
-#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "agent/channel/json_reader.h"
@@ -78,15 +77,17 @@ std::string JsonConfig::to_config(const CLI::App* app, bool defaultAlso, bool /*
 }
 
 std::vector<CLI::ConfigItem> JsonConfig::from_config(std::istream& input) const {
-  std::string text;
+  // At most one byte past the bound: enough to tell a file that is too large.
+  std::string text(kMaxConfigFileBytes + 1, '\0');
   try {
-    text.assign(std::istreambuf_iterator<char>(input), std::istreambuf_iterator<char>());
+    input.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(input.gcount()));
   } catch (const std::exception& e) {
     throw CLI::ConversionError(std::string("cannot be read: ") + e.what());
   }
   if (text.size() > kMaxConfigFileBytes) {
-    throw CLI::ConversionError("holds " + std::to_string(text.size()) + " bytes, more than the " +
-                               std::to_string(kMaxConfigFileBytes) + " a config file may have");
+    throw CLI::ConversionError("holds more than the " + std::to_string(kMaxConfigFileBytes) +
+                               " bytes a config file may have");
   }
   return itemsOf(parseConfigText(text));
 }

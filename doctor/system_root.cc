@@ -1,8 +1,6 @@
 #include "doctor/system_root.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <system_error>
 
 #include "files/bounded_file.h"

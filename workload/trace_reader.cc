@@ -1,11 +1,7 @@
 #include "workload/trace_reader.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "files/bounded_file.h"

@@ -4,7 +4,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <iterator>
 
 #include "files/bounded_file.h"
 
