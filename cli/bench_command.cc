@@ -128,6 +128,8 @@ void addBenchOptions(CLI::App& app, BenchOptions& o) {
   app.add_option("--segments", o.sweep.segments, "sweep: segments per request")->delimiter(',');
   app.add_option("--window", o.sweep.windows, "sweep: requests in flight")->delimiter(',');
   app.add_option("--sweep-mode", o.sweep.modes, "sweep: push and/or pull")->delimiter(',');
+  app.add_option("--sweep-requests", o.sweep.requests,
+                 "sweep: requests per case (default: about 1 GiB of data, 4 to 2000)");
   app.add_option("--sweep-order", o.sweep.order, "sweep: random or contiguous source blocks")
       ->check(CLI::IsMember({"random", "contiguous"}));
   addAgentsGpuMemoryOptions(app, o.memory, o.device, o.gpuPath,

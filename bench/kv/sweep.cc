@@ -19,6 +19,10 @@ std::string sizeLabel(std::uint64_t bytes) {
 }  // namespace
 
 Result<std::vector<BenchCase>> sweepCases(const SweepOptions& o) {
+  if (o.requests > kMaxSweepRequests) {
+    return invalidArgument("--sweep-requests " + std::to_string(o.requests) + " is above " +
+                           std::to_string(kMaxSweepRequests));
+  }
   std::vector<BenchCase> cases;
   for (std::uint64_t size : o.segmentBytes) {
     if (size == 0 || size % (kTokensPerBlock * kDtypeBytes) != 0) {
@@ -42,6 +46,7 @@ Result<std::vector<BenchCase>> sweepCases(const SweepOptions& o) {
           const std::uint64_t requestBytes = size * k;
           c.requests = std::max<std::uint64_t>({2 * w, 4, o.bytesPerCase / requestBytes});
           c.requests = std::min<std::uint64_t>(c.requests, 2000);
+          if (o.requests != 0) c.requests = o.requests;
           cases.push_back(std::move(c));
         }
       }

@@ -22,9 +22,14 @@ struct SweepOptions {
   std::vector<std::string> modes = {"push", "pull"};
   std::string order = "random";
   std::uint64_t bytesPerCase = 1ull << 30;  // requests per case: about this much data
+  std::uint64_t requests = 0;  // requests per case, exactly; 0: from bytesPerCase (4 to 2000)
 };
 
-// INVALID_ARGUMENT for a segment size that is not a multiple of 32 bytes or is 0.
+// The most --sweep-requests takes: a long steady run, not an unbounded one.
+inline constexpr std::uint64_t kMaxSweepRequests = 1'000'000;
+
+// INVALID_ARGUMENT for a segment size that is not a multiple of 32 bytes or is 0, or more
+// requests than kMaxSweepRequests.
 Result<std::vector<BenchCase>> sweepCases(const SweepOptions& options);
 
 }  // namespace kvx::bench

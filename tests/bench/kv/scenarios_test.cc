@@ -94,6 +94,16 @@ TEST_CASE("a sweep crosses its lists", "[bench]") {
   REQUIRE(cases.isOk());
   CHECK(cases->size() == 4);
   CHECK((*cases)[0].tokens == 8 * 16);
+  CHECK((*cases)[0].requests == 2000);  // 1 GiB of 32 KiB requests, capped
+
+  sweep.requests = 20000;  // an explicit count is taken as it is
+  cases = sweepCases(sweep);
+  REQUIRE(cases.isOk());
+  for (const auto& c : *cases) CHECK(c.requests == 20000);
+  sweep.requests = kMaxSweepRequests + 1;
+  CHECK(sweepCases(sweep).status().code() == StatusCode::kInvalidArgument);
+  sweep.requests = 0;
+
   sweep.segmentBytes = {100};
   CHECK(sweepCases(sweep).status().code() == StatusCode::kInvalidArgument);
 }
