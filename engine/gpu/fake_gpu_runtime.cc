@@ -200,13 +200,24 @@ Status FakeGpuRuntime::bindThread(int device) {
   return Status::ok();
 }
 
-Status FakeGpuRuntime::pinHost(void* address, std::size_t bytes) {
+Result<HostPinning> FakeGpuRuntime::pinHost(void* address, std::size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!pinFailure_.isOk()) return pinFailure_;
-  if (!pinned_.emplace(address, bytes).second) {
-    return failedPrecondition("fake runtime: host memory at this address is pinned already");
+  if (bytes == 0) return invalidArgument("fake runtime: pinning 0 bytes");
+  const auto begin = reinterpret_cast<std::uintptr_t>(address);
+  const std::uintptr_t end = begin + bytes;
+  for (const auto& [pinnedAddress, length] : pinned_) {
+    const auto pinnedBegin = reinterpret_cast<std::uintptr_t>(pinnedAddress);
+    const std::uintptr_t pinnedEnd = pinnedBegin + length;
+    if (begin >= pinnedBegin && end <= pinnedEnd) return HostPinning::kAlreadyPinned;
+    if (begin < pinnedEnd && pinnedBegin < end) {
+      return failedPrecondition(
+          "fake runtime: part of this host memory is pinned already "
+          "(cudaErrorHostMemoryAlreadyRegistered)");
+    }
   }
-  return Status::ok();
+  pinned_.emplace(address, bytes);
+  return HostPinning::kPinned;
 }
 
 void FakeGpuRuntime::unpinHost(void* address) {

@@ -36,7 +36,7 @@ namespace kvx::engine::gpu {
 // Who may touch fake device memory: the CPU as well (host memory), or the copy engines only.
 enum class FakeDeviceAccess : std::uint8_t { kHostVisible, kCopyEngineOnly };
 
-class FakeGpuRuntime final : public GpuRuntime {
+class FakeGpuRuntime : public GpuRuntime {
  public:
   // `origin` says where the fake came from, for describe() ("KVX_GPU_RUNTIME=fake").
   explicit FakeGpuRuntime(int devices = 1, FakeCopyOptions copyOptions = {},
@@ -56,10 +56,11 @@ class FakeGpuRuntime final : public GpuRuntime {
   // Counts the calls (boundThreads()); fails for a device out of range.
   Status bindThread(int device) override;
   Result<std::shared_ptr<StagingAllocator>> pinnedAllocator() override;
-  // Records the range (pinnedHostBytes()); nothing else: fake copies run at one speed. An
-  // address pinned twice is refused (FAILED_PRECONDITION), as cudaHostRegister refuses it;
-  // unpinning an address not pinned does nothing.
-  Status pinHost(void* address, std::size_t bytes) override;
+  // Records the range (pinnedHostBytes()); nothing else: fake copies run at one speed. A
+  // range inside one pinned already is kAlreadyPinned; one that overlaps a pinned range in
+  // part is refused (FAILED_PRECONDITION), as cudaHostRegister refuses it; unpinning an
+  // address not pinned does nothing.
+  Result<HostPinning> pinHost(void* address, std::size_t bytes) override;
   void unpinHost(void* address) override;
   // A handle on the device's FakeCopyEngine. Closing the handle rejects its later copies and
   // waits (up to 5 s) for those it submitted; the shared engine keeps running.

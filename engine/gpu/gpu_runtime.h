@@ -23,6 +23,13 @@
 
 namespace kvx::engine::gpu {
 
+// What pinHost() found and did.
+enum class HostPinning : std::uint8_t {
+  kPinned,         // pinned now: unpinHost() it before the memory is freed
+  kAlreadyPinned,  // the whole range was pinned already, by its allocator (a UCX built with
+                   // CUDA registers the host memory it allocates): not the caller's to unpin
+};
+
 class GpuRuntime {
  public:
   virtual ~GpuRuntime() = default;
@@ -47,8 +54,10 @@ class GpuRuntime {
   virtual Result<std::shared_ptr<StagingAllocator>> pinnedAllocator() = 0;
   // Pins `bytes` of host memory at `address` that was allocated elsewhere (a transport's
   // shared-memory segment), so that the copy engine moves it at full speed
-  // (cudaHostRegister); unpinHost() undoes it, before the memory is freed.
-  virtual Status pinHost(void* address, std::size_t bytes) = 0;
+  // (cudaHostRegister); unpinHost() undoes a kPinned, before the memory is freed. A range
+  // that is pinned already as a whole is kAlreadyPinned and left as it is; one that is
+  // pinned in part cannot be pinned (FAILED_PRECONDITION), as cudaHostRegister refuses it.
+  virtual Result<HostPinning> pinHost(void* address, std::size_t bytes) = 0;
   virtual void unpinHost(void* address) = 0;
   // A copy engine on `options.device`. REQUIRES: deviceCount() > options.device.
   virtual Result<std::unique_ptr<CopyEngine>> createCopyEngine(

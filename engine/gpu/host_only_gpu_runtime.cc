@@ -35,7 +35,7 @@ Result<std::shared_ptr<StagingAllocator>> HostOnlyGpuRuntime::pinnedAllocator() 
   return unimplemented(std::string("no pinned staging memory: ") + kWithoutCuda);
 }
 
-Status HostOnlyGpuRuntime::pinHost(void*, std::size_t) {
+Result<HostPinning> HostOnlyGpuRuntime::pinHost(void*, std::size_t) {
   return unimplemented(std::string("cannot pin staging memory: ") + kWithoutCuda);
 }
 

@@ -18,7 +18,7 @@ class HostOnlyGpuRuntime final : public GpuRuntime {
   Status freeDevice(void* address) override;
   Status bindThread(int device) override;
   Result<std::shared_ptr<StagingAllocator>> pinnedAllocator() override;
-  Status pinHost(void* address, std::size_t bytes) override;
+  Result<HostPinning> pinHost(void* address, std::size_t bytes) override;
   void unpinHost(void* address) override;
   Result<std::unique_ptr<CopyEngine>> createCopyEngine(const CopyEngineOptions& options) override;
 };

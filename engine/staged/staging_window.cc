@@ -13,7 +13,8 @@ Result<std::unique_ptr<StagingWindow>> StagingWindow::create(Transport& transpor
   std::unique_ptr<StagingWindow> window(new StagingWindow(slots, slotBytes));
   Status first = window->allocateFromTransport(transport, gpu);
   if (first.isOk()) {
-    window->layout_ = "allocated by the transport, pinned";
+    window->layout_ = window->pinnedBy_ != nullptr ? "allocated by the transport, pinned"
+                                                   : "allocated and pinned by the transport";
     return window;
   }
   KVX_RETURN_IF_ERROR(window->allocatePinned(transport, gpu)
@@ -30,11 +31,11 @@ Status StagingWindow::allocateFromTransport(Transport& transport, gpu::GpuRuntim
   const std::uint64_t bytes = slotBytes_ * leases_.size();
   auto memory = transport.allocateMemory(bytes, MemoryKind::kHost, -1);
   if (!memory.isOk()) return memory.status().withContext("the transport's memory");
-  KVX_RETURN_IF_ERROR(gpu.pinHost((*memory)->address(), static_cast<std::size_t>(bytes))
-                          .withContext("pinning the transport's memory"));
+  auto pinning = gpu.pinHost((*memory)->address(), static_cast<std::size_t>(bytes));
+  if (!pinning.isOk()) return pinning.status().withContext("pinning the transport's memory");
   registration_ = std::move(memory).value();
   base_ = static_cast<std::byte*>(registration_->address());
-  pinnedBy_ = &gpu;
+  if (*pinning == gpu::HostPinning::kPinned) pinnedBy_ = &gpu;
   return Status::ok();
 }
 

@@ -66,7 +66,8 @@ class StagingWindow {
   StagingWindow& operator=(const StagingWindow&) = delete;
 
   StagingWindowMetadata metadata() const;
-  // "allocated by the transport, pinned" or why the window is registered memory instead.
+  // "allocated by the transport, pinned", "allocated and pinned by the transport" (a UCX
+  // built with CUDA pins what it allocates), or why the window is registered memory instead.
   const std::string& layout() const { return layout_; }
   std::uint32_t slots() const { return static_cast<std::uint32_t>(leases_.size()); }
   std::uint64_t slotBytes() const { return slotBytes_; }
@@ -93,8 +94,8 @@ class StagingWindow {
   std::byte* base_ = nullptr;
   std::uint64_t slotBytes_;
   std::string layout_;
-  std::unique_ptr<TransportMemory> registration_;     // owns the memory in the first layout
-  gpu::GpuRuntime* pinnedBy_ = nullptr;               // first layout: unpins the memory
+  std::unique_ptr<TransportMemory> registration_;  // owns the memory in the first layout
+  gpu::GpuRuntime* pinnedBy_ = nullptr;  // first layout, when it pinned: unpins the memory
   std::shared_ptr<gpu::StagingAllocator> allocator_;  // second layout: frees the memory
   std::vector<std::optional<Lease>> leases_;          // by slot; empty: free
 };

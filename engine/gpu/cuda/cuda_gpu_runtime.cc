@@ -2,6 +2,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+
 #include "engine/gpu/cuda/cuda_copy_engine.h"
 #include "engine/gpu/cuda/cuda_status.h"
 #include "engine/gpu/cuda/device_guard.h"
@@ -85,9 +87,30 @@ Result<std::shared_ptr<StagingAllocator>> CudaGpuRuntime::pinnedAllocator() {
   return std::shared_ptr<StagingAllocator>(std::make_shared<PinnedStagingAllocator>());
 }
 
-Status CudaGpuRuntime::pinHost(void* address, std::size_t bytes) {
-  return cudaStatus(cudaHostRegister(address, bytes, cudaHostRegisterPortable),
-                    "cudaHostRegister of " + std::to_string(bytes) + " bytes of staging memory");
+namespace {
+
+// True when CUDA knows `address` as pinned host memory (registered or allocated by it).
+bool pinnedByCuda(const void* address) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, address) != cudaSuccess) {
+    cudaGetLastError();  // not sticky: leave no error behind for the next call to report
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeHost;
+}
+
+}  // namespace
+
+Result<HostPinning> CudaGpuRuntime::pinHost(void* address, std::size_t bytes) {
+  if (bytes == 0) return invalidArgument("pinning 0 bytes of host memory");
+  // A UCX built with CUDA registers the host memory it allocates with CUDA itself.
+  const auto* last = static_cast<const std::byte*>(address) + bytes - 1;
+  if (pinnedByCuda(address) && pinnedByCuda(last)) return HostPinning::kAlreadyPinned;
+  const cudaError_t error = cudaHostRegister(address, bytes, cudaHostRegisterPortable);
+  if (error != cudaSuccess) cudaGetLastError();
+  KVX_RETURN_IF_ERROR(cudaStatus(
+      error, "cudaHostRegister of " + std::to_string(bytes) + " bytes of staging memory"));
+  return HostPinning::kPinned;
 }
 
 void CudaGpuRuntime::unpinHost(void* address) { cudaHostUnregister(address); }

@@ -121,13 +121,25 @@ TEST_CASE("strict fake device memory faults on a host access and moves through c
   CHECK(runtime.probe(*device).kind == MemoryProbe::Kind::kHost);
 }
 
-TEST_CASE("fake GPU runtime: pinning is counted, and a second pin of one address refused",
-          "[staged]") {
+TEST_CASE(
+    "fake GPU runtime: pinning is counted; pinned memory is found pinned, a partial overlap "
+    "refused",
+    "[staged]") {
   FakeGpuRuntime gpu;
   std::vector<std::uint8_t> memory(8192);
-  REQUIRE(gpu.pinHost(memory.data(), memory.size()).isOk());
-  CHECK(gpu.pinnedHostBytes() == memory.size());
-  CHECK(gpu.pinHost(memory.data(), memory.size()).code() == StatusCode::kFailedPrecondition);
+  auto pinned = gpu.pinHost(memory.data(), 4096);
+  REQUIRE(pinned.isOk());
+  CHECK(*pinned == HostPinning::kPinned);
+  CHECK(gpu.pinnedHostBytes() == 4096);
+
+  auto again = gpu.pinHost(memory.data() + 1024, 1024);  // inside: pinned by someone else
+  REQUIRE(again.isOk());
+  CHECK(*again == HostPinning::kAlreadyPinned);
+  CHECK(gpu.pinnedHostBytes() == 4096);
+  // Across the end of the pinned range, as cudaHostRegister refuses it.
+  CHECK(gpu.pinHost(memory.data() + 2048, 4096).status().code() == StatusCode::kFailedPrecondition);
+  CHECK(gpu.pinHost(memory.data(), 0).status().code() == StatusCode::kInvalidArgument);
+
   gpu.unpinHost(memory.data());
   CHECK(gpu.pinnedHostBytes() == 0);
 }

@@ -65,6 +65,37 @@ TEST_CASE("staging window: peers put into its slots without this side progressin
   CHECK(gpu.pinnedHostBytes() == 0);
 }
 
+// A GPU runtime in a process whose transport pins what it allocates (a UCX built with CUDA
+// registers its host memory with CUDA): the first pin of a range is the transport's.
+class TransportPinsItsMemory : public engine::gpu::FakeGpuRuntime {
+ public:
+  Result<engine::gpu::HostPinning> pinHost(void* address, std::size_t bytes) override {
+    if (!transportPinned_) {
+      transportPinned_ = address;
+      KVX_RETURN_IF_ERROR(FakeGpuRuntime::pinHost(address, bytes).status());
+    }
+    return FakeGpuRuntime::pinHost(address, bytes);
+  }
+  void* transportPinned_ = nullptr;
+};
+
+TEST_CASE("staging window: memory the transport pinned is used as it is and left pinned",
+          "[staged]") {
+  constexpr std::uint64_t kBytes = 2 * (64u << 10);
+  TransportPinsItsMemory gpu;
+  Link link;
+  auto made = engine::StagingWindow::create(*link.b, gpu, 2, 64u << 10);
+  INFO(made.status().toString());
+  REQUIRE(made.isOk());
+  std::unique_ptr<engine::StagingWindow> window = std::move(made).value();
+  CHECK(window->layout() == "allocated and pinned by the transport");
+  CHECK(window->slot(0) == gpu.transportPinned_);
+  window.reset();
+  // Not the window's pin to undo: the transport's stays until the transport undoes it.
+  CHECK(gpu.pinnedHostBytes() == kBytes);
+  gpu.unpinHost(gpu.transportPinned_);
+}
+
 TEST_CASE("staging window: pinned memory, registered, where the transport's cannot be pinned",
           "[staged]") {
   engine::gpu::FakeGpuRuntime gpu;
