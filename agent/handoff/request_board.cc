@@ -4,7 +4,20 @@
 
 namespace kvx::agent::handoff {
 
+template <typename Predicate>
+bool RequestBoard::waitOn(std::unique_lock<std::mutex>& lock, const std::string& id,
+                          Deadline deadline, Predicate done) const {
+  std::shared_ptr<Waiters>& slot = waiters_[id];
+  if (slot == nullptr) slot = std::make_shared<Waiters>();
+  std::shared_ptr<Waiters> waiters = slot;  // the map may rehash while this waits
+  ++waiters->count;
+  const bool met = waiters->changed.wait_until(lock, deadline, done);
+  if (--waiters->count == 0) waiters_.erase(id);
+  return met;
+}
+
 void RequestBoard::publish(const KvRequestStatus& status, std::vector<bool> layersDone) {
+  std::shared_ptr<Waiters> waiting;
   {
     std::lock_guard lock(mutex_);
     auto [it, inserted] = entries_.try_emplace(status.id);
@@ -19,8 +32,10 @@ void RequestBoard::publish(const KvRequestStatus& status, std::vector<bool> laye
         terminalOrder_.pop_front();
       }
     }
+    auto w = waiters_.find(status.id);
+    if (w != waiters_.end()) waiting = w->second;
   }
-  changed_.notify_all();
+  if (waiting != nullptr) waiting->changed.notify_all();
 }
 
 void RequestBoard::publishArrival(KvArrival arrival) {
@@ -28,7 +43,7 @@ void RequestBoard::publishArrival(KvArrival arrival) {
     std::lock_guard lock(mutex_);
     arrivals_.push_back(std::move(arrival));
   }
-  changed_.notify_all();
+  arrived_.notify_one();
 }
 
 bool RequestBoard::withdrawArrival(const std::string& id) {
@@ -53,7 +68,7 @@ Result<KvRequestStatus> RequestBoard::waitTerminal(const std::string& id, Deadli
     auto it = entries_.find(id);
     return it != entries_.end() && isTerminal(it->second.status.state);
   };
-  if (!changed_.wait_until(lock, deadline, terminal)) {
+  if (!waitOn(lock, id, deadline, terminal)) {
     auto it = entries_.find(id);
     if (it == entries_.end()) return notFound("request '" + id + "' is not known");
     return timedOut("request '" + id + "' is still " +
@@ -86,13 +101,13 @@ Status RequestBoard::waitLayer(const std::string& id, std::uint32_t layer,
     }
     return false;
   };
-  changed_.wait_until(lock, deadline, ready);
+  waitOn(lock, id, deadline, ready);
   return outcome;
 }
 
 Result<KvArrival> RequestBoard::nextArrival(Deadline deadline) {
   std::unique_lock lock(mutex_);
-  if (!changed_.wait_until(lock, deadline, [&] { return !arrivals_.empty(); })) {
+  if (!arrived_.wait_until(lock, deadline, [&] { return !arrivals_.empty(); })) {
     return timedOut("no request arrived before the deadline");
   }
   KvArrival out = std::move(arrivals_.front());
@@ -100,6 +115,14 @@ Result<KvArrival> RequestBoard::nextArrival(Deadline deadline) {
   return out;
 }
 
-void RequestBoard::wakeAll() { changed_.notify_all(); }
+void RequestBoard::wakeAll() {
+  std::vector<std::shared_ptr<Waiters>> all;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, waiters] : waiters_) all.push_back(waiters);
+  }
+  for (const auto& waiters : all) waiters->changed.notify_all();
+  arrived_.notify_all();
+}
 
 }  // namespace kvx::agent::handoff

@@ -5,11 +5,16 @@
 // layer, and the queue of arrivals (decode side) that nextArrival() hands out.
 // Terminal entries are kept for the last `retainTerminal` requests.
 //
+// A change wakes only the callers waiting on that request (arrivals: those waiting for
+// one): with hundreds of requests in flight, a status change is one wake-up, not one per
+// waiting caller.
+//
 // Thread safety: all members may be called from any thread.
 
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -46,10 +51,22 @@ class RequestBoard {
     KvRequestStatus status;
     std::vector<bool> layersDone;
   };
+  // The callers waiting on one request; kept while any waits.
+  struct Waiters {
+    std::condition_variable changed;
+    std::size_t count = 0;
+  };
+
+  // Waits on `id`'s changes until `done()` or the deadline; false at the deadline.
+  // REQUIRES: `lock` holds mutex_.
+  template <typename Predicate>
+  bool waitOn(std::unique_lock<std::mutex>& lock, const std::string& id, Deadline deadline,
+              Predicate done) const;
 
   const std::size_t retain_;
   mutable std::mutex mutex_;
-  mutable std::condition_variable changed_;
+  mutable std::unordered_map<std::string, std::shared_ptr<Waiters>> waiters_;  // by request
+  mutable std::condition_variable arrived_;  // nextArrival()'s callers
   std::unordered_map<std::string, Entry> entries_;
   std::deque<std::string> terminalOrder_;
   std::deque<KvArrival> arrivals_;
