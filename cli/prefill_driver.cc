@@ -116,6 +116,7 @@ void PrefillDriver::worker(StopSignal& stop) {
         }
       }
       lastEnd_ = Clock::now();
+      wakeFirstAllocating();  // its blocks are back
     }
     promptEnded_.notify_all();
   }
@@ -199,15 +200,16 @@ Result<std::vector<std::uint64_t>> PrefillDriver::allocate(RequestRecord& first,
   const auto began = Clock::now();
   const auto giveUp = began + options_.requestTimeout;
   bool counted = false;
+  std::condition_variable turn;
   {
     std::lock_guard lock(mutex_);
-    allocating_.insert(first.index);
+    allocating_.emplace(first.index, &turn);
   }
   while (true) {
     bool myTurn;
     {
       std::lock_guard lock(mutex_);
-      myTurn = *allocating_.begin() == first.index;
+      myTurn = allocating_.begin()->first == first.index;
     }
     auto blocks = myTurn ? agent_.allocateBlocks(count)
                          : Result<std::vector<std::uint64_t>>(
@@ -217,7 +219,7 @@ Result<std::vector<std::uint64_t>> PrefillDriver::allocate(RequestRecord& first,
       std::lock_guard lock(mutex_);
       if (counted) --waitingForBlocks_;
       allocating_.erase(first.index);
-      promptEnded_.notify_all();  // the next prompt's turn
+      wakeFirstAllocating();  // the next prompt's turn
       first.waitedForBlocks = Clock::now() - began;
       if (blocks.isOk() || blocks.status().code() != StatusCode::kResourceExhausted) {
         return blocks;
@@ -239,11 +241,15 @@ Result<std::vector<std::uint64_t>> PrefillDriver::allocate(RequestRecord& first,
       counted = true;
     }
     const std::uint64_t endedBefore = ended_;
-    const std::size_t headBefore = *allocating_.begin();
-    promptEnded_.wait_for(lock, std::chrono::milliseconds(50), [&] {
-      return ended_ != endedBefore || *allocating_.begin() != headBefore;
+    const std::size_t headBefore = allocating_.begin()->first;
+    turn.wait_for(lock, std::chrono::milliseconds(50), [&] {
+      return ended_ != endedBefore || allocating_.begin()->first != headBefore;
     });
   }
+}
+
+void PrefillDriver::wakeFirstAllocating() {
+  if (!allocating_.empty()) allocating_.begin()->second->notify_one();
 }
 
 void PrefillDriver::logSummary() {

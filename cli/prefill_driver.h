@@ -20,8 +20,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <mutex>
-#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -109,15 +109,20 @@ class PrefillDriver {
   std::vector<RequestRecord> records_;
   Clock::time_point start_;
 
+  // The first prompt in allocate(): its turn came, or blocks were freed. REQUIRES: mutex_.
+  void wakeFirstAllocating();
+
   std::mutex mutex_;
-  std::condition_variable promptEnded_;
-  std::size_t nextIndex_ = 0;             // GUARDED_BY(mutex_)
-  std::uint64_t submitted_ = 0;           // GUARDED_BY(mutex_) requests
-  std::uint64_t inFlight_ = 0;            // GUARDED_BY(mutex_) requests
-  std::uint64_t released_ = 0;            // GUARDED_BY(mutex_) requests
-  std::uint64_t failed_ = 0;              // GUARDED_BY(mutex_) requests
-  std::uint64_t waitingForBlocks_ = 0;    // GUARDED_BY(mutex_) prompts
-  std::set<std::size_t> allocating_;      // GUARDED_BY(mutex_) prompts in allocate(), by index
+  std::condition_variable promptEnded_;  // the replay's end
+  std::size_t nextIndex_ = 0;            // GUARDED_BY(mutex_)
+  std::uint64_t submitted_ = 0;          // GUARDED_BY(mutex_) requests
+  std::uint64_t inFlight_ = 0;           // GUARDED_BY(mutex_) requests
+  std::uint64_t released_ = 0;           // GUARDED_BY(mutex_) requests
+  std::uint64_t failed_ = 0;             // GUARDED_BY(mutex_) requests
+  std::uint64_t waitingForBlocks_ = 0;   // GUARDED_BY(mutex_) prompts
+  // GUARDED_BY(mutex_) prompts in allocate(), by index, each with the condition variable its
+  // worker waits on: only the first may allocate, so only it is woken (wakeFirstAllocating).
+  std::map<std::size_t, std::condition_variable*> allocating_;
   std::uint64_t bytes_ = 0;               // GUARDED_BY(mutex_)
   std::uint64_t ended_ = 0;               // GUARDED_BY(mutex_) prompts
   std::uint64_t endedAtLastSummary_ = 0;  // GUARDED_BY(mutex_)
