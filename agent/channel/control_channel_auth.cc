@@ -14,6 +14,7 @@
 
 #include "agent/channel/auth_proof.h"
 #include "agent/channel/control_channel_impl.h"
+#include "agent/channel/frame_seal.h"
 
 namespace kvx::agent::channel {
 namespace {
@@ -85,6 +86,9 @@ void ControlChannel::Impl::onAuthMessage(Link& link, Message message) {
       link.connection->setMaxFrameBytes(options_.maxFrameBytes);
       link.connection->send(
           encodeMessage(AuthResponse{clientProof(token, link.serverNonce, link.clientNonce)}));
+      // Every frame after the proof, both ways, is sealed: the hello first.
+      const FrameKeys keys = frameKeys(token, link.clientNonce, link.serverNonce);
+      link.connection->sealFrames(keys.clientToServer, keys.serverToClient);
       link.connection->send(std::move(link.hello));
       link.hello.clear();
       spdlog::debug("{}: {} authenticated", logName_, peer);
@@ -109,6 +113,8 @@ void ControlChannel::Impl::onAuthMessage(Link& link, Message message) {
       }
       link.auth = Link::Auth::kDone;
       link.connection->setMaxFrameBytes(options_.maxFrameBytes);
+      const FrameKeys keys = frameKeys(token, link.clientNonce, link.serverNonce);
+      link.connection->sealFrames(keys.serverToClient, keys.clientToServer);
       spdlog::debug("{}: {} authenticated", logName_, peer);
       return;
     }

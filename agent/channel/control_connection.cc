@@ -73,6 +73,7 @@ void ControlConnection::onOpened(const Status& result) {
 
 void ControlConnection::send(std::vector<std::uint8_t> bytes) {
   if (state_ != State::kOpen) return;
+  if (sendSeal_) bytes = sendSeal_->seal(bytes);  // in queue order, which is wire order
   writeQueue_.push_back(std::move(bytes));
   if (!writing_ && streamReady_) writeNext();
 }
@@ -150,6 +151,13 @@ void ControlConnection::onRead(const boost::system::error_code& error, std::size
       }
       while (std::optional<Frame> frame = decoder_.next()) {
         if (state_ != State::kOpen) break;
+        if (receiveSeal_) {
+          Status opened = receiveSeal_->open(*frame);
+          if (!opened.isOk()) {
+            fed = opened.withContext("a frame from " + remoteAddress_);
+            break;
+          }
+        }
         large = large || frame->payload.size() >= kTrimAfterFrameBytes;
         callbacks_.onFrame(std::move(*frame));
       }
@@ -174,6 +182,11 @@ void ControlConnection::onRead(const boost::system::error_code& error, std::size
 
 void ControlConnection::setMaxFrameBytes(std::uint32_t maxFrameBytes) {
   decoder_.setMaxPayloadBytes(maxFrameBytes);
+}
+
+void ControlConnection::sealFrames(const AuthBytes& sendKey, const AuthBytes& receiveKey) {
+  sendSeal_.emplace(sendKey);
+  receiveSeal_.emplace(receiveKey);
 }
 
 void ControlConnection::failRead(Status why) {

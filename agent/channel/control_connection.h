@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "agent/channel/frame.h"
+#include "agent/channel/frame_seal.h"
 #include "agent/channel/stream/byte_stream.h"
 #include "kvx/status.h"
 #include "kvx/transfer.h"
@@ -73,6 +74,12 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   // The largest frame payload accepted from now on (frames whose header has not completed
   // yet): the channel keeps it small until a peer has authenticated.
   void setMaxFrameBytes(std::uint32_t maxFrameBytes);
+
+  // From now on every frame sent carries an integrity tag made with `sendKey`, and every
+  // frame received must carry one made with `receiveKey` (frame_seal.h); a frame without a
+  // matching tag fails the read with UNAUTHENTICATED and is not delivered. Call once, when
+  // the peers have authenticated each other.
+  void sealFrames(const AuthBytes& sendKey, const AuthBytes& receiveKey);
 
   // What startLiveness() is given. A zero period turns that half off.
   struct Liveness {
@@ -147,7 +154,9 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
 
   Liveness liveness_;
   bool livenessOn_ = false;
-  Deadline lastReceived_{};  // the last read that brought bytes
+  std::optional<FrameSeal> sendSeal_;     // set by sealFrames()
+  std::optional<FrameSeal> receiveSeal_;  // set by sealFrames()
+  Deadline lastReceived_{};               // the last read that brought bytes
   Deadline nextHeartbeat_{};
 };
 

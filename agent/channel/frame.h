@@ -32,7 +32,8 @@
 namespace kvx::agent::channel {
 
 inline constexpr std::uint32_t kFrameMagic = 0x4B565843;  // "KVXC"
-inline constexpr std::uint16_t kProtocolVersion = 1;
+// 2: with a token, frames after authentication carry an integrity tag (frame_seal.h).
+inline constexpr std::uint16_t kProtocolVersion = 2;
 inline constexpr std::size_t kFrameHeaderBytes = 12;
 inline constexpr std::uint32_t kDefaultMaxFrameBytes = 16u << 20;
 

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "agent/channel/auth_proof.h"
+#include "agent/channel/frame_seal.h"
 #include "kvx/agent.h"
 #include "tests/agent/channel/control_channel_fixture.h"
 
@@ -52,6 +53,25 @@ AuthChallenge readChallenge(RawClient& raw) {
   return std::get<AuthChallenge>(*message);
 }
 
+// The two directions of a raw client's authenticated connection, sealed as a real client
+// seals them (frame_seal.h).
+struct RawSeals {
+  FrameSeal toServer;
+  FrameSeal fromServer;
+};
+
+RawSeals sealsFor(const AuthBytes& clientNonce, const AuthChallenge& challenge) {
+  const FrameKeys keys = frameKeys(kToken, clientNonce, challenge.nonce);
+  return RawSeals{FrameSeal(keys.clientToServer), FrameSeal(keys.serverToClient)};
+}
+
+// The next frame from the server on `raw`, its seal checked and removed.
+kvx::Result<Message> readSealed(RawClient& raw, FrameSeal& fromServer) {
+  Frame frame = raw.readFrame();
+  KVX_RETURN_IF_ERROR(fromServer.open(frame));
+  return decodeMessage(frame);
+}
+
 }  // namespace
 
 TEST_CASE("the same token on both sides: mutual authentication, then metadata both ways") {
@@ -81,11 +101,14 @@ TEST_CASE("a hello larger than the frame limit before authentication passes once
     const AuthBytes clientNonce = nonceOf(7);
     raw.send(encodeMessage(AuthBegin{clientNonce}));
     const AuthChallenge challenge = readChallenge(raw);
+    RawSeals seals = sealsFor(clientNonce, challenge);
     std::vector<std::uint8_t> both =
         encodeMessage(AuthResponse{clientProof(kToken, challenge.nonce, clientNonce)});
-    both.insert(both.end(), hello.begin(), hello.end());
+    const std::vector<std::uint8_t> sealedHello = seals.toServer.seal(hello);
+    both.insert(both.end(), sealedHello.begin(), sealedHello.end());
     raw.send(both);
-    auto ack = decodeMessage(raw.readFrame());
+    auto ack = readSealed(raw, seals.fromServer);
+    INFO(ack.status().toString());
     REQUIRE(ack.isOk());
     CHECK(std::holds_alternative<HelloAck>(*ack));
   }
@@ -204,8 +227,9 @@ TEST_CASE("a proof made for one connection is refused on another") {
   CHECK(proofMatches(serverProof(kToken, clientNonce, challenge.nonce), challenge.proof));
   const AuthResponse response{clientProof(kToken, challenge.nonce, clientNonce)};
   first.send(encodeMessage(response));
-  first.send(encodeMessage(Hello{sampleMetadata("first"), std::nullopt}));
-  auto ack = decodeMessage(first.readFrame());
+  RawSeals seals = sealsFor(clientNonce, challenge);
+  first.send(seals.toServer.seal(encodeMessage(Hello{sampleMetadata("first"), std::nullopt})));
+  auto ack = readSealed(first, seals.fromServer);
   REQUIRE(ack.isOk());
   CHECK(std::holds_alternative<HelloAck>(*ack));
 
@@ -225,6 +249,64 @@ TEST_CASE("a proof made for one connection is refused on another") {
   CHECK_THAT(error->message, Catch::Contains("failed authentication"));
   REQUIRE(server.events.waitFor([&] { return server.events.hellos.size() == 1; }));
   CHECK(server.events.hellos[0].name == "first");
+}
+
+TEST_CASE(
+    "after authentication, a frame without its seal, or changed, or replayed, ends the link") {
+  TestChannel server("server", tokenOptions(kToken));
+  // Authenticates a raw client the way a real one does, up to the hello.
+  auto authenticate = [&](RawClient& raw, std::uint8_t nonce) {
+    const AuthBytes clientNonce = nonceOf(nonce);
+    raw.send(encodeMessage(AuthBegin{clientNonce}));
+    const AuthChallenge challenge = readChallenge(raw);
+    raw.send(encodeMessage(AuthResponse{clientProof(kToken, challenge.nonce, clientNonce)}));
+    return sealsFor(clientNonce, challenge);
+  };
+  const std::vector<std::uint8_t> hello =
+      encodeMessage(Hello{sampleMetadata("rewritten"), std::nullopt});
+  auto requireRefused = [&](RawClient& raw, const char* what) {
+    std::vector<Frame> frames;
+    REQUIRE(raw.readUntilClosed(&frames));
+    INFO(what);
+    CHECK_FALSE(anyHelloAck(frames));
+  };
+
+  SECTION("a hello without a seal, as a party on the path would send one") {
+    RawClient raw(server.address());
+    (void)authenticate(raw, 21);
+    raw.send(hello);
+    requireRefused(raw, "unsealed hello");
+  }
+  SECTION("a sealed hello with one byte changed") {
+    RawClient raw(server.address());
+    RawSeals seals = authenticate(raw, 22);
+    std::vector<std::uint8_t> sealed = seals.toServer.seal(hello);
+    sealed[kFrameHeaderBytes + 10] ^= 0x01;
+    raw.send(sealed);
+    requireRefused(raw, "changed hello");
+  }
+  SECTION("a sealed hello from another connection") {
+    RawClient other(server.address());
+    RawSeals otherSeals = authenticate(other, 23);
+    RawClient raw(server.address());
+    (void)authenticate(raw, 24);
+    raw.send(otherSeals.toServer.seal(hello));
+    requireRefused(raw, "hello sealed for another connection");
+  }
+  SECTION("a sealed frame sent twice") {
+    RawClient raw(server.address());
+    RawSeals seals = authenticate(raw, 25);
+    const std::vector<std::uint8_t> sealed = seals.toServer.seal(hello);
+    raw.send(sealed);
+    auto ack = readSealed(raw, seals.fromServer);
+    REQUIRE(ack.isOk());
+    CHECK(std::holds_alternative<HelloAck>(*ack));
+    raw.send(sealed);  // replayed: its sequence number is spent
+    std::vector<Frame> frames;
+    CHECK(raw.readUntilClosed(&frames));
+  }
+  CHECK(hellosSeen(server) <= 1);
+  requireRealConnectWorks(server, tokenOptions(kToken));
 }
 
 TEST_CASE("a listener that never answers the challenge fails connect by its deadline") {

@@ -26,7 +26,7 @@ TEST_CASE("misbehaving raw clients are closed and the channel keeps serving") {
   }
   SECTION("oversized length header") {
     RawClient raw(server.address());
-    raw.send(header(1, 1, 32u << 20));
+    raw.send(header(kProtocolVersion, 1, 32u << 20));
     std::vector<Frame> frames;
     REQUIRE(raw.readUntilClosed(&frames));
     CHECK_THAT(errorText(frames),
@@ -112,7 +112,7 @@ TEST_CASE("a peer breaking the protocol after the handshake is dropped alone") {
     CHECK(server.events.disconnects[0].second.code() == StatusCode::kProtocolError);
   }
   SECTION("a frame left incomplete after the handshake") {
-    raw.send(header(1, 3, 100));
+    raw.send(header(kProtocolVersion, 3, 100));
     REQUIRE(raw.readUntilClosed());
     REQUIRE(server.events.waitFor([&] { return server.events.disconnects.size() == 1; }));
     CHECK(server.events.disconnects[0].second.code() == StatusCode::kTimedOut);

@@ -136,7 +136,7 @@ TEST_CASE("stop() with open connections returns promptly") {
       client.channel->connect(server.address(), sampleMetadata("client"), deadlineIn(5s)).isOk());
   RawClient silent(server.address());  // connected, says nothing, reads nothing
   RawClient halfHello(server.address());
-  halfHello.send(header(1, 1, 1000));
+  halfHello.send(header(kProtocolVersion, 1, 1000));
   std::this_thread::sleep_for(50ms);
 
   const auto start = kvx::Clock::now();

@@ -10,6 +10,7 @@ using kvx::agent::channel::encodeFrame;
 using kvx::agent::channel::Frame;
 using kvx::agent::channel::FrameDecoder;
 using kvx::agent::channel::kFrameHeaderBytes;
+using kvx::agent::channel::kProtocolVersion;
 using kvx::agent::channel::MessageType;
 
 namespace {
@@ -30,7 +31,7 @@ TEST_CASE("encodeFrame writes a big-endian header") {
   const auto bytes = encodeFrame(std::uint16_t{0x0102}, "abc");
   REQUIRE(bytes.size() == kFrameHeaderBytes + 3);
   CHECK(std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + 12) ==
-        header(0x4B565843, 1, 0x0102, 3));
+        header(0x4B565843, kProtocolVersion, 0x0102, 3));
   CHECK(std::string(bytes.begin() + 12, bytes.end()) == "abc");
 }
 
@@ -108,12 +109,13 @@ TEST_CASE("a wrong protocol version is rejected") {
   FrameDecoder decoder;
   const auto status = decoder.feed(header(0x4B565843, 7, 1, 0));
   CHECK(status.code() == StatusCode::kProtocolError);
-  CHECK(status.message() == "protocol version 7 unsupported (this agent speaks 1)");
+  CHECK(status.message() == "protocol version 7 unsupported (this agent speaks " +
+                                std::to_string(kProtocolVersion) + ")");
 }
 
 TEST_CASE("an oversized frame is rejected from its header alone") {
   FrameDecoder decoder(16u << 20);
-  const auto status = decoder.feed(header(0x4B565843, 1, 1, 32u << 20));
+  const auto status = decoder.feed(header(0x4B565843, kProtocolVersion, 1, 32u << 20));
   CHECK(status.code() == StatusCode::kProtocolError);
   CHECK(status.message() == "frame of 33554432 bytes exceeds the 16777216-byte limit");
   CHECK(decoder.bufferedBytes() <= kFrameHeaderBytes);
@@ -137,7 +139,7 @@ TEST_CASE("a zero-length payload is a complete frame") {
 TEST_CASE("memory for a frame follows the bytes received, not the announced length") {
   FrameDecoder decoder(16u << 20);
   // A header announcing the largest frame allowed, and nothing after it.
-  REQUIRE(decoder.feed(header(0x4B565843, 1, 1, 16u << 20)).isOk());
+  REQUIRE(decoder.feed(header(0x4B565843, kProtocolVersion, 1, 16u << 20)).isOk());
   CHECK(decoder.midFrame());
   CHECK(decoder.reservedBytes() < 4096);
 

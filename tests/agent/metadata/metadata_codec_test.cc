@@ -169,11 +169,12 @@ TEST_CASE("bad metadata blobs are rejected with a reason") {
   auto blob = md::encodeMetadataBlob(sampleMetadata());
 
   auto wrongVersion = blob;
-  wrongVersion[5] = 2;
+  wrongVersion[5] = 9;
   auto result = md::decodeMetadataBlob(wrongVersion);
   CHECK(result.status().code() == StatusCode::kProtocolError);
   CHECK_THAT(result.status().message(),
-             Catch::Contains("protocol version 2 unsupported (this agent speaks 1)"));
+             Catch::Contains("protocol version 9 unsupported (this agent speaks " +
+                             std::to_string(kvx::agent::channel::kProtocolVersion) + ")"));
 
   result = md::decodeMetadataBlob(std::span<const std::uint8_t>(blob).first(blob.size() - 1));
   CHECK_THAT(result.status().message(), Catch::Contains("truncated"));
