@@ -275,6 +275,8 @@ Status Engine::updatePeer(PeerMetadata metadata) {
                               std::to_string(metadata.incarnation) + ", but incarnation " +
                               std::to_string(known->incarnation()) + " is connected");
   }
+  KVX_RETURN_IF_ERROR(known->checkKeys(metadata.regions, metadata.stagingWindow)
+                          .withContext("metadata update from peer '" + metadata.name + "'"));
   known->updateRegions(metadata.regions);
   known->updateStagingWindow(metadata.stagingWindow);
   return Status::ok();

@@ -22,7 +22,9 @@
 #include "engine/transport/socket/socket_address.h"
 #include "engine/transport/socket/socket_memory.h"
 #include "engine/transport/socket/socket_wire.h"
+#include "engine/transport/transport_registry.h"
 #include "engine/transport/ucx/ucx_frame.h"
+#include "engine/transport/ucx/ucx_remote_key.h"
 #include "workload/latency_stats.h"
 #include "workload/trace_writer.h"
 
@@ -254,6 +256,47 @@ void ucxFrames() {
   write("ucx_frame", "truncated", truncated);
 }
 
+// UCX bodies of worker addresses: one this machine's UCX made (its process is gone when the
+// seed is replayed, so connecting to it fails cleanly or reaches nobody), and the crafted
+// ones that aborted an agent inside ucp_ep_create before kvx-ucx-probe.
+void ucxAddresses() {
+  engine::TransportOptions options;
+  options.agentName = "seed";
+  options.transports = "shm";
+  auto transport = engine::createTransport("ucx", options);
+  if (!transport.isOk()) {
+    std::fprintf(stderr, "no UCX transport for the ucx_address seeds: %s\n",
+                 transport.status().toString().c_str());
+    return;
+  }
+  const Bytes framed = (*transport)->localAddress();
+  auto body = engine::ucx::unframe(engine::ucx::kAddressMagic, framed, "own address");
+  if (!body.isOk()) return;
+  const Bytes real(body->begin(), body->end());
+  write("ucx_address", "real-shm", real);
+  Bytes versionTwo(41, 0);
+  versionTwo[0] = 0x02;
+  write("ucx_address", "version-two-zeros", versionTwo);
+  Bytes firstByte = real;
+  firstByte[0] ^= 0x0F;
+  write("ucx_address", "first-byte-changed", firstByte);
+  write("ucx_address", "truncated", Bytes(real.begin(), real.begin() + real.size() / 2));
+  write("ucx_address", "empty", Bytes{});
+
+  // Keys: a real one of this transport (its segment is gone when replayed), and garbage of
+  // the same length, which made UCX 1.13 crash in ucp_ep_rkey_unpack over shared memory.
+  std::vector<std::uint8_t> host(4096);
+  auto memory = (*transport)->registerMemory(host.data(), host.size(), MemoryKind::kHost, -1);
+  if (!memory.isOk()) return;
+  auto key = engine::ucx::parseRemoteKey((*memory)->packedRemoteKey());
+  if (!key.isOk()) return;
+  const Bytes realKey(key->ucxKey.begin(), key->ucxKey.end());
+  write("ucx_remote_key", "real-shm", realKey);
+  write("ucx_remote_key", "all-ones", Bytes(realKey.size(), 0xFF));
+  write("ucx_remote_key", "zeros", Bytes(realKey.size(), 0));
+  write("ucx_remote_key", "one-byte", Bytes{1});
+}
+
 void socketWire() {
   using namespace engine::socket;
   auto header = [](const FrameHeader& h) {
@@ -310,6 +353,7 @@ int main(int argc, char** argv) {
   modelShapes();
   traces();
   ucxFrames();
+  ucxAddresses();
   socketWire();
   histograms();
   return 0;

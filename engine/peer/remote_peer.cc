@@ -32,6 +32,8 @@ Result<std::shared_ptr<RemotePeer>> RemotePeer::connect(Transport& transport, Pe
   std::shared_ptr<RemotePeer> peer(
       new RemotePeer(transport, std::move(metadata), std::move(onLinkFailure), reopenWait));
   peer->self_ = peer;
+  KVX_RETURN_IF_ERROR(
+      peer->checkKeys(regions, window).withContext("connecting to peer '" + peer->name_ + "'"));
   peer->updateRegions(regions);
   peer->updateStagingWindow(window);
   auto link = peer->openLink();
@@ -39,6 +41,14 @@ Result<std::shared_ptr<RemotePeer>> RemotePeer::connect(Transport& transport, Pe
   std::lock_guard lock(peer->mutex_);
   peer->link_ = std::move(link).value();
   return peer;
+}
+
+Status RemotePeer::checkKeys(const std::vector<RegionMetadata>& regions,
+                             const StagingWindowMetadata& window) const {
+  std::vector<PeerKey> keys;
+  for (const RegionMetadata& m : regions) keys.push_back({m.packedKey, m.info.kind});
+  if (window.present()) keys.push_back({window.packedKey, MemoryKind::kHost});
+  return transport_.checkPeerKeys(dataAddress_, keys);
 }
 
 Result<std::shared_ptr<PeerLink>> RemotePeer::openLink() {

@@ -35,7 +35,8 @@ class RemotePeer {
   // How long awaitLink() waits for a reset to open the next link, once it may open it.
   static constexpr std::chrono::seconds kReopenWait{5};
 
-  // Connects a data-path endpoint to the peer described by `metadata`. awaitLink() waits
+  // Connects a data-path endpoint to the peer described by `metadata`, after the transport
+  // checked the peer's address and keys (Transport::checkPeerKeys). awaitLink() waits
   // `reopenWait` for a reset: kReopenWait plus however long the reset may wait before it
   // opens the link (the engine's ReopenGate::longest).
   static Result<std::shared_ptr<RemotePeer>> connect(Transport& transport, PeerMetadata metadata,
@@ -50,6 +51,11 @@ class RemotePeer {
   Result<std::shared_ptr<RemoteRegion>> resolve(const MemoryRange& range, std::size_t index,
                                                 std::string_view side) const;
   std::vector<RegionInfo> regions() const;
+
+  // Has the transport check the keys of `regions` and `window` (Transport::checkPeerKeys)
+  // before any is used: INVALID_ARGUMENT for one its library cannot take.
+  Status checkKeys(const std::vector<RegionMetadata>& regions,
+                   const StagingWindowMetadata& window) const;
 
   // Replaces the region table: regions no longer listed are marked removed.
   void updateRegions(const std::vector<RegionMetadata>& regions);

@@ -40,6 +40,12 @@ struct TransportOptions {
   bool loopbackPeersOnly = false;
 };
 
+// A packed remote key from a peer's metadata, and the kind of memory it reaches.
+struct PeerKey {
+  std::span<const std::uint8_t> packed;
+  MemoryKind kind = MemoryKind::kHost;
+};
+
 // Called, from inside progress(), once for each received message. The spans are valid only
 // during the call: copy what must be kept. Must not call back into the transport.
 using MessageHandler = std::function<void(std::span<const std::uint8_t> header,
@@ -91,9 +97,20 @@ class Transport {
   virtual Result<std::unique_ptr<TransportMemory>> allocateMemory(std::uint64_t length,
                                                                   MemoryKind kind, int device) = 0;
 
-  // Creates an endpoint to the transport at `peerAddress`.
+  // Creates an endpoint to the transport at `peerAddress`. A backend whose library trusts
+  // peers' bytes (UCX) checks `peerAddress` first and refuses what its library cannot take.
   virtual Result<std::shared_ptr<Endpoint>> connect(std::span<const std::uint8_t> peerAddress,
                                                     EndpointErrorHandler onError) = 0;
+
+  // Checks a peer's packed remote keys before any of them is unpacked (the engine calls it
+  // when a peer's metadata arrives): INVALID_ARGUMENT for a key this backend's library cannot
+  // take. OK by default: a backend that parses keys itself checks them as it parses.
+  virtual Status checkPeerKeys(std::span<const std::uint8_t> peerAddress,
+                               std::span<const PeerKey> keys) {
+    (void)peerAddress;
+    (void)keys;
+    return Status::ok();
+  }
 
   // Installs the receive handler for messages (set once, before peers connect).
   virtual void setMessageHandler(MessageHandler handler) = 0;

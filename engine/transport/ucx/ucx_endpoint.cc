@@ -38,10 +38,15 @@ ucp_request_param_t sendParam() {
 
 Result<std::shared_ptr<UcxEndpoint>> UcxEndpoint::connect(std::shared_ptr<UcxWorker> worker,
                                                           std::span<const std::uint8_t> peerAddress,
-                                                          EndpointErrorHandler onError) {
+                                                          EndpointErrorHandler onError,
+                                                          std::shared_ptr<UcxPeerProbe> probe) {
   KVX_ASSIGN_OR_RETURN(std::span<const std::uint8_t> ucxAddress,
                        unframe(kAddressMagic, peerAddress, "peer transport address"));
   std::shared_ptr<UcxEndpoint> endpoint(new UcxEndpoint(std::move(worker), std::move(onError)));
+  if (probe != nullptr) {
+    endpoint->probe_ = std::move(probe);
+    endpoint->framedPeerAddress_.assign(peerAddress.begin(), peerAddress.end());
+  }
   KVX_RETURN_IF_ERROR(endpoint->open(ucxAddress));
   return endpoint;
 }
@@ -126,6 +131,10 @@ Result<ucp_rkey_h> UcxEndpoint::checkRmaLocked(const RmaOp& op, const char* what
 Result<std::unique_ptr<RemoteKey>> UcxEndpoint::unpackRemoteKey(
     std::span<const std::uint8_t> packed, MemoryKind kind) {
   KVX_ASSIGN_OR_RETURN(PackedRemoteKey parsed, parseRemoteKey(packed));
+  if (probe_ != nullptr) {
+    const PeerKey checked{packed, kind};
+    KVX_RETURN_IF_ERROR(probe_->check(framedPeerAddress_, std::span<const PeerKey>(&checked, 1)));
+  }
   std::unique_ptr<UcxRemoteKey> key;
   void* mapped = nullptr;
   {

@@ -42,6 +42,7 @@
 
 #include "engine/transport/endpoint.h"
 #include "engine/transport/transport.h"
+#include "engine/transport/ucx/ucx_peer_probe.h"
 #include "engine/transport/ucx/ucx_request.h"
 #include "engine/transport/ucx/ucx_worker.h"
 
@@ -51,9 +52,13 @@ class UcxRemoteKey;
 
 class UcxEndpoint final : public Endpoint, public std::enable_shared_from_this<UcxEndpoint> {
  public:
+  // With `probe`, every key is checked by it before UCX unpacks it here (a cached verdict,
+  // normally: the engine checks a peer's keys when its metadata arrives). The probe process
+  // itself passes none.
   static Result<std::shared_ptr<UcxEndpoint>> connect(std::shared_ptr<UcxWorker> worker,
                                                       std::span<const std::uint8_t> peerAddress,
-                                                      EndpointErrorHandler onError);
+                                                      EndpointErrorHandler onError,
+                                                      std::shared_ptr<UcxPeerProbe> probe = {});
   ~UcxEndpoint() override;
 
   Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(std::span<const std::uint8_t> packed,
@@ -90,6 +95,8 @@ class UcxEndpoint final : public Endpoint, public std::enable_shared_from_this<U
   void closeLocked(std::unique_lock<std::mutex>& lock, bool force,
                    std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
+  std::shared_ptr<UcxPeerProbe> probe_;          // checks keys before UCX sees them; may be null
+  std::vector<std::uint8_t> framedPeerAddress_;  // what probe_ is given with each key
   std::shared_ptr<UcxWorker> worker_;
   EndpointErrorHandler onError_;
   std::string description_;  // set once in open()

@@ -2,7 +2,9 @@
 
 #include "engine/transport/ucx/ucx_context.h"
 #include "engine/transport/ucx/ucx_endpoint.h"
+#include "engine/transport/ucx/ucx_frame.h"
 #include "engine/transport/ucx/ucx_memory.h"
+#include "engine/transport/ucx/ucx_remote_key.h"
 #include "engine/transport/ucx/ucx_transport_factory.h"
 
 namespace kvx::engine::ucx {
@@ -38,9 +40,24 @@ Result<std::unique_ptr<TransportMemory>> UcxTransport::allocateMemory(std::uint6
 
 Result<std::shared_ptr<Endpoint>> UcxTransport::connect(std::span<const std::uint8_t> peerAddress,
                                                         EndpointErrorHandler onError) {
+  // The frame's own checks first: garbage costs no probe.
+  KVX_RETURN_IF_ERROR(unframe(kAddressMagic, peerAddress, "peer transport address").status());
+  KVX_RETURN_IF_ERROR(probe_->check(peerAddress));
   KVX_ASSIGN_OR_RETURN(std::shared_ptr<UcxEndpoint> endpoint,
-                       UcxEndpoint::connect(worker_, peerAddress, std::move(onError)));
+                       UcxEndpoint::connect(worker_, peerAddress, std::move(onError), probe_));
   return std::shared_ptr<Endpoint>(std::move(endpoint));
+}
+
+Status UcxTransport::checkPeerKeys(std::span<const std::uint8_t> peerAddress,
+                                   std::span<const PeerKey> keys) {
+  std::vector<PeerKey> framed;  // garbage in kvx's own frame costs no probe
+  for (const PeerKey& key : keys) {
+    if (key.packed.empty()) continue;  // a region without a key (reached through staging)
+    KVX_RETURN_IF_ERROR(parseRemoteKey(key.packed).status());
+    framed.push_back(key);
+  }
+  KVX_RETURN_IF_ERROR(unframe(kAddressMagic, peerAddress, "peer transport address").status());
+  return probe_->check(peerAddress, framed);
 }
 
 void UcxTransport::setMessageHandler(MessageHandler handler) {
@@ -52,7 +69,7 @@ Result<std::unique_ptr<Transport>> createUcxTransport(const TransportOptions& op
   const std::string name = options.agentName.empty() ? "kvx" : options.agentName;
   KVX_ASSIGN_OR_RETURN(std::shared_ptr<UcxWorker> worker,
                        UcxWorker::create(std::move(context), name));
-  return std::unique_ptr<Transport>(std::make_unique<UcxTransport>(std::move(worker)));
+  return std::unique_ptr<Transport>(std::make_unique<UcxTransport>(std::move(worker), options));
 }
 
 }  // namespace kvx::engine::ucx

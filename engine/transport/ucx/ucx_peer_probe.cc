@@ -1,0 +1,241 @@
+#include "engine/transport/ucx/ucx_peer_probe.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+extern char** environ;
+
+namespace kvx::engine::ucx {
+namespace {
+
+constexpr std::chrono::milliseconds kProbeTimeout{10000};
+constexpr std::size_t kMaxReasonBytes = 2048;
+
+bool isExecutable(const std::string& path) {
+  struct stat info {};
+  return !path.empty() && ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+         ::access(path.c_str(), X_OK) == 0;
+}
+
+// Closes a descriptor once.
+struct Fd {
+  int fd = -1;
+  ~Fd() { reset(); }
+  void reset() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+
+// What the probe reads on stdin: a count, then each blob as kind (u8), length (u32) and
+// bytes, native byte order; the first blob is the address, the others keys.
+void appendBlob(std::vector<std::uint8_t>& out, std::uint8_t kind,
+                std::span<const std::uint8_t> blob) {
+  out.push_back(kind);
+  const auto length = static_cast<std::uint32_t>(blob.size());
+  const auto* bytes = reinterpret_cast<const std::uint8_t*>(&length);
+  out.insert(out.end(), bytes, bytes + sizeof length);
+  out.insert(out.end(), blob.begin(), blob.end());
+}
+
+std::string addressKey(std::span<const std::uint8_t> address) {
+  return "A" + std::string(reinterpret_cast<const char*>(address.data()), address.size());
+}
+
+std::string keyKey(std::span<const std::uint8_t> address, const PeerKey& key) {
+  std::string out = "K";
+  out.push_back(static_cast<char>(key.kind));
+  const auto length = static_cast<std::uint32_t>(address.size());
+  out.append(reinterpret_cast<const char*>(&length), sizeof length);
+  out.append(reinterpret_cast<const char*>(address.data()), address.size());
+  out.append(reinterpret_cast<const char*>(key.packed.data()), key.packed.size());
+  return out;
+}
+
+// The index of the key the probe was checking when it stopped ("checking key 3 of 7"), or
+// -1 when it had not reached the keys.
+long keyInProgress(const std::string& text) {
+  const std::string marker = "checking key ";
+  const std::size_t at = text.rfind(marker);
+  if (at == std::string::npos) return -1;
+  return std::strtol(text.c_str() + at + marker.size(), nullptr, 10);
+}
+
+std::string lastLines(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.size() > kMaxReasonBytes) text = "..." + text.substr(text.size() - kMaxReasonBytes);
+  return text;
+}
+
+}  // namespace
+
+Result<std::string> ucxProbePath() {
+  if (const char* env = std::getenv("KVX_UCX_PROBE"); env != nullptr && *env != '\0') {
+    if (isExecutable(env)) return std::string(env);
+    return failedPrecondition(std::string("KVX_UCX_PROBE names '") + env +
+                              "', which is not an executable file");
+  }
+  for (const char* candidate : {KVX_UCX_PROBE_BUILD_PATH, KVX_UCX_PROBE_INSTALL_PATH}) {
+    if (isExecutable(candidate)) return std::string(candidate);
+  }
+  return failedPrecondition(std::string("kvx-ucx-probe, which checks peers' UCX addresses, is "
+                                        "not at ") +
+                            KVX_UCX_PROBE_BUILD_PATH + " nor " + KVX_UCX_PROBE_INSTALL_PATH +
+                            "; install kvx whole or set KVX_UCX_PROBE to its path");
+}
+
+UcxPeerProbe::UcxPeerProbe(const TransportOptions& options)
+    : transports_(options.transports), netDevices_(options.netDevices) {}
+
+std::uint64_t UcxPeerProbe::probesRun() const {
+  std::lock_guard lock(mutex_);
+  return probesRun_;
+}
+
+Status UcxPeerProbe::check(std::span<const std::uint8_t> framedAddress,
+                           std::span<const PeerKey> keys) {
+  std::vector<std::uint8_t> input;
+  std::vector<std::string> unseen;      // cache entries to add once the probe passes
+  std::vector<std::size_t> probedKeys;  // indices into `keys` of the keys sent to the probe
+  {
+    std::lock_guard lock(mutex_);
+    if (!accepted_.contains(addressKey(framedAddress))) unseen.push_back(addressKey(framedAddress));
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      std::string entry = keyKey(framedAddress, keys[i]);
+      if (accepted_.contains(entry)) continue;
+      unseen.push_back(std::move(entry));
+      probedKeys.push_back(i);
+    }
+    if (unseen.empty()) return Status::ok();
+    ++probesRun_;
+  }
+  const auto count = static_cast<std::uint32_t>(1 + probedKeys.size());
+  const auto* countBytes = reinterpret_cast<const std::uint8_t*>(&count);
+  input.insert(input.end(), countBytes, countBytes + sizeof count);
+  appendBlob(input, 0, framedAddress);
+  for (std::size_t i : probedKeys) {
+    appendBlob(input, static_cast<std::uint8_t>(keys[i].kind), keys[i].packed);
+  }
+  KVX_ASSIGN_OR_RETURN(std::string probe, ucxProbePath());
+  int inPipe[2];
+  int outPipe[2];
+  if (::pipe2(inPipe, O_CLOEXEC) != 0) return internalError("pipe for the UCX probe failed");
+  Fd toProbe{inPipe[1]};
+  Fd probeIn{inPipe[0]};
+  if (::pipe2(outPipe, O_CLOEXEC) != 0) return internalError("pipe for the UCX probe failed");
+  Fd fromProbe{outPipe[0]};
+  Fd probeOut{outPipe[1]};
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, probeIn.fd, STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, probeOut.fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, probeOut.fd, STDERR_FILENO);
+  std::vector<std::string> args{probe, "--transports", transports_, "--net-devices", netDevices_};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  // This process's environment (UCX_* settings included), with UCX's crash handler off: a
+  // crash in the probe is an answer, not something to print a backtrace for.
+  std::vector<std::string> environment;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "UCX_HANDLE_ERRORS=", 18) != 0) environment.emplace_back(*e);
+  }
+  environment.emplace_back("UCX_HANDLE_ERRORS=none");
+  std::vector<char*> envp;
+  for (std::string& e : environment) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  const int spawned =
+      ::posix_spawn(&pid, probe.c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    return internalError("starting the UCX probe " + probe + ": " + std::strerror(spawned));
+  }
+  probeIn.reset();
+  probeOut.reset();
+
+  // The blobs, then end of input. A probe that dies early closes the pipe: EPIPE, not
+  // SIGPIPE (MSG_NOSIGNAL does not apply to pipes, so the signal is blocked around it).
+  sigset_t pipeSignal, previous;
+  sigemptyset(&pipeSignal);
+  sigaddset(&pipeSignal, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipeSignal, &previous);
+  std::size_t written = 0;
+  while (written < input.size()) {
+    const ssize_t n = ::write(toProbe.fd, input.data() + written, input.size() - written);
+    if (n <= 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    written += static_cast<std::size_t>(n);
+  }
+  toProbe.reset();
+  timespec none{};
+  while (sigtimedwait(&pipeSignal, nullptr, &none) > 0) {
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+
+  // Its output (the reason, when it fails) until it exits or the time is up.
+  std::string text;
+  const auto deadline = std::chrono::steady_clock::now() + kProbeTimeout;
+  bool timedOutProbe = false;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timedOutProbe = true;
+      break;
+    }
+    pollfd p{fromProbe.fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = ::read(fromProbe.fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the probe closed its output: it is exiting
+    text.append(buffer, static_cast<std::size_t>(n));
+    if (text.size() > 4 * kMaxReasonBytes) text.erase(0, text.size() - 2 * kMaxReasonBytes);
+  }
+  if (timedOutProbe) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const long keyIndex = keyInProgress(text);
+  std::string what;
+  if (keyIndex >= 1 && static_cast<std::size_t>(keyIndex) <= probedKeys.size()) {
+    const std::size_t index = probedKeys[static_cast<std::size_t>(keyIndex) - 1];
+    what = "the peer's packed remote key #" + std::to_string(index) + " (" +
+           std::to_string(keys[index].packed.size()) + " bytes)";
+  } else {
+    what = "the peer's UCX worker address (" + std::to_string(framedAddress.size()) + " bytes)";
+  }
+  what += ", checked by " + probe + ",";
+  if (timedOutProbe) {
+    return timedOut(what + " did not check out within " + std::to_string(kProbeTimeout.count()) +
+                    " ms");
+  }
+  if (WIFSIGNALED(status)) {
+    return invalidArgument(what + " made UCX crash (signal " + std::to_string(WTERMSIG(status)) +
+                           ", " + strsignal(WTERMSIG(status)) +
+                           "): refused; UCX said: " + lastLines(text));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return invalidArgument(what + " was refused by UCX: " + lastLines(text));
+  }
+  std::lock_guard lock(mutex_);
+  for (std::string& entry : unseen) accepted_.insert(std::move(entry));
+  return Status::ok();
+}
+
+}  // namespace kvx::engine::ucx
