@@ -190,6 +190,7 @@ Result<KvAgentOptions> toKvAgentOptions(const AgentConfig& c) {
   options.maxInFlightBytesPerPeer = c.maxInflightBytes;
   options.prefixCacheBlocks = c.prefixCacheBlocks;
   options.checkFreeBlocks = c.checkFreeBlocks;
+  options.lostPushHold = std::chrono::milliseconds(c.lostPushHoldMs);
 
   KVX_ASSIGN_OR_RETURN(std::string model, modelText(c.model));
   options.pool.model = model;

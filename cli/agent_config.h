@@ -82,6 +82,9 @@ struct AgentConfig {
   // Decode, host pools: check that nothing writes into a block while it is free
   // (KvAgentOptions::checkFreeBlocks).
   bool checkFreeBlocks = false;
+  // Decode: how long the blocks of a lost prefill agent's PUSH stay out of the pool after its
+  // data path closed (KvAgentOptions::lostPushHold).
+  std::uint64_t lostPushHoldMs = 250;
   // Tensor parallelism (cli/tensor_parallel.h): --model is the whole model; this agent's
   // pool holds rank tpRank's heads of a group of tpSize. Prefill: decodeTp decode ranks,
   // the --peer addresses in rank order.

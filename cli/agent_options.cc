@@ -195,6 +195,11 @@ void addAgentOptions(CLI::App& app, AgentConfig& c) {
           "placed again and at exit; a changed block is a late write (logged, counted in "
           "STATS lateWrites). For fault drills: costs a write and a read of every block",
           decode);
+  addOption(app, "--lost-push-hold-ms", c.lostPushHoldMs,
+            "decode: keep the blocks of a lost prefill agent's push out of the pool this long "
+            "after its data path closed (0: return them at once; fault drills)",
+            decode)
+      ->capture_default_str();
 
   WorkloadConfig& w = c.workload;
   const std::string workload = "Prefill workload";

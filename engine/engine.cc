@@ -177,14 +177,24 @@ Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
     auto it = peers_.find(metadata.name);
     if (it != peers_.end()) known = it->second;
   }
+  if (known && known->removalClaimed()) {
+    // Being removed (its link closing): wait until it is gone, then connect afresh.
+    (void)removePeerIf(metadata.name, known->incarnation(), peerFailed("removed"));
+    known.reset();
+  }
   if (known && known->incarnation() == metadata.incarnation) {
     known->updateRegions(metadata.regions);
     known->updateStagingWindow(metadata.stagingWindow);
     return Status::ok();
   }
+  const Status restarted = peerFailed("peer '" + metadata.name + "' restarted (new incarnation)");
   if (known) {
-    KVX_RETURN_IF_ERROR(removePeer(
-        metadata.name, peerFailed("peer '" + metadata.name + "' restarted (new incarnation)")));
+    const Status removed = removePeerIf(metadata.name, known->incarnation(), restarted);
+    // Gone meanwhile, or replaced by another handshake: the insertion below sorts it out.
+    if (!removed.isOk() && removed.code() != StatusCode::kNotFound &&
+        removed.code() != StatusCode::kFailedPrecondition) {
+      return removed;
+    }
   }
   const std::string peerName = metadata.name;
   const std::uint64_t incarnation = metadata.incarnation;
@@ -198,27 +208,32 @@ Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
                                       RemotePeer::kReopenWait + options_.reopenGate.longest));
   std::shared_ptr<RemotePeer> redundant;  // closed outside the lock
   bool joined = true;
-  {
-    std::lock_guard lock(mutex_);
-    auto [it, inserted] = peers_.try_emplace(peerName, peer);
-    if (!inserted) {
-      // Another handshake with the same peer (both agents connected to each other) won the
-      // race: keep its peer object, so transfers already made against it stay valid.
+  for (int attempt = 0;; ++attempt) {
+    std::uint64_t other = 0;
+    {
+      std::lock_guard lock(mutex_);
+      auto [it, inserted] = peers_.try_emplace(peerName, peer);
+      if (inserted) break;
       if (it->second->incarnation() == incarnation) {
+        // Another handshake with the same peer (both agents connected to each other) won
+        // the race: keep its peer object, so transfers already made against it stay valid.
         it->second->updateRegions(regions);
         it->second->updateStagingWindow(window);
         redundant = std::move(peer);
         joined = false;
-      } else {
-        redundant = std::exchange(it->second, std::move(peer));
+        break;
       }
+      other = it->second->incarnation();
     }
-  }
-  if (redundant && redundant->incarnation() != incarnation) {
-    const Status restarted = peerFailed("peer '" + peerName + "' restarted (new incarnation)");
-    failTransfersOf(*redundant, restarted);
-    redundant->fail(restarted);
-    emitPeerEvent(PeerEvent::Kind::kLeft, peerName, redundant->incarnation(), restarted);
+    // Another incarnation got in meanwhile: close its link before taking its place (never
+    // two links to one name, and never a new one listed while the old one can still land).
+    if (attempt == 3) {
+      peer->fail(restarted);
+      return failedPrecondition("peer '" + peerName +
+                                "' kept changing incarnation while it connected; connect again");
+    }
+    const Status removed = removePeerIf(peerName, other, restarted);
+    (void)removed;  // whatever happened, look again
   }
   if (joined) {
     if (auto path = dataPathDescription(peerName); path.isOk()) {
@@ -296,17 +311,30 @@ Status Engine::removePeerIf(const std::string& peerName, std::optional<std::uint
                             Status why) {
   std::shared_ptr<RemotePeer> peer;
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     auto it = peers_.find(peerName);
     if (it == peers_.end()) return notFound("unknown peer '" + peerName + "'");
     if (incarnation && it->second->incarnation() != *incarnation) {
       return failedPrecondition("peer '" + peerName + "' is another incarnation now");
     }
-    peer = std::move(it->second);
-    peers_.erase(it);
+    peer = it->second;
+    if (!peer->claimRemoval()) {
+      // Another thread is closing its link: it is gone once that thread unlisted it.
+      peerUnlisted_.wait_for(lock, kRemovalWait, [&] {
+        auto now = peers_.find(peerName);
+        return now == peers_.end() || now->second != peer;
+      });
+      return notFound("peer '" + peerName + "' was removed meanwhile");
+    }
   }
   failTransfersOf(*peer, why);
   peer->fail(why);  // force-closes the link: in-flight operations complete with errors now
+  {
+    std::lock_guard lock(mutex_);
+    auto it = peers_.find(peerName);
+    if (it != peers_.end() && it->second == peer) peers_.erase(it);
+  }
+  peerUnlisted_.notify_all();
   // Its idle window slots and waiting requests go; copies running for it finish unanswered.
   if (WindowServer* server = window_.load()) server->peerGone(peerName);
   if (driver_) driver_->kick();

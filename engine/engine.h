@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -198,7 +199,11 @@ class Engine {
   // Hands queued notifications to the handler; true if there were any.
   bool deliverNotifications();
   void failTransfersOf(const RemotePeer& peer, const Status& why);
-  // Removes the peer if it is still the given incarnation (any, when unset).
+  // Removes the peer if it is still the given incarnation (any, when unset). The link is
+  // closed while the peer is still listed, and only then is the peer unlisted and its kLeft
+  // event sent: whoever sees a peer gone (peerNames, peer(), the event) may rely on no byte
+  // of its data path landing any more (the KV layer returns the blocks a lost peer was
+  // writing into). A removal already in progress on another thread is waited for.
   Status removePeerIf(const std::string& name, std::optional<std::uint64_t> incarnation,
                       Status why);
   void onDataPathFailed(const std::string& peer, std::uint64_t incarnation, const Status& why);
@@ -229,7 +234,12 @@ class Engine {
   std::shared_ptr<const PeerEventHandler> peerEventHandler_;
   std::shared_ptr<const DataPathFailureHandler> dataPathFailureHandler_;  // same mutex
 
+  // How long removePeerIf waits for another thread's removal of the same peer (a forced
+  // close takes at most 2 s; transfers failing with it take their locks meanwhile).
+  static constexpr std::chrono::seconds kRemovalWait{10};
   mutable std::mutex mutex_;  // guards peers_ and lists_
+  // Notified when a peer leaves peers_ (removePeerIf waits on it for a removal in progress).
+  std::condition_variable peerUnlisted_;
   std::unordered_map<std::string, std::shared_ptr<RemotePeer>> peers_;
   std::unordered_map<ListId, std::shared_ptr<PreparedList>> lists_;
   std::uint64_t nextListId_ = 1;

@@ -122,6 +122,9 @@ class RemotePeer {
   Status resetLink(const std::string& reason, Deadline bound);
   // Declares the peer failed: the link is closed and later calls fail with `why`.
   void fail(Status why);
+  // True for the first caller only: the one that removes the peer from its engine.
+  bool claimRemoval() { return !removalClaimed_.exchange(true); }
+  bool removalClaimed() const { return removalClaimed_.load(); }
   Status failure() const;
 
   std::string dataPathDescription() const;
@@ -169,6 +172,7 @@ class RemotePeer {
   std::shared_ptr<const Window> window_;
   std::uint64_t nextEpoch_ = 1;
   Status failure_;
+  std::atomic<bool> removalClaimed_{false};
 };
 
 }  // namespace kvx::engine

@@ -122,16 +122,25 @@ struct DecodeProcess {
   }
 };
 
-// `model`: kModel, or a model name or JSON for a test that needs bigger blocks.
+// `model`: kModel, or a model name or JSON for a test that needs bigger blocks; `extra`:
+// more `kvx agent` options.
 inline DecodeProcess startDecode(const std::string& name, const std::string& transport,
                                  std::uint64_t blocks, const std::string& log,
-                                 const std::string& model = kModel) {
+                                 const std::string& model = kModel,
+                                 const std::vector<std::string>& extra = {}) {
   // exec keeps the pid: signals reach the agent itself.
   const std::string script = "exec \"$0\" \"$@\" 2>" + log;
-  auto child = ChildProcess::spawn(
-      "/bin/sh", {"-c", script, kvxBinary(), "agent", "--role", "decode", "--name", name,
-                  "--blocks", std::to_string(blocks), "--model", model, "--transport", transport,
-                  "--verify", "--check-free-blocks", "--log-level", "debug"});
+  std::vector<std::string> args{"-c",          script,
+                                kvxBinary(),   "agent",
+                                "--role",      "decode",
+                                "--name",      name,
+                                "--blocks",    std::to_string(blocks),
+                                "--model",     model,
+                                "--transport", transport,
+                                "--verify",    "--check-free-blocks",
+                                "--log-level", "debug"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto child = ChildProcess::spawn("/bin/sh", args);
   REQUIRE(child.isOk());
   DecodeProcess decode{std::make_unique<ChildProcess>(std::move(child).value()), name, "", log};
   auto line = decode.process->readLine(30s);

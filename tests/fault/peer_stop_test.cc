@@ -3,7 +3,12 @@
 // nothing, so only the control channel's heartbeats can tell. The in-process prefill agent's
 // requests to it fail with PEER_FAILED within peerTimeout + 1 s, and only those: requests in
 // flight to a second decode agent complete and verify. After SIGCONT the stopped agent finds
-// the prefill agent gone and returns the blocks it had reserved for it.
+// the prefill agent gone and returns the blocks it had reserved for it. The stopped agent
+// returns them with no hold (--lost-push-hold-ms 0): the prefill agent's pushes are still
+// queued in its socket when it resumes, and no byte of them may land in a freed block
+// (--check-free-blocks counts those as late writes). What keeps them out is the order: the
+// engine closes a lost peer's data path before it lists the peer as gone, and the KV side
+// frees only once it sees the peer gone.
 #include <cstdio>
 
 #include "tests/fault/fault_fixture.h"
@@ -29,11 +34,12 @@ std::string startLayerwise(KvAgent& prefill, const std::string& id,
 
 TEST_CASE("a stopped decode agent fails the requests to it within the bound, and only those",
           "[fault]") {
-  const std::string transport = GENERATE("shm", "tcp");
+  const std::string transport = GENERATE("shm", "tcp", "socket");
   INFO("transport " << transport);
   const ScratchDir scratch;
   const std::string& dir = scratch.path();
-  DecodeProcess stopped = startDecode("decode-stopped", transport, 48, dir + "/stopped.log");
+  DecodeProcess stopped = startDecode("decode-stopped", transport, 48, dir + "/stopped.log", kModel,
+                                      {"--lost-push-hold-ms", "0"});
   DecodeProcess live = startDecode("decode-live", transport, 48, dir + "/live.log");
   // Whatever happens below, never leave a stopped process behind.
   struct Resume {

@@ -120,13 +120,14 @@ struct KvAgentOptions {
   // 6 s, so a shorter attempt there never completes.
   std::chrono::milliseconds reconnectAttemptTimeout{10000};
   // Decode: the blocks of a PUSH request whose prefill agent was lost before its data was
-  // confirmed stay out of the pool this long before they are reused. Bytes that agent sent
-  // before it was lost can still be queued in this host's socket buffers (UCX tcp; e.g. this
-  // agent was stopped, or its progress thread was late) and land once the data path reads
-  // them: measured with checkFreeBlocks, they landed within milliseconds of the peer's loss
-  // being seen. Short, as a lost peer's blocks must come back within peerTimeout plus about
-  // a second. Bytes still in the lost peer's own kernel when a link is cut are not bounded
-  // by this (docs/reliability.md, "Late bytes").
+  // confirmed stay out of the pool this long before they are reused. What keeps the lost
+  // agent's queued bytes out of reused blocks is the order, not this hold: the engine closes
+  // a lost peer's data path before it lists the peer as gone, and the blocks are freed only
+  // once the peer is seen gone (peer_stop_test runs with 0). The hold is a margin on top, for
+  // a transport that would still deliver bytes of a closed endpoint. Short, as a lost peer's
+  // blocks must come back within peerTimeout plus about a second. Bytes still in the lost
+  // peer's own kernel when a link is cut are not bounded by either (docs/reliability.md,
+  // "Late bytes").
   std::chrono::milliseconds lostPushHold{250};
   // Decode, host pools: fill every block going back to the pool with a pattern and check it
   // when the block is handed out again, and every block still free at shutdown. A changed
