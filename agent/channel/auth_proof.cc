@@ -17,19 +17,21 @@ AuthBytes hmac(std::string_view token, std::string_view label, const AuthBytes& 
   std::vector<std::uint8_t> data(label.begin(), label.end());
   data.insert(data.end(), first.begin(), first.end());
   data.insert(data.end(), second.begin(), second.end());
+  return hmacSha256({reinterpret_cast<const std::uint8_t*>(token.data()), token.size()}, data);
+}
+
+}  // namespace
+
+AuthBytes hmacSha256(std::span<const std::uint8_t> key, std::span<const std::uint8_t> data) {
   AuthBytes out{};
   unsigned int length = 0;
-  // HMAC-SHA256 cannot fail for in-memory inputs short of allocation failure; a zero proof
-  // then simply fails to match on the other side.
-  if (HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()), data.data(), data.size(),
+  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), data.data(), data.size(),
            out.data(), &length) == nullptr ||
       length != out.size()) {
     out.fill(0);
   }
   return out;
 }
-
-}  // namespace
 
 Result<AuthBytes> randomNonce() {
   AuthBytes nonce{};

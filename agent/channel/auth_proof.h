@@ -10,12 +10,18 @@
 //
 // Stateless and thread-safe (OpenSSL libcrypto). The token is never logged or copied out.
 
+#include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "agent/channel/messages/auth_bytes.h"
 #include "kvx/result.h"
 
 namespace kvx::agent::channel {
+
+// HMAC-SHA256 of `data` under `key`; all zero in the one case it cannot be made (allocation
+// failure inside OpenSSL), which then simply fails to match on the other side.
+AuthBytes hmacSha256(std::span<const std::uint8_t> key, std::span<const std::uint8_t> data);
 
 // kAuthBytes from the system's CSPRNG (RAND_bytes); INTERNAL if it fails.
 Result<AuthBytes> randomNonce();

@@ -1,33 +1,20 @@
 #include "agent/channel/frame_seal.h"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include <string>
 
+#include "agent/channel/auth_proof.h"
+
 namespace kvx::agent::channel {
 namespace {
-
-AuthBytes hmac(std::span<const std::uint8_t> key, std::span<const std::uint8_t> data) {
-  AuthBytes out{};
-  unsigned int length = 0;
-  // Fails only if allocation fails; an all-zero tag or key then fails to match on the other
-  // side, and the connection ends there.
-  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), data.data(), data.size(),
-           out.data(), &length) == nullptr ||
-      length != out.size()) {
-    out.fill(0);
-  }
-  return out;
-}
 
 AuthBytes directionKey(std::string_view token, std::string_view label, const AuthBytes& clientNonce,
                        const AuthBytes& serverNonce) {
   std::vector<std::uint8_t> data(label.begin(), label.end());
   data.insert(data.end(), clientNonce.begin(), clientNonce.end());
   data.insert(data.end(), serverNonce.begin(), serverNonce.end());
-  return hmac({reinterpret_cast<const std::uint8_t*>(token.data()), token.size()}, data);
+  return hmacSha256({reinterpret_cast<const std::uint8_t*>(token.data()), token.size()}, data);
 }
 
 void putBigEndian(std::uint8_t* out, std::uint64_t value, int bytes) {
@@ -50,7 +37,7 @@ AuthBytes FrameSeal::tag(std::uint16_t type, std::span<const std::uint8_t> paylo
   putBigEndian(data.data(), sequence_, 8);
   putBigEndian(data.data() + 8, type, 2);
   std::copy(payload.begin(), payload.end(), data.begin() + 10);
-  return hmac(key_, data);
+  return hmacSha256(key_, data);
 }
 
 std::vector<std::uint8_t> FrameSeal::seal(std::span<const std::uint8_t> frame) {

@@ -128,7 +128,11 @@ TEST_CASE("a killed or stopped prefill agent's reservations return to the decode
               transport.c_str(), static_cast<long long>(took.count()));
   CHECK(freed);
   for (const KvPeerStatus& peer : decode->peers()) CHECK(peer.name != "prefill");
-  if (how == "stop") CHECK(took >= AgentOptions{}.peerTimeout - 100ms);  // heartbeats, not TCP
+  // Heartbeats, not TCP: the stopped agent's last heartbeat can be up to a heartbeat interval
+  // older than the stop (1852 ms was seen for a 2 s timeout), plus the timer's lateness.
+  if (how == "stop") {
+    CHECK(took >= AgentOptions{}.peerTimeout - AgentOptions{}.heartbeatInterval - 50ms);
+  }
 }
 
 TEST_CASE("a reservation the initiator never fills is reclaimed when its lease runs out",

@@ -59,7 +59,8 @@ Status UcxEndpoint::open(std::span<const std::uint8_t> ucxAddress) {
   ucp_ep_params_t params{};
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  params.address = reinterpret_cast<const ucp_address_t*>(ucxAddress.data());
+  const std::vector<std::uint8_t> padded = paddedForUcx(ucxAddress);
+  params.address = reinterpret_cast<const ucp_address_t*>(padded.data());
   params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   params.err_handler.cb = &UcxEndpoint::onUcxError;
   params.err_handler.arg = this;
@@ -141,7 +142,8 @@ Result<std::unique_ptr<RemoteKey>> UcxEndpoint::unpackRemoteKey(
     auto lock = worker_->lock();
     KVX_RETURN_IF_ERROR(checkPostableLocked("unpack remote key"));
     ucp_rkey_h handle = nullptr;
-    const ucs_status_t status = ucp_ep_rkey_unpack(ep_, parsed.ucxKey.data(), &handle);
+    const std::vector<std::uint8_t> padded = paddedForUcx(parsed.ucxKey);
+    const ucs_status_t status = ucp_ep_rkey_unpack(ep_, padded.data(), &handle);
     if (status != UCS_OK) return fromUcs(status, "ucp_ep_rkey_unpack");
     key = std::make_unique<UcxRemoteKey>(shared_from_this(), handle, parsed);
     keys_.insert(key.get());

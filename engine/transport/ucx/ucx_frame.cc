@@ -1,5 +1,6 @@
 #include "engine/transport/ucx/ucx_frame.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -73,6 +74,12 @@ Result<std::span<const std::uint8_t>> unframe(std::uint32_t magic,
     return invalidArgument(name + " fails its checksum (corrupted or truncated)");
   }
   return framed.subspan(kHeaderSize, bodySize);
+}
+
+std::vector<std::uint8_t> paddedForUcx(std::span<const std::uint8_t> body) {
+  std::vector<std::uint8_t> padded(body.size() + kUcxReadPad, 0);
+  std::copy(body.begin(), body.end(), padded.begin());
+  return padded;
 }
 
 }  // namespace kvx::engine::ucx

@@ -6,6 +6,7 @@
 // the frame first turns a corrupted, truncated or foreign blob from a peer into an
 // INVALID_ARGUMENT instead of a crash inside UCX. Native byte order, like UCX's own blobs.
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -24,5 +25,12 @@ std::vector<std::uint8_t> frame(std::uint32_t magic, std::span<const std::uint8_
 Result<std::span<const std::uint8_t>> unframe(std::uint32_t magic,
                                               std::span<const std::uint8_t> framed,
                                               std::string_view what);
+
+// UCX parses addresses and packed keys without a length. What kvx hands it is a copy of the
+// body followed by kUcxReadPad zero bytes, in kvx-ucx-probe and in the agent alike
+// (ucx_peer_probe.h): a blob shorter than what UCX reads then reads the same zeros in both
+// processes, not whatever memory happens to follow it, so the probe's verdict holds here.
+inline constexpr std::size_t kUcxReadPad = 4096;
+std::vector<std::uint8_t> paddedForUcx(std::span<const std::uint8_t> body);
 
 }  // namespace kvx::engine::ucx

@@ -10,15 +10,19 @@
 // releases (1.13 and 1.22 differ) and depends on the transports loaded. So before this
 // process's UCX sees a peer's blobs, a probe process ("kvx-ucx-probe", built and installed
 // with kvx) makes a worker with the same transport settings, creates an endpoint to the
-// address, unpacks each key on it and exits. Blobs the probe survived go on to UCX here; a
+// address (without error handling, and closes it unannounced: UCX sends the peer nothing),
+// unpacks each key on an endpoint to its own worker (on one to the peer, UCX 1.13 wired up
+// with the peer, which then failed to attach to the vanished probe) and exits. The probe and
+// this process both hand UCX each blob followed by zeros (paddedForUcx, ucx_frame.h), so that
+// a blob shorter than what UCX reads reads the same bytes in both. Blobs the probe survived
+// go on to UCX here; a
 // blob that made it crash, fail or hang is refused with the reason. Good verdicts are
 // remembered for the life of this object, so that a peer's reconnects and repeated keys cost
 // nothing; a probe costs a process start and a UCX initialisation (about 10 ms here) per peer
 // or batch of new keys.
 //
-// The probe's endpoint starts a connection to the peer (tcp) or maps its segments (shared
-// memory) and is closed at once: the peer sees a short-lived connection from a worker that
-// goes away.
+// The probe's endpoint may start a connection to the peer (tcp) or map its segments (shared
+// memory), and is closed at once: the peer sees at most a short-lived connection.
 //
 // Thread safety: check() may be called from any thread; probes may run at once.
 

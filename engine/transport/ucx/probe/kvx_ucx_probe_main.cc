@@ -131,7 +131,8 @@ int main(int argc, char** argv) {
     ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
     if (UCS_PTR_IS_PTR(request)) ucp_request_free(request);
   };
-  closeQuietly(makeEndpoint(address->data()));
+  const std::vector<std::uint8_t> paddedAddress = ucx::paddedForUcx(*address);
+  closeQuietly(makeEndpoint(paddedAddress.data()));
 
   // The keys: unpacked on an endpoint to this probe's own worker, over the same transports.
   // Unpacking parses a key whole and attaches what it names (a shared-memory segment), as
@@ -144,7 +145,8 @@ int main(int argc, char** argv) {
       std::printf("%s\n", ownBody.status().toString().c_str());
       return 2;
     }
-    ucp_ep_h self = makeEndpoint(ownBody->data());
+    const std::vector<std::uint8_t> paddedOwn = ucx::paddedForUcx(*ownBody);
+    ucp_ep_h self = makeEndpoint(paddedOwn.data());
     for (std::size_t i = 1; i < blobs.size(); ++i) {
       std::printf("checking key %zu of %zu\n", i, blobs.size() - 1);
       std::fflush(stdout);
@@ -154,7 +156,8 @@ int main(int argc, char** argv) {
         std::_Exit(3);
       }
       ucp_rkey_h rkey = nullptr;
-      const ucs_status_t unpacked = ucp_ep_rkey_unpack(self, packed->ucxKey.data(), &rkey);
+      const std::vector<std::uint8_t> paddedKey = ucx::paddedForUcx(packed->ucxKey);
+      const ucs_status_t unpacked = ucp_ep_rkey_unpack(self, paddedKey.data(), &rkey);
       if (unpacked != UCS_OK) {
         std::printf("ucp_ep_rkey_unpack: %s\n", ucs_status_string(unpacked));
         std::fflush(stdout);
