@@ -146,13 +146,25 @@ Status UcxPeerProbe::check(std::span<const std::uint8_t> framedAddress,
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  // This process's environment (UCX_* settings included), with UCX's crash handler off: a
-  // crash in the probe is an answer, not something to print a backtrace for.
+  // This process's environment (UCX_* settings included), with crash handlers off: a crash
+  // in the probe is an answer, not something to print a backtrace for. In a sanitizer build
+  // the probe is instrumented too: what a sanitizer says about it goes to its output (the
+  // reason given), not to the log files a sanitizer run collects from the processes it tests.
+  const char* overridden[] = {
+      "UCX_HANDLE_ERRORS=", "ASAN_OPTIONS=", "UBSAN_OPTIONS=", "TSAN_OPTIONS="};
   std::vector<std::string> environment;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "UCX_HANDLE_ERRORS=", 18) != 0) environment.emplace_back(*e);
+    bool keep = true;
+    for (const char* name : overridden)
+      keep = keep && std::strncmp(*e, name, std::strlen(name)) != 0;
+    if (keep) environment.emplace_back(*e);
   }
   environment.emplace_back("UCX_HANDLE_ERRORS=none");
+  environment.emplace_back(
+      "ASAN_OPTIONS=log_path=stderr:detect_leaks=0:handle_segv=0:handle_abort=0:handle_sigbus=0:"
+      "handle_sigfpe=0:handle_sigill=0");
+  environment.emplace_back("UBSAN_OPTIONS=log_path=stderr");
+  environment.emplace_back("TSAN_OPTIONS=log_path=stderr");
   std::vector<char*> envp;
   for (std::string& e : environment) envp.push_back(e.data());
   envp.push_back(nullptr);
