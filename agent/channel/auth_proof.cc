@@ -10,17 +10,14 @@
 #include <vector>
 
 namespace kvx::agent::channel {
-namespace {
 
-AuthBytes hmac(std::string_view token, std::string_view label, const AuthBytes& first,
-               const AuthBytes& second) {
+AuthBytes tokenHmac(std::string_view token, std::string_view label, const AuthBytes& first,
+                    const AuthBytes& second) {
   std::vector<std::uint8_t> data(label.begin(), label.end());
   data.insert(data.end(), first.begin(), first.end());
   data.insert(data.end(), second.begin(), second.end());
   return hmacSha256({reinterpret_cast<const std::uint8_t*>(token.data()), token.size()}, data);
 }
-
-}  // namespace
 
 AuthBytes hmacSha256(std::span<const std::uint8_t> key, std::span<const std::uint8_t> data) {
   AuthBytes out{};
@@ -45,12 +42,12 @@ Result<AuthBytes> randomNonce() {
 
 AuthBytes serverProof(std::string_view token, const AuthBytes& clientNonce,
                       const AuthBytes& serverNonce) {
-  return hmac(token, "kvx-server", clientNonce, serverNonce);
+  return tokenHmac(token, "kvx-server", clientNonce, serverNonce);
 }
 
 AuthBytes clientProof(std::string_view token, const AuthBytes& serverNonce,
                       const AuthBytes& clientNonce) {
-  return hmac(token, "kvx-client", serverNonce, clientNonce);
+  return tokenHmac(token, "kvx-client", serverNonce, clientNonce);
 }
 
 bool proofMatches(const AuthBytes& expected, const AuthBytes& received) {

@@ -23,6 +23,11 @@ namespace kvx::agent::channel {
 // failure inside OpenSSL), which then simply fails to match on the other side.
 AuthBytes hmacSha256(std::span<const std::uint8_t> key, std::span<const std::uint8_t> data);
 
+// HMAC-SHA256(token, label | first | second): the shape of every value the channel derives
+// from the token and a connection's nonces (the proofs below, the frame keys of frame_seal.h).
+AuthBytes tokenHmac(std::string_view token, std::string_view label, const AuthBytes& first,
+                    const AuthBytes& second);
+
 // kAuthBytes from the system's CSPRNG (RAND_bytes); INTERNAL if it fails.
 Result<AuthBytes> randomNonce();
 

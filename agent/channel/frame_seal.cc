@@ -9,14 +9,6 @@
 namespace kvx::agent::channel {
 namespace {
 
-AuthBytes directionKey(std::string_view token, std::string_view label, const AuthBytes& clientNonce,
-                       const AuthBytes& serverNonce) {
-  std::vector<std::uint8_t> data(label.begin(), label.end());
-  data.insert(data.end(), clientNonce.begin(), clientNonce.end());
-  data.insert(data.end(), serverNonce.begin(), serverNonce.end());
-  return hmacSha256({reinterpret_cast<const std::uint8_t*>(token.data()), token.size()}, data);
-}
-
 void putBigEndian(std::uint8_t* out, std::uint64_t value, int bytes) {
   for (int i = bytes - 1; i >= 0; --i) {
     out[i] = static_cast<std::uint8_t>(value & 0xFF);
@@ -28,8 +20,8 @@ void putBigEndian(std::uint8_t* out, std::uint64_t value, int bytes) {
 
 FrameKeys frameKeys(std::string_view token, const AuthBytes& clientNonce,
                     const AuthBytes& serverNonce) {
-  return FrameKeys{directionKey(token, "kvx-frames-c2s", clientNonce, serverNonce),
-                   directionKey(token, "kvx-frames-s2c", clientNonce, serverNonce)};
+  return FrameKeys{tokenHmac(token, "kvx-frames-c2s", clientNonce, serverNonce),
+                   tokenHmac(token, "kvx-frames-s2c", clientNonce, serverNonce)};
 }
 
 AuthBytes FrameSeal::tag(std::uint16_t type, std::span<const std::uint8_t> payload) const {

@@ -78,6 +78,144 @@ std::string lastLines(std::string text) {
   return text;
 }
 
+// What a probe process said and how it ended.
+struct ProbeRun {
+  std::string output;     // stdout and stderr, the last few KiB
+  int status = 0;         // as waitpid gives it
+  bool timedOut = false;  // killed at kProbeTimeout
+};
+
+// This process's environment (UCX_* settings included), with crash handlers off: a crash in
+// the probe is an answer, not something to print a backtrace for. In a sanitizer build the
+// probe is instrumented too: what a sanitizer says about it goes to its output (the reason
+// given), not to the log files a sanitizer run collects from the processes it tests.
+std::vector<std::string> probeEnvironment() {
+  const char* overridden[] = {
+      "UCX_HANDLE_ERRORS=", "ASAN_OPTIONS=", "UBSAN_OPTIONS=", "TSAN_OPTIONS="};
+  std::vector<std::string> environment;
+  for (char** e = environ; *e != nullptr; ++e) {
+    bool keep = true;
+    for (const char* name : overridden) {
+      keep = keep && std::strncmp(*e, name, std::strlen(name)) != 0;
+    }
+    if (keep) environment.emplace_back(*e);
+  }
+  environment.emplace_back("UCX_HANDLE_ERRORS=none");
+  environment.emplace_back(
+      "ASAN_OPTIONS=log_path=stderr:detect_leaks=0:handle_segv=0:handle_abort=0:handle_sigbus=0:"
+      "handle_sigfpe=0:handle_sigill=0");
+  environment.emplace_back("UBSAN_OPTIONS=log_path=stderr");
+  environment.emplace_back("TSAN_OPTIONS=log_path=stderr");
+  return environment;
+}
+
+std::vector<char*> pointers(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (std::string& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// Runs `args` (args[0] the probe) with `input` on its stdin, collecting its output, all within
+// kProbeTimeout: writing, reading and waiting for it to exit share that deadline, and a probe
+// still running at it is killed. Both pipe ends of this side are non-blocking, so a probe that
+// neither reads nor exits cannot hold this thread past the deadline.
+Result<ProbeRun> runProbe(std::vector<std::string> args, const std::vector<std::uint8_t>& input) {
+  int inPipe[2];
+  int outPipe[2];
+  if (::pipe2(inPipe, O_CLOEXEC) != 0) return internalError("pipe for the UCX probe failed");
+  Fd toProbe{inPipe[1]};
+  Fd probeIn{inPipe[0]};
+  if (::pipe2(outPipe, O_CLOEXEC) != 0) return internalError("pipe for the UCX probe failed");
+  Fd fromProbe{outPipe[0]};
+  Fd probeOut{outPipe[1]};
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, probeIn.fd, STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, probeOut.fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, probeOut.fd, STDERR_FILENO);
+  std::vector<char*> argv = pointers(args);
+  std::vector<std::string> environment = probeEnvironment();
+  std::vector<char*> envp = pointers(environment);
+  pid_t pid = -1;
+  const int spawned =
+      ::posix_spawn(&pid, args[0].c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    return internalError("starting the UCX probe " + args[0] + ": " + std::strerror(spawned));
+  }
+  probeIn.reset();
+  probeOut.reset();
+  ::fcntl(toProbe.fd, F_SETFL, O_NONBLOCK);
+  ::fcntl(fromProbe.fd, F_SETFL, O_NONBLOCK);
+
+  // A probe that exits early closes its stdin: EPIPE, not SIGPIPE (MSG_NOSIGNAL does not
+  // apply to pipes, so the signal is blocked meanwhile and a pending one taken back).
+  sigset_t pipeSignal, previous;
+  sigemptyset(&pipeSignal);
+  sigaddset(&pipeSignal, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipeSignal, &previous);
+  ProbeRun run;
+  const auto deadline = std::chrono::steady_clock::now() + kProbeTimeout;
+  auto left = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                 std::chrono::steady_clock::now())
+        .count();
+  };
+  std::size_t written = 0;
+  if (input.empty()) toProbe.reset();
+  while (fromProbe.fd >= 0) {
+    if (left() <= 0) {
+      run.timedOut = true;
+      break;
+    }
+    pollfd fds[2] = {{fromProbe.fd, POLLIN, 0}, {toProbe.fd, POLLOUT, 0}};
+    const int ready = ::poll(fds, toProbe.fd >= 0 ? 2 : 1, static_cast<int>(left()));
+    if (ready <= 0) continue;  // EINTR, or the deadline: checked above
+    if (toProbe.fd >= 0 && (fds[1].revents & (POLLOUT | POLLERR | POLLHUP)) != 0) {
+      const ssize_t n = ::write(toProbe.fd, input.data() + written, input.size() - written);
+      if (n > 0) written += static_cast<std::size_t>(n);
+      if ((n < 0 && errno != EINTR && errno != EAGAIN) || written == input.size()) {
+        toProbe.reset();  // all of it, or the probe stopped reading: end of its input
+      }
+    }
+    if ((fds[0].revents & (POLLIN | POLLERR | POLLHUP)) != 0) {
+      char buffer[4096];
+      const ssize_t n = ::read(fromProbe.fd, buffer, sizeof buffer);
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+        fromProbe.reset();  // the probe closed its output: it is exiting
+      } else if (n > 0) {
+        run.output.append(buffer, static_cast<std::size_t>(n));
+        if (run.output.size() > 4 * kMaxReasonBytes) {
+          run.output.erase(0, run.output.size() - 2 * kMaxReasonBytes);
+        }
+      }
+    }
+  }
+  toProbe.reset();
+  timespec none{};
+  while (sigtimedwait(&pipeSignal, nullptr, &none) > 0) {
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+
+  // Its exit, by the same deadline.
+  while (!run.timedOut) {
+    const pid_t done = ::waitpid(pid, &run.status, WNOHANG);
+    if (done == pid) return run;
+    if (done < 0 && errno != EINTR) return internalError("waiting for the UCX probe failed");
+    if (left() <= 0) {
+      run.timedOut = true;
+      break;
+    }
+    ::poll(nullptr, 0, 1);
+  }
+  ::kill(pid, SIGKILL);
+  while (::waitpid(pid, &run.status, 0) < 0 && errno == EINTR) {
+  }
+  return run;
+}
+
 }  // namespace
 
 Result<std::string> ucxProbePath() {
@@ -110,7 +248,8 @@ Status UcxPeerProbe::check(std::span<const std::uint8_t> framedAddress,
   std::vector<std::size_t> probedKeys;  // indices into `keys` of the keys sent to the probe
   {
     std::lock_guard lock(mutex_);
-    if (!accepted_.contains(addressKey(framedAddress))) unseen.push_back(addressKey(framedAddress));
+    std::string address = addressKey(framedAddress);
+    if (!accepted_.contains(address)) unseen.push_back(std::move(address));
     for (std::size_t i = 0; i < keys.size(); ++i) {
       std::string entry = keyKey(framedAddress, keys[i]);
       if (accepted_.contains(entry)) continue;
@@ -128,102 +267,10 @@ Status UcxPeerProbe::check(std::span<const std::uint8_t> framedAddress,
     appendBlob(input, static_cast<std::uint8_t>(keys[i].kind), keys[i].packed);
   }
   KVX_ASSIGN_OR_RETURN(std::string probe, ucxProbePath());
-  int inPipe[2];
-  int outPipe[2];
-  if (::pipe2(inPipe, O_CLOEXEC) != 0) return internalError("pipe for the UCX probe failed");
-  Fd toProbe{inPipe[1]};
-  Fd probeIn{inPipe[0]};
-  if (::pipe2(outPipe, O_CLOEXEC) != 0) return internalError("pipe for the UCX probe failed");
-  Fd fromProbe{outPipe[0]};
-  Fd probeOut{outPipe[1]};
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, probeIn.fd, STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, probeOut.fd, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, probeOut.fd, STDERR_FILENO);
-  std::vector<std::string> args{probe, "--transports", transports_, "--net-devices", netDevices_};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  // This process's environment (UCX_* settings included), with crash handlers off: a crash
-  // in the probe is an answer, not something to print a backtrace for. In a sanitizer build
-  // the probe is instrumented too: what a sanitizer says about it goes to its output (the
-  // reason given), not to the log files a sanitizer run collects from the processes it tests.
-  const char* overridden[] = {
-      "UCX_HANDLE_ERRORS=", "ASAN_OPTIONS=", "UBSAN_OPTIONS=", "TSAN_OPTIONS="};
-  std::vector<std::string> environment;
-  for (char** e = environ; *e != nullptr; ++e) {
-    bool keep = true;
-    for (const char* name : overridden)
-      keep = keep && std::strncmp(*e, name, std::strlen(name)) != 0;
-    if (keep) environment.emplace_back(*e);
-  }
-  environment.emplace_back("UCX_HANDLE_ERRORS=none");
-  environment.emplace_back(
-      "ASAN_OPTIONS=log_path=stderr:detect_leaks=0:handle_segv=0:handle_abort=0:handle_sigbus=0:"
-      "handle_sigfpe=0:handle_sigill=0");
-  environment.emplace_back("UBSAN_OPTIONS=log_path=stderr");
-  environment.emplace_back("TSAN_OPTIONS=log_path=stderr");
-  std::vector<char*> envp;
-  for (std::string& e : environment) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  pid_t pid = -1;
-  const int spawned =
-      ::posix_spawn(&pid, probe.c_str(), &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) {
-    return internalError("starting the UCX probe " + probe + ": " + std::strerror(spawned));
-  }
-  probeIn.reset();
-  probeOut.reset();
-
-  // The blobs, then end of input. A probe that dies early closes the pipe: EPIPE, not
-  // SIGPIPE (MSG_NOSIGNAL does not apply to pipes, so the signal is blocked around it).
-  sigset_t pipeSignal, previous;
-  sigemptyset(&pipeSignal);
-  sigaddset(&pipeSignal, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipeSignal, &previous);
-  std::size_t written = 0;
-  while (written < input.size()) {
-    const ssize_t n = ::write(toProbe.fd, input.data() + written, input.size() - written);
-    if (n <= 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    written += static_cast<std::size_t>(n);
-  }
-  toProbe.reset();
-  timespec none{};
-  while (sigtimedwait(&pipeSignal, nullptr, &none) > 0) {
-  }
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-
-  // Its output (the reason, when it fails) until it exits or the time is up.
-  std::string text;
-  const auto deadline = std::chrono::steady_clock::now() + kProbeTimeout;
-  bool timedOutProbe = false;
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timedOutProbe = true;
-      break;
-    }
-    pollfd p{fromProbe.fd, POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) continue;
-    char buffer[4096];
-    const ssize_t n = ::read(fromProbe.fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // the probe closed its output: it is exiting
-    text.append(buffer, static_cast<std::size_t>(n));
-    if (text.size() > 4 * kMaxReasonBytes) text.erase(0, text.size() - 2 * kMaxReasonBytes);
-  }
-  if (timedOutProbe) ::kill(pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  const long keyIndex = keyInProgress(text);
+  KVX_ASSIGN_OR_RETURN(
+      ProbeRun run,
+      runProbe({probe, "--transports", transports_, "--net-devices", netDevices_}, input));
+  const long keyIndex = keyInProgress(run.output);
   std::string what;
   if (keyIndex >= 1 && static_cast<std::size_t>(keyIndex) <= probedKeys.size()) {
     const std::size_t index = probedKeys[static_cast<std::size_t>(keyIndex) - 1];
@@ -233,17 +280,17 @@ Status UcxPeerProbe::check(std::span<const std::uint8_t> framedAddress,
     what = "the peer's UCX worker address (" + std::to_string(framedAddress.size()) + " bytes)";
   }
   what += ", checked by " + probe + ",";
-  if (timedOutProbe) {
+  if (run.timedOut) {
     return timedOut(what + " did not check out within " + std::to_string(kProbeTimeout.count()) +
                     " ms");
   }
-  if (WIFSIGNALED(status)) {
-    return invalidArgument(what + " made UCX crash (signal " + std::to_string(WTERMSIG(status)) +
-                           ", " + strsignal(WTERMSIG(status)) +
-                           "): refused; UCX said: " + lastLines(text));
+  if (WIFSIGNALED(run.status)) {
+    return invalidArgument(
+        what + " made UCX crash (signal " + std::to_string(WTERMSIG(run.status)) + ", " +
+        strsignal(WTERMSIG(run.status)) + "): refused; UCX said: " + lastLines(run.output));
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return invalidArgument(what + " was refused by UCX: " + lastLines(text));
+  if (!WIFEXITED(run.status) || WEXITSTATUS(run.status) != 0) {
+    return invalidArgument(what + " was refused by UCX: " + lastLines(run.output));
   }
   std::lock_guard lock(mutex_);
   for (std::string& entry : unseen) accepted_.insert(std::move(entry));
