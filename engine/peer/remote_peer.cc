@@ -373,6 +373,7 @@ void RemotePeer::fail(Status why) {
   }
   linkReady_.notify_all();  // awaitLink() returns the failure
   if (old) old->close(true);
+  transport_.dropPeer(dataAddress_);  // and nothing it still sends lands here
 }
 
 Status RemotePeer::failure() const {

@@ -120,7 +120,8 @@ class RemotePeer {
   Clock::time_point resetStarted() const;
   // Both steps on the caller's thread.
   Status resetLink(const std::string& reason, Deadline bound);
-  // Declares the peer failed: the link is closed and later calls fail with `why`.
+  // Declares the peer failed: the link is closed, the transport drops what the peer still
+  // sends (Transport::dropPeer), and later calls fail with `why`.
   void fail(Status why);
   // True for the first caller only: the one that removes the peer from its engine.
   bool claimRemoval() { return !removalClaimed_.exchange(true); }

@@ -112,6 +112,15 @@ class Transport {
     return Status::ok();
   }
 
+  // Stops placing what the peer at `peerAddress` still sends to this transport: the engine
+  // calls it when it removes the peer, after closing its endpoint to it and before it
+  // announces the departure, so that no byte of the peer's writes lands once the owner of
+  // the memory may have reused it. A backend whose endpoint close already covers both
+  // directions (UCX: one endpoint per peer pair, whose queued messages are dropped once it is
+  // closed) needs nothing more; one that serves the peer's own connections separately
+  // (socket) ends them.
+  virtual void dropPeer(std::span<const std::uint8_t> peerAddress) { (void)peerAddress; }
+
   // Installs the receive handler for messages (set once, before peers connect).
   virtual void setMessageHandler(MessageHandler handler) = 0;
 

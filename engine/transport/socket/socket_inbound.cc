@@ -137,6 +137,7 @@ Status InboundConnection::onFrame(const FrameHeader& header, std::vector<std::ui
         return refusal_;
       }
       greeted_ = true;
+      initiator_ = header.key;
       return Status::ok();
     case FrameType::kPut:
       placingRegion_ = 0;

@@ -36,6 +36,9 @@ class InboundConnection final : public SocketConnection, private FrameHandler {
   bool needsAttentionLocked() const override { return moreInput_ && !throttled(); }
   // True while bytes of `region` are being placed or sent on this connection.
   bool touchesRegionLocked(std::uint64_t region) const;
+  // The instance of the transport whose endpoint opened this connection (from its hello);
+  // 0 before the hello.
+  std::uint64_t initiatorLocked() const { return greeted_ ? initiator_ : 0; }
   // Ends the connection now (reset); the transport destroys it from its next progress().
   void endLocked(const Status& why);
 
@@ -55,6 +58,7 @@ class InboundConnection final : public SocketConnection, private FrameHandler {
   FrameReader reader_;
   std::uint64_t id_ = 0;
   bool greeted_ = false;
+  std::uint64_t initiator_ = 0;  // the hello's key
   bool ended_ = false;
   bool watchingWrite_ = false;
   bool watchingRead_ = true;

@@ -180,6 +180,20 @@ void SocketTransport::deregister(std::uint64_t region) {
   }
 }
 
+void SocketTransport::dropPeer(std::span<const std::uint8_t> peerAddress) {
+  Result<SocketAddress> peer = parseSocketAddress(peerAddress);
+  if (!peer.isOk()) return;  // never connected: nothing of it is served here
+  auto lock = mutex_.lockForCaller();
+  for (auto& [id, connection] : inbound_) {
+    if (connection->initiatorLocked() == peer->instance) {
+      connection->endLocked(
+          peerFailed("socket data connection from the removed peer at " +
+                     formatIpv4(peer->addresses.empty() ? 0 : peer->addresses[0], peer->port) +
+                     ": what it still sends is dropped"));
+    }
+  }
+}
+
 Result<RegionAccess> SocketTransport::accessLocked(std::uint64_t region, std::uint64_t key,
                                                    std::uint64_t address,
                                                    std::uint64_t length) const {

@@ -12,6 +12,8 @@
 //   - a forced close resets the connection (RST), so nothing this side had queued is
 //     delivered later, and the peer drops the rest of any put it was placing once it sees
 //     the reset;
+//   - a removed peer's own connections are ended too (dropPeer): what it still sends, up to
+//     a whole queue of puts unread in this side's sockets, is not placed;
 //   - connecting never blocks the caller: the connect runs in progress(), bounded by
 //     TransportOptions::connectTimeout, and operations posted meanwhile wait for it;
 //   - an inbound connection that does not introduce itself within the connect timeout, or
@@ -78,6 +80,9 @@ class SocketTransport final : public Transport {
                                                           int device) override;
   Result<std::shared_ptr<Endpoint>> connect(std::span<const std::uint8_t> peerAddress,
                                             EndpointErrorHandler onError) override;
+  // Ends (resets) the inbound connections whose hello named the peer's instance: what they
+  // still carry is not placed.
+  void dropPeer(std::span<const std::uint8_t> peerAddress) override;
   void setMessageHandler(MessageHandler handler) override;
   bool progress() override;
   int eventFd() const override { return epollFd_; }
