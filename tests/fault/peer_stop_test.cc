@@ -4,22 +4,56 @@
 // requests to it fail with PEER_FAILED within peerTimeout + 1 s, and only those: requests in
 // flight to a second decode agent complete and verify. After SIGCONT the stopped agent finds
 // the prefill agent gone and returns the blocks it had reserved for it. The stopped agent
-// returns them with no hold (--lost-push-hold-ms 0): the prefill agent's pushes are still
-// queued in its socket when it resumes, and no byte of them may land in a freed block
-// (--check-free-blocks counts those as late writes). What keeps them out is the order: the
-// engine closes a lost peer's data path before it lists the peer as gone, and the KV side
-// frees only once it sees the peer gone.
+// returns them with no hold (--lost-push-hold-ms 0), and resumes on a CPU kept busy by the
+// test: the prefill agent's pushes are still queued in its sockets when it resumes (the
+// test checks that they are, where the kernel can tell), and no byte of them may land in a
+// freed block (--check-free-blocks counts those as late writes). What keeps them out is the order:
+// the engine closes a lost peer's data path before it lists the peer as gone, and the KV side frees
+// only once it sees the peer gone.
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <thread>
+#include <vector>
 
 #include "tests/fault/fault_fixture.h"
+#include "tests/support/unread_socket_bytes.h"
 
 using namespace kvx;
 using namespace kvx::test::fault;
+using kvx::test::unreadSocketBytes;
 
 namespace {
 
 // Submits a layer-wise request to `destination` with layer 0 handed over, and waits until it
 // is transferring.
+// Busy threads, one per core, while it lives.
+class CpuLoad {
+ public:
+  CpuLoad() {
+    for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()); ++i) {
+      threads_.emplace_back([this] {
+        while (!stop_.load(std::memory_order_relaxed)) {
+        }
+      });
+    }
+  }
+  CpuLoad(const CpuLoad&) = delete;
+  CpuLoad& operator=(const CpuLoad&) = delete;
+  ~CpuLoad() {
+    stop_ = true;
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+std::uint16_t portOf(const std::string& address) {
+  return static_cast<std::uint16_t>(std::stoul(address.substr(address.rfind(':') + 1)));
+}
+
 std::string startLayerwise(KvAgent& prefill, const std::string& id,
                            const std::string& destination) {
   REQUIRE(prefill.submit(makeRequest(prefill, id, 4 * kTokensPerBlock, destination, true)).isOk());
@@ -118,13 +152,30 @@ TEST_CASE("a stopped decode agent fails the requests to it within the bound, and
 
   // Resumed, the stopped agent finds its link closed: it fails the requests of the lost
   // prefill agent itself (not at shutdown, which would cancel them) and frees their blocks.
-  REQUIRE(::kill(stopped.pid(), SIGCONT) == 0);
-  for (const std::string& id : doomed) {
-    const std::string failing = "request '" + id + "' failing: ";
-    REQUIRE(waitForLog(stopped, failing, 10s));
-    const std::string log = stopped.logText();
-    const std::size_t at = log.find(failing) + failing.size();
-    CHECK(log.substr(at, log.find('\n', at) - at).rfind("PEER_FAILED", 0) == 0);
+  // The prefill agent's last pushes are certain to arrive after the stop: over UCX's tcp they
+  // sit unread in the stopped agent's data sockets; the socket transport's connection was
+  // reset by the prefill agent (the kernel no longer lists it), and the stopped agent logs
+  // the put it stops placing. Over shared memory no socket holds them, and where UCX's
+  // shared-memory queues do cannot be seen from here.
+  const std::uint64_t unread = unreadSocketBytes(stopped.pid(), portOf(stopped.address));
+  std::printf("SIGSTOP fault (%s): %llu bytes unread in the stopped agent's data sockets\n",
+              transport.c_str(), static_cast<unsigned long long>(unread));
+  std::fflush(stdout);
+  if (transport == "tcp") CHECK(unread > 0);
+  {
+    const CpuLoad busy;  // the resumed agent's threads compete for the CPU
+    REQUIRE(::kill(stopped.pid(), SIGCONT) == 0);
+    for (const std::string& id : doomed) {
+      const std::string failing = "request '" + id + "' failing: ";
+      REQUIRE(waitForLog(stopped, failing, 10s));
+      const std::string log = stopped.logText();
+      const std::size_t at = log.find(failing) + failing.size();
+      CHECK(log.substr(at, log.find('\n', at) - at).rfind("PEER_FAILED", 0) == 0);
+    }
+  }
+  if (transport == "socket") {
+    CHECK(waitForLog(stopped, "the peer reset it in the middle of a put; the rest of it is dropped",
+                     5s));
   }
   const nlohmann::json stoppedStats = stopped.stop();
   const nlohmann::json liveStats = live.stop();
