@@ -39,6 +39,8 @@ class InboundConnection final : public SocketConnection, private FrameHandler {
   // The instance of the transport whose endpoint opened this connection (from its hello);
   // 0 before the hello.
   std::uint64_t initiatorLocked() const { return greeted_ ? initiator_ : 0; }
+  // Bytes the initiator sent that this side has not read yet.
+  std::uint64_t unreadLocked() const { return stream_.unreadBytes(); }
   // Ends the connection now (reset); the transport destroys it from its next progress().
   void endLocked(const Status& why);
 

@@ -1,7 +1,9 @@
 #include "engine/transport/socket/socket_stream.h"
 
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -173,6 +175,12 @@ std::uint64_t SocketStream::takeBytesRead() {
   const std::uint64_t bytes = bytesRead_;
   bytesRead_ = 0;
   return bytes;
+}
+
+std::uint64_t SocketStream::unreadBytes() const {
+  int inSocket = 0;
+  if (fd_ < 0 || ::ioctl(fd_, SIOCINQ, &inSocket) != 0) inSocket = 0;
+  return buffered().size() + static_cast<std::uint64_t>(std::max(inSocket, 0));
 }
 
 bool SocketStream::peerReset() const {

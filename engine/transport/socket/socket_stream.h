@@ -63,6 +63,8 @@ class SocketStream {
   // Bytes taken from the socket since the last call (for fairness between connections).
   std::uint64_t takeBytesRead();
 
+  // Bytes the peer sent that were not consumed yet: buffered here, or in the socket.
+  std::uint64_t unreadBytes() const;
   // True when the peer reset the connection (TCP state CLOSE), even while bytes it sent
   // before the reset are still buffered here.
   bool peerReset() const;

@@ -186,10 +186,12 @@ void SocketTransport::dropPeer(std::span<const std::uint8_t> peerAddress) {
   auto lock = mutex_.lockForCaller();
   for (auto& [id, connection] : inbound_) {
     if (connection->initiatorLocked() == peer->instance) {
+      const std::uint64_t unread = connection->unreadLocked();
       connection->endLocked(
           peerFailed("socket data connection from the removed peer at " +
                      formatIpv4(peer->addresses.empty() ? 0 : peer->addresses[0], peer->port) +
-                     ": what it still sends is dropped"));
+                     ": " + std::to_string(unread) +
+                     " bytes it sent were still unread; they and what follows are " + "dropped"));
     }
   }
 }
