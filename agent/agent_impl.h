@@ -15,7 +15,8 @@
 
 namespace kvx {
 
-struct Agent::Impl {
+// Hidden: kvx's own, not part of libkvx.so's exports (Agent itself is).
+struct __attribute__((visibility("hidden"))) Agent::Impl {
   static Result<std::unique_ptr<Impl>> create(AgentOptions options);
   ~Impl();
 

@@ -23,7 +23,8 @@
 
 namespace kvx {
 
-struct KvAgent::Impl {
+// Hidden: kvx's own, not part of libkvx.so's exports (KvAgent itself is).
+struct __attribute__((visibility("hidden"))) KvAgent::Impl {
   // Forwards tasks to the loop until closed.
   struct LoopGuard {
     std::mutex mutex;

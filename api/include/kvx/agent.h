@@ -22,6 +22,8 @@
 #include "kvx/status.h"
 #include "kvx/transfer.h"
 
+// Declarations here are libkvx.so's exports (api/shared_library/).
+#pragma GCC visibility push(default)
 namespace kvx {
 
 // What an agent knows about a connected peer.
@@ -152,3 +154,4 @@ class Agent final {
 };
 
 }  // namespace kvx
+#pragma GCC visibility pop

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+// Declarations here are libkvx.so's exports (api/shared_library/).
+#pragma GCC visibility push(default)
 namespace kvx {
 
 enum class ProgressMode : std::uint8_t {
@@ -135,3 +137,4 @@ struct AgentOptions {
 bool selectDataPath(AgentOptions& options, std::string_view name);
 
 }  // namespace kvx
+#pragma GCC visibility pop

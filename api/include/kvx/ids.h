@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <functional>
 
+// Declarations here are libkvx.so's exports (api/shared_library/).
+#pragma GCC visibility push(default)
 namespace kvx {
 
 template <typename Tag>
@@ -26,6 +28,7 @@ using TransferId = StrongId<struct TransferIdTag>;
 using ListId = StrongId<struct ListIdTag>;
 
 }  // namespace kvx
+#pragma GCC visibility pop
 
 template <typename Tag>
 struct std::hash<kvx::StrongId<Tag>> {

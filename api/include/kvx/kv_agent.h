@@ -24,6 +24,8 @@
 #include "kvx/kv_types.h"
 #include "kvx/result.h"
 
+// Declarations here are libkvx.so's exports (api/shared_library/).
+#pragma GCC visibility push(default)
 namespace kvx {
 
 class KvAgent final {
@@ -118,3 +120,4 @@ class KvAgent final {
 };
 
 }  // namespace kvx
+#pragma GCC visibility pop

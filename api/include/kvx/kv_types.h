@@ -14,6 +14,8 @@
 #include "kvx/memory.h"
 #include "kvx/status.h"
 
+// Declarations here are libkvx.so's exports (api/shared_library/).
+#pragma GCC visibility push(default)
 namespace kvx {
 
 enum class KvRole : std::uint8_t { kPrefill, kDecode };
@@ -236,3 +238,4 @@ struct KvPeerStatus {
 };
 
 }  // namespace kvx
+#pragma GCC visibility pop

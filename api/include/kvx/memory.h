@@ -11,6 +11,8 @@
 
 #include "kvx/ids.h"
 
+// Declarations here are libkvx.so's exports (api/shared_library/).
+#pragma GCC visibility push(default)
 namespace kvx {
 
 enum class MemoryKind : std::uint8_t {
@@ -72,3 +74,4 @@ struct MemoryRange {
 };
 
 }  // namespace kvx
+#pragma GCC visibility pop

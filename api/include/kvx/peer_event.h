@@ -10,6 +10,8 @@
 
 #include "kvx/status.h"
 
+// Declarations here are libkvx.so's exports (api/shared_library/).
+#pragma GCC visibility push(default)
 namespace kvx {
 
 struct PeerEvent {
@@ -33,3 +35,4 @@ inline const char* toString(PeerEvent::Kind kind) {
 }
 
 }  // namespace kvx
+#pragma GCC visibility pop

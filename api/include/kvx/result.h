@@ -8,6 +8,8 @@
 
 #include "kvx/status.h"
 
+// Declarations here are libkvx.so's exports (api/shared_library/).
+#pragma GCC visibility push(default)
 namespace kvx {
 
 template <typename T>
@@ -57,3 +59,4 @@ class [[nodiscard]] Result {
 };
 
 }  // namespace kvx
+#pragma GCC visibility pop

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+// Declarations here are libkvx.so's exports (api/shared_library/).
+#pragma GCC visibility push(default)
 namespace kvx {
 
 enum class StatusCode : std::uint8_t {
@@ -80,6 +82,7 @@ Status unimplemented(std::string message);
 Status internalError(std::string message);
 
 }  // namespace kvx
+#pragma GCC visibility pop
 
 #define KVX_STATUS_CONCAT_INNER(a, b) a##b
 #define KVX_STATUS_CONCAT(a, b) KVX_STATUS_CONCAT_INNER(a, b)

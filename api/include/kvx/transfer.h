@@ -14,6 +14,8 @@
 #include "kvx/memory.h"
 #include "kvx/status.h"
 
+// Declarations here are libkvx.so's exports (api/shared_library/).
+#pragma GCC visibility push(default)
 namespace kvx {
 
 enum class TransferOp : std::uint8_t {
@@ -84,3 +86,4 @@ using Deadline = Clock::time_point;
 inline Deadline deadlineIn(std::chrono::milliseconds timeout) { return Clock::now() + timeout; }
 
 }  // namespace kvx
+#pragma GCC visibility pop
