@@ -15,8 +15,7 @@
 
 namespace kvx {
 
-// Hidden: kvx's own, not part of libkvx.so's exports (Agent itself is).
-struct __attribute__((visibility("hidden"))) Agent::Impl {
+struct Agent::Impl {
   static Result<std::unique_ptr<Impl>> create(AgentOptions options);
   ~Impl();
 

@@ -23,8 +23,7 @@
 
 namespace kvx {
 
-// Hidden: kvx's own, not part of libkvx.so's exports (KvAgent itself is).
-struct __attribute__((visibility("hidden"))) KvAgent::Impl {
+struct KvAgent::Impl {
   // Forwards tasks to the loop until closed.
   struct LoopGuard {
     std::mutex mutex;

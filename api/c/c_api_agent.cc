@@ -87,17 +87,18 @@ kvx_status kvx_register_memory(kvx_agent* agent, const char* name, void* address
   if (agent == nullptr) return nullArgument(__func__, "agent");
   if (name == nullptr) return nullArgument(__func__, "name");
   if (region == nullptr) return nullArgument(__func__, "region");
-  if (kind != KVX_MEMORY_HOST && kind != KVX_MEMORY_CUDA) {
-    return kvx::c_api::report(kvx::invalidArgument(
-        std::string(__func__) + ": memory kind " + std::to_string(static_cast<int>(kind)) +
-        " is neither KVX_MEMORY_HOST nor KVX_MEMORY_CUDA"));
+  const int rawKind = kvx::c_api::rawValue(kind);
+  if (rawKind != KVX_MEMORY_HOST && rawKind != KVX_MEMORY_CUDA) {
+    return kvx::c_api::report(
+        kvx::invalidArgument(std::string(__func__) + ": memory kind " + std::to_string(rawKind) +
+                             " is neither KVX_MEMORY_HOST nor KVX_MEMORY_CUDA"));
   }
   return guarded(__func__, [&]() -> kvx::Status {
     kvx::MemoryRegionSpec spec;
     spec.name = name;
     spec.address = address;
     spec.length = length;
-    spec.kind = kind == KVX_MEMORY_CUDA ? kvx::MemoryKind::kCuda : kvx::MemoryKind::kHost;
+    spec.kind = rawKind == KVX_MEMORY_CUDA ? kvx::MemoryKind::kCuda : kvx::MemoryKind::kHost;
     spec.device = device;
     spec.exposed = exposed != 0;
     KVX_ASSIGN_OR_RETURN(kvx::RegionId id, agent->agent->registerMemory(spec));

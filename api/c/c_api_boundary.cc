@@ -41,8 +41,9 @@ extern "C" {
 const char* kvx_last_error(void) { return kvx::c_api::lastError.c_str(); }
 
 const char* kvx_status_name(kvx_status code) {
-  if (code < KVX_OK || code > KVX_INTERNAL) return "UNKNOWN";
-  return kvx::toString(static_cast<kvx::StatusCode>(code)).data();
+  const int raw = kvx::c_api::rawValue(code);
+  if (raw < KVX_OK || raw > KVX_INTERNAL) return "UNKNOWN";
+  return kvx::toString(static_cast<kvx::StatusCode>(raw)).data();
 }
 
 void kvx_free(void* pointer) { std::free(pointer); }

@@ -5,6 +5,7 @@
 // exception into KVX_INTERNAL so that none crosses into C.
 
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <span>
@@ -29,6 +30,16 @@ kvx_status nullArgument(std::string_view function, std::string_view argument);
 char* copyString(std::string_view text);
 // A copy of `bytes` for the caller to free with kvx_free.
 std::uint8_t* copyBytes(std::span<const std::uint8_t> bytes);
+
+// The integer a C caller passed for an enum parameter, read without loading it as the C++
+// enum (whose valid values C++ limits to the enumerators' range: any int may come from C).
+template <typename Enum>
+int rawValue(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int raw = 0;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
+}
 
 // Runs `body` (returning a Status); an exception becomes INTERNAL with its text.
 template <typename Body>

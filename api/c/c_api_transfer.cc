@@ -69,9 +69,10 @@ kvx_status kvx_make_transfer(kvx_agent* agent, kvx_transfer_op op, kvx_list_id l
     return nullArgument(__func__, "notification");
   }
   if (transfer == nullptr) return nullArgument(__func__, "transfer");
-  if (op != KVX_READ && op != KVX_WRITE) {
+  const int rawOp = kvx::c_api::rawValue(op);
+  if (rawOp != KVX_READ && rawOp != KVX_WRITE) {
     return kvx::c_api::report(kvx::invalidArgument(std::string(__func__) + ": operation " +
-                                                   std::to_string(static_cast<int>(op)) +
+                                                   std::to_string(rawOp) +
                                                    " is neither KVX_READ nor KVX_WRITE"));
   }
   return guarded(__func__, [&]() -> kvx::Status {
@@ -81,7 +82,7 @@ kvx_status kvx_make_transfer(kvx_agent* agent, kvx_transfer_op op, kvx_list_id l
     }
     KVX_ASSIGN_OR_RETURN(kvx::TransferId id,
                          agent->agent->makeTransfer(
-                             op == KVX_READ ? kvx::TransferOp::kRead : kvx::TransferOp::kWrite,
+                             rawOp == KVX_READ ? kvx::TransferOp::kRead : kvx::TransferOp::kWrite,
                              kvx::ListId(local_list), {local_indices, count},
                              kvx::ListId(remote_list), {remote_indices, count}, std::move(note)));
     *transfer = id.value;

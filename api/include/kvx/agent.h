@@ -147,7 +147,7 @@ class Agent final {
   bool progress();
 
  private:
-  struct Impl;
+  struct __attribute__((visibility("hidden"))) Impl;  // kvx's own: not exported
   friend Impl& agentImpl(Agent& agent);  // for kvx's own layers (agent/agent_impl.h)
   explicit Agent(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -114,7 +114,7 @@ class KvAgent final {
   Status dropPrefixCache();
 
  private:
-  struct Impl;
+  struct __attribute__((visibility("hidden"))) Impl;  // kvx's own: not exported
   explicit KvAgent(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
