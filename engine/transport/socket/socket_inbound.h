@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/transport/socket/frame_reader.h"
+#include "engine/transport/socket/region_access.h"
 #include "engine/transport/socket/socket_connection.h"
 #include "engine/transport/socket/socket_stream.h"
 

@@ -41,6 +41,7 @@
 
 #include "engine/progress/caller_first_mutex.h"
 #include "engine/transport/socket/socket_address.h"
+#include "engine/transport/socket/region_access.h"
 #include "engine/transport/socket/socket_connection.h"
 #include "engine/transport/socket/socket_device_copies.h"
 #include "engine/transport/socket/socket_memory.h"
@@ -51,12 +52,6 @@ namespace kvx::engine::socket {
 class InboundConnection;
 
 inline constexpr std::size_t kMaxInboundConnections = 1024;
-
-// A registered range a request may touch, once checked.
-struct RegionAccess {
-  std::uint8_t* address = nullptr;
-  int device = -1;  // the GPU whose memory `address` is; -1: host memory
-};
 
 class SocketTransport final : public Transport {
  public:
