@@ -7,5 +7,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${KVX_BUILD_DIR:-$root/build}
 
-"$root/scripts/build.sh" "$build_dir" >/dev/null
+# Only what the demo runs (the kvx command, which is also every agent process, and the UCX
+# probe the agents start), with the build's progress on stderr: stdout is the demo's report.
+echo "scripts/demo.sh: building the kvx command in $build_dir (a first build takes a few minutes)" >&2
+KVX_BUILD_TARGETS="kvx_cli kvx-ucx-probe" "$root/scripts/build.sh" "$build_dir" >&2
+echo "scripts/demo.sh: running kvx demo $*" >&2
 exec "$build_dir/cli/kvx" demo "$@"
