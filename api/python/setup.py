@@ -25,7 +25,7 @@ def build():
             not os.path.exists(os.path.join(BUILD, "Makefile")):
         log(f"configuring {BUILD}")
         subprocess.check_call(["cmake", "-S", ROOT, "-B", BUILD, "-G", "Ninja",
-                               "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DKVX_BUILD_TESTS=OFF"])
+                               "-DCMAKE_BUILD_TYPE=RelWithDebInfo"])
     log(f"building the Python package in {BUILD} (target kvx_python_package)")
     subprocess.check_call(["cmake", "--build", BUILD, "--target", "kvx_python_package"])
     if not any(name.startswith("_kvx") for name in os.listdir(STAGED)):
