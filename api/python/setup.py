@@ -42,8 +42,9 @@ class BinaryDistribution(Distribution):
 build()
 os.makedirs(os.path.join(BUILD, "python-setup"), exist_ok=True)
 setup(
-    packages=["kvx"],
-    package_dir={"kvx": os.path.relpath(STAGED, HERE)},
+    packages=["kvx", "kvx.integrations"],
+    package_dir={"kvx": os.path.relpath(STAGED, HERE),
+                 "kvx.integrations": os.path.relpath(os.path.join(STAGED, "integrations"), HERE)},
     package_data={"kvx": ["_kvx*.so", "libkvx.so.0", "kvx-ucx-probe"]},
     distclass=BinaryDistribution,
     zip_safe=False,

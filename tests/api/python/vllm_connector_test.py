@@ -1,0 +1,184 @@
+# kvx-test-labels: python ucx multiprocess
+"""kvx's vLLM connector (kvx.integrations.vllm) driven in the order vLLM calls it, across a
+prefill instance in another process (vllm_prefill_engine.py) and a decode instance here, with
+torch KV caches of vLLM's shape ([2, num_blocks, block_size, kv_heads, head_dim] per layer;
+the two instances with different numbers of blocks), every byte of every moved block compared:
+requests of several sizes over shm, tcp and the socket transport; a prefix hit (only the rest
+is read); a whole prefix hit (nothing read, the prefill blocks released); a decode that never
+comes (the lease frees the blocks); and a prefill killed before the read (the decode reports
+the blocks as failed so that vLLM recomputes them, and the request still finishes
+receiving). Prints kvx-test-skipped without torch."""
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+try:
+    import torch  # noqa: F401
+except ImportError:
+    print("kvx-test-skipped: python3-torch is not installed")
+    sys.exit(0)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from fake_vllm import BLOCK_SIZE, Blocks, Engine, Request, blocks_for  # noqa: E402
+
+PREFILL_BLOCKS, DECODE_BLOCKS = 64, 48
+
+
+class PrefillProcess:
+    def __init__(self, data_path, lease=30.0):
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "vllm_prefill_engine.py"), data_path,
+             str(PREFILL_BLOCKS), str(lease)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.lines = []
+        self.expect("READY")
+
+    def _read(self, timeout):
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        if ready:
+            line = self.process.stdout.readline()
+            if line:
+                self.lines.append(line.strip())
+                return True
+        return False
+
+    def expect(self, prefix, timeout=20):
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, line in enumerate(self.lines):
+                if line.startswith(prefix):
+                    return self.lines.pop(i)
+            left = deadline - time.monotonic()
+            if left <= 0 or self.process.poll() is not None and not self._read(0):
+                raise AssertionError(f"the prefill engine did not say {prefix!r} "
+                                     f"(said {self.lines})")
+            self._read(min(left, 0.1))
+
+    def prefill(self, request_id, tokens, seed):
+        self.process.stdin.write(f"prefill {request_id} {tokens} {seed}\n")
+        self.process.stdin.flush()
+        return json.loads(self.expect("PARAMS ").split(" ", 1)[1])
+
+    def stop(self):
+        if self.process.poll() is None:
+            try:
+                self.process.stdin.write("quit\n")
+                self.process.stdin.flush()
+                self.process.wait(timeout=10)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait(timeout=10)
+        self.process.stdin.close()
+        self.process.stdout.close()
+
+
+def run_until(engine, request_id, timeout=20):
+    """Engine steps until `request_id` finished receiving: the failed blocks seen meanwhile."""
+    failed = set()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _, recving, errors = engine.step()
+        failed |= errors
+        if request_id in recving:
+            return failed
+        time.sleep(0.002)
+    raise AssertionError(f"{request_id} did not finish receiving within {timeout} s")
+
+
+class VllmConnector(unittest.TestCase):
+    def decode_request(self, decode, prefill, request_id, tokens, seed, computed_blocks=0):
+        """A decode request for the prefill's KV, vLLM's calls in order; returns the blocks
+        allocated for the read and the failed blocks."""
+        params = prefill.prefill("p-" + request_id, tokens, seed)
+        request = Request(request_id, tokens, params)
+        computed = computed_blocks * BLOCK_SIZE
+        count, load_async = decode.scheduler.get_num_new_matched_tokens(request, computed)
+        # vLLM asks again before allocating: no side effects.
+        self.assertEqual(decode.scheduler.get_num_new_matched_tokens(request, computed),
+                         (count, load_async))
+        self.assertEqual((count, load_async), (tokens - computed, True) if tokens > computed
+                         else (0, False))
+        prefix = decode.allocate(computed_blocks)
+        new = decode.allocate(blocks_for(tokens) - computed_blocks) if count else []
+        decode.scheduler.update_state_after_alloc(request, Blocks(prefix + new, new), count)
+        if count:
+            failed = run_until(decode, request_id)
+        else:
+            failed = set()
+            for _ in range(3):
+                decode.step()
+        return new, failed
+
+    def exchange(self, data_path):
+        prefill = PrefillProcess(data_path)
+        decode = Engine("kv_consumer", "decode-0", DECODE_BLOCKS, data_path=data_path)
+        try:
+            for i, tokens in enumerate((40, 5 * BLOCK_SIZE, 7, 9 * BLOCK_SIZE + 1)):
+                blocks, failed = self.decode_request(decode, prefill, f"r{i}", tokens, seed=i + 1)
+                self.assertEqual(failed, set())
+                self.assertEqual(len(blocks), blocks_for(tokens))
+                self.assertTrue(decode.matches(blocks, seed=i + 1), f"request r{i}")
+                prefill.expect(f"FREED p-r{i}")
+            # A prefix hit: the first 2 blocks were computed here; only the rest is read.
+            blocks, failed = self.decode_request(decode, prefill, "hit", 6 * BLOCK_SIZE, seed=9,
+                                                 computed_blocks=2)
+            self.assertEqual((failed, len(blocks)), (set(), 4))
+            self.assertTrue(decode.matches(blocks, seed=9, first_position=2))
+            prefill.expect("FREED p-hit")
+            # A whole prefix hit: nothing to read; the prefill's blocks are released.
+            blocks, failed = self.decode_request(decode, prefill, "all", 3 * BLOCK_SIZE, seed=4,
+                                                 computed_blocks=3)
+            self.assertEqual((blocks, failed), ([], set()))
+            prefill.expect("FREED p-all")
+        finally:
+            decode.close()
+            prefill.stop()
+        self.assertEqual(prefill.process.returncode, 0)
+
+    def test_shm(self):
+        self.exchange("shm")
+
+    def test_tcp(self):
+        self.exchange("tcp")
+
+    def test_socket(self):
+        self.exchange("socket")
+
+    def test_a_decode_that_never_comes(self):
+        prefill = PrefillProcess("tcp", lease=0.5)
+        try:
+            started = time.monotonic()
+            prefill.prefill("orphan", 3 * BLOCK_SIZE, seed=2)
+            prefill.expect("FREED orphan", timeout=10)
+            self.assertGreaterEqual(time.monotonic() - started, 0.5)
+        finally:
+            prefill.stop()
+
+    def test_a_prefill_killed_before_the_read(self):
+        prefill = PrefillProcess("tcp")
+        decode = Engine("kv_consumer", "decode-kill", DECODE_BLOCKS, data_path="tcp")
+        try:
+            params = prefill.prefill("p-lost", 4 * BLOCK_SIZE, seed=3)
+            os.kill(prefill.process.pid, signal.SIGKILL)
+            prefill.process.wait(timeout=10)
+            request = Request("lost", 4 * BLOCK_SIZE, params)
+            count, _ = decode.scheduler.get_num_new_matched_tokens(request, 0)
+            blocks = decode.allocate(blocks_for(count))
+            decode.scheduler.update_state_after_alloc(request, Blocks(blocks), count)
+            started = time.monotonic()
+            failed = run_until(decode, "lost")
+            self.assertEqual(failed, set(blocks))
+            self.assertLess(time.monotonic() - started, 15)
+        finally:
+            decode.close()
+            prefill.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()

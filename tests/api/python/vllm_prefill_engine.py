@@ -1,0 +1,47 @@
+"""A prefill vLLM instance for vllm_connector_test.py, in a process of its own: kvx's
+connector as kv_producer. Commands on stdin, one per line:
+    prefill REQ TOKENS SEED   computes a prompt (fills its blocks), finishes the request and
+                              prints "PARAMS <kv_transfer_params as JSON>"
+    quit                      exits 0
+Between commands it runs engine steps every 2 ms and prints "FREED REQ" when the connector
+says a request's blocks may go (read by the decode, or its lease ended).
+Usage: vllm_prefill_engine.py DATA_PATH NUM_BLOCKS LEASE_SECONDS"""
+import json
+import os
+import select
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fake_vllm import Engine, Request, blocks_for  # noqa: E402
+
+
+def main():
+    data_path, num_blocks, lease = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    engine = Engine("kv_producer", "prefill-0", num_blocks, data_path=data_path,
+                    lease_seconds=lease)
+    held = {}
+    print("READY", flush=True)
+    while True:
+        ready, _, _ = select.select([sys.stdin], [], [], 0.002)
+        if ready:
+            words = sys.stdin.readline().split()
+            if not words or words[0] == "quit":
+                engine.close()
+                return 0
+            if words[0] == "prefill":
+                request_id, tokens, seed = words[1], int(words[2]), int(words[3])
+                blocks = engine.allocate(blocks_for(tokens))
+                engine.fill(blocks, seed)
+                request = Request(request_id, tokens, {"do_remote_decode": True})
+                delay, params = engine.scheduler.request_finished(request, blocks)
+                assert delay, "the connector should keep the blocks for the decode"
+                held[request_id] = blocks
+                print("PARAMS", json.dumps(params), flush=True)
+        sending, _, _ = engine.step()
+        for request_id in sorted(sending):
+            engine.free.extend(held.pop(request_id))
+            print("FREED", request_id, flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
