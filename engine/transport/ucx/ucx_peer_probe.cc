@@ -88,10 +88,12 @@ struct ProbeRun {
 // This process's environment (UCX_* settings included), with crash handlers off: a crash in
 // the probe is an answer, not something to print a backtrace for. In a sanitizer build the
 // probe is instrumented too: what a sanitizer says about it goes to its output (the reason
-// given), not to the log files a sanitizer run collects from the processes it tests.
+// given), not to the log files a sanitizer run collects from the processes it tests. UCX's
+// memory events are off: the probe registers no memory, and installing their hooks is most
+// of UCX 1.22's start-up here (0.41 s of 0.42, spent patching code; 0.01 s without).
 std::vector<std::string> probeEnvironment() {
   const char* overridden[] = {
-      "UCX_HANDLE_ERRORS=", "ASAN_OPTIONS=", "UBSAN_OPTIONS=", "TSAN_OPTIONS="};
+      "UCX_HANDLE_ERRORS=", "UCX_MEM_EVENTS=", "ASAN_OPTIONS=", "UBSAN_OPTIONS=", "TSAN_OPTIONS="};
   std::vector<std::string> environment;
   for (char** e = environ; *e != nullptr; ++e) {
     bool keep = true;
@@ -101,6 +103,7 @@ std::vector<std::string> probeEnvironment() {
     if (keep) environment.emplace_back(*e);
   }
   environment.emplace_back("UCX_HANDLE_ERRORS=none");
+  environment.emplace_back("UCX_MEM_EVENTS=no");
   environment.emplace_back(
       "ASAN_OPTIONS=log_path=stderr:detect_leaks=0:handle_segv=0:handle_abort=0:handle_sigbus=0:"
       "handle_sigfpe=0:handle_sigill=0");
