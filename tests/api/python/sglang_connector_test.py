@@ -1,0 +1,154 @@
+# kvx-test-labels: python ucx multiprocess
+"""kvx as SGLang's KV transfer backend (kvx.integrations.sglang), driven in the order SGLang's
+disaggregation calls it: a prefill instance in another process (sglang_prefill_engine.py)
+with a sender per request, and a decode instance here with a receiver per request, their poll
+states checked at each step. Page size 1, decode pages scattered (sent as coalesced runs),
+chunked sends, every byte of every page compared, over shm, tcp and the socket transport; an
+abort on the decode side fails the prefill's sender; a prefill killed during a request fails
+the decode's receiver."""
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from fake_sglang import manager  # noqa: E402
+from kvx.integrations.sglang import KVPoll, KvxKVReceiver, _expand, _runs  # noqa: E402
+
+import kvx  # noqa: E402
+
+DECODE_PAGES = 300
+
+
+class PrefillProcess:
+    def __init__(self, data_path):
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "sglang_prefill_engine.py"), data_path],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.address = self.expect("BOOTSTRAP").split()[1]
+
+    def expect(self, prefix, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.process.stdout], [], [], 0.1)
+            if ready:
+                line = self.process.stdout.readline().strip()
+                if line.startswith(prefix):
+                    return line
+            elif self.process.poll() is not None:
+                break
+        raise AssertionError(f"the prefill engine did not say {prefix!r}")
+
+    def command(self, text):
+        self.process.stdin.write(text + "\n")
+        self.process.stdin.flush()
+
+    def stop(self):
+        if self.process.poll() is None:
+            try:
+                self.command("quit")
+                self.process.wait(timeout=10)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait(timeout=10)
+        self.process.stdin.close()
+        self.process.stdout.close()
+
+
+def poll_until(receiver, states, timeout=20):
+    deadline = time.monotonic() + timeout
+    state = receiver.poll()
+    while state not in states and time.monotonic() < deadline:
+        time.sleep(0.002)
+        state = receiver.poll()
+    return state
+
+
+class SglangConnector(unittest.TestCase):
+    def test_runs(self):
+        self.assertEqual(_runs([4, 5, 6, 9, 2, 3]), [[4, 3], [9, 1], [2, 2]])
+        self.assertEqual(list(_expand([[4, 3], [9, 1], [2, 2]])), [4, 5, 6, 9, 2, 3])
+        self.assertEqual(_runs([]), [])
+
+    def exchange(self, data_path):
+        prefill = PrefillProcess(data_path)
+        buffers, mgr = manager("decode", DECODE_PAGES, data_path)
+        try:
+            for room, (pages, chunk) in enumerate([(40, 8), (7, 7), (130, 32)]):
+                self.command_and_check(prefill, buffers, mgr, room, pages, chunk, seed=room + 3)
+        finally:
+            mgr.close()
+            prefill.stop()
+        self.assertEqual(prefill.process.returncode, 0)
+
+    def command_and_check(self, prefill, buffers, mgr, room, pages, chunk, seed):
+        prefill.command(f"send {room} {pages} {seed} {chunk}")
+        receiver = KvxKVReceiver(mgr, prefill.address, room)
+        self.assertEqual(receiver.poll(), KVPoll.Bootstrapping)
+        receiver.init(0)
+        self.assertEqual(receiver.poll(), KVPoll.WaitingForInput)
+        # Scattered decode pages: runs of several lengths, out of order.
+        dst = ([p for p in range(100 + room, 100 + room + pages // 2)] +
+               [p for p in range(10, 10 + pages - pages // 2)][::-1])
+        receiver.send_metadata(dst)
+        self.assertEqual(poll_until(receiver, (KVPoll.Success, KVPoll.Failed)), KVPoll.Success)
+        self.assertTrue(buffers.matches(dst, seed), f"room {room}")
+        self.assertEqual(prefill.expect(f"SENT {room}"), f"SENT {room} {KVPoll.Success}")
+
+    def test_shm(self):
+        self.exchange("shm")
+
+    def test_tcp(self):
+        self.exchange("tcp")
+
+    def test_socket(self):
+        self.exchange("socket")
+
+    def test_decode_abort_fails_the_sender(self):
+        prefill = PrefillProcess("tcp")
+        buffers, mgr = manager("decode", DECODE_PAGES, "tcp")
+        try:
+            prefill.command("hold 7")
+            receiver = KvxKVReceiver(mgr, prefill.address, 7)
+            receiver.init(0)
+            receiver.send_metadata([1, 2, 3])
+            receiver.abort()
+            self.assertEqual(receiver.poll(), KVPoll.Failed)
+            with self.assertRaises(kvx.Cancelled):
+                receiver.failure_exception()
+            self.assertEqual(prefill.expect("SENT 7"), f"SENT 7 {KVPoll.Failed}")
+            # The prefill goes on serving the next request.
+            self.command_and_check(prefill, buffers, mgr, 8, 5, 5, seed=1)
+        finally:
+            mgr.close()
+            prefill.stop()
+
+    def test_prefill_killed_fails_the_receiver(self):
+        prefill = PrefillProcess("tcp")
+        buffers, mgr = manager("decode", DECODE_PAGES, "tcp")
+        try:
+            prefill.command("hold 9")
+            receiver = KvxKVReceiver(mgr, prefill.address, 9)
+            receiver.init(0)
+            receiver.send_metadata(list(range(20)))
+            os.kill(prefill.process.pid, signal.SIGKILL)
+            started = time.monotonic()
+            self.assertEqual(poll_until(receiver, (KVPoll.Failed,), timeout=15), KVPoll.Failed)
+            self.assertLess(time.monotonic() - started, 10)
+            with self.assertRaises(kvx.PeerFailed):
+                receiver.failure_exception()
+            # An unreachable bootstrap fails init, not the process.
+            lost = KvxKVReceiver(mgr, prefill.address, 10)
+            lost.init(0)
+            self.assertEqual(lost.poll(), KVPoll.Failed)
+        finally:
+            mgr.close()
+            prefill.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()

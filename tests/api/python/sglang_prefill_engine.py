@@ -1,0 +1,60 @@
+"""A prefill SGLang instance for sglang_connector_test.py, in a process of its own. Prints
+"BOOTSTRAP <address>", then per command on stdin:
+    send ROOM PAGES SEED CHUNK   a sender for ROOM: waits for the decode's metadata, fills
+                                 PAGES pages of its own with the pattern of SEED, sends them in
+                                 chunks of CHUNK pages, and prints "SENT ROOM <final poll>"
+    hold ROOM                    a sender that waits (20 s at most) and prints its final poll
+    quit                         exits 0
+Usage: sglang_prefill_engine.py DATA_PATH"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fake_sglang import manager  # noqa: E402
+from kvx.integrations.sglang import KVPoll, KvxKVSender  # noqa: E402
+
+OWN_PAGES = 256
+
+
+def wait_for(sender, states, timeout=20):
+    deadline = time.monotonic() + timeout
+    state = sender.poll()
+    while state not in states and time.monotonic() < deadline:
+        time.sleep(0.002)
+        state = sender.poll()
+    return state
+
+
+def main():
+    buffers, mgr = manager("prefill", OWN_PAGES, sys.argv[1])
+    print("BOOTSTRAP", mgr.bootstrap_address, flush=True)
+    next_page = 0
+    for line in sys.stdin:
+        words = line.split()
+        if not words or words[0] == "quit":
+            break
+        room = int(words[1])
+        sender = KvxKVSender(mgr, mgr.bootstrap_address, room)
+        if words[0] == "hold":
+            state = wait_for(sender, (KVPoll.Failed,))
+            print("SENT", room, state, flush=True)
+            continue
+        pages, seed, chunk = int(words[2]), int(words[3]), int(words[4])
+        state = wait_for(sender, (KVPoll.WaitingForInput, KVPoll.Failed))
+        if state == KVPoll.WaitingForInput:
+            own = list(range(next_page, next_page + pages))[::-1]  # not in order on purpose
+            next_page = (next_page + pages) % (OWN_PAGES - 64)
+            buffers.fill(own, seed)
+            sender.init(pages)
+            for start in range(0, pages, chunk):
+                sender.send(own[start:start + chunk])
+            state = wait_for(sender, (KVPoll.Success, KVPoll.Failed))
+            sender.clear()
+        print("SENT", room, state, flush=True)
+    mgr.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
