@@ -7,15 +7,14 @@ chunked sends, every byte of every page compared, over shm, tcp and the socket t
 abort on the decode side fails the prefill's sender; a prefill killed during a request fails
 the decode's receiver."""
 import os
-import select
 import signal
-import subprocess
 import sys
 import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from engine_process import EngineProcess  # noqa: E402
 from fake_sglang import manager  # noqa: E402
 from kvx.integrations.sglang import KVPoll, KvxKVReceiver, _expand, _runs  # noqa: E402
 
@@ -24,39 +23,10 @@ import kvx  # noqa: E402
 DECODE_PAGES = 300
 
 
-class PrefillProcess:
+class PrefillProcess(EngineProcess):
     def __init__(self, data_path):
-        self.process = subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "sglang_prefill_engine.py"), data_path],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.address = self.expect("BOOTSTRAP").split()[1]
-
-    def expect(self, prefix, timeout=30):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.process.stdout], [], [], 0.1)
-            if ready:
-                line = self.process.stdout.readline().strip()
-                if line.startswith(prefix):
-                    return line
-            elif self.process.poll() is not None:
-                break
-        raise AssertionError(f"the prefill engine did not say {prefix!r}")
-
-    def command(self, text):
-        self.process.stdin.write(text + "\n")
-        self.process.stdin.flush()
-
-    def stop(self):
-        if self.process.poll() is None:
-            try:
-                self.command("quit")
-                self.process.wait(timeout=10)
-            except (BrokenPipeError, subprocess.TimeoutExpired):
-                self.process.kill()
-                self.process.wait(timeout=10)
-        self.process.stdin.close()
-        self.process.stdout.close()
+        super().__init__("sglang_prefill_engine.py", data_path)
+        self.address = self.expect("BOOTSTRAP", timeout=30).split()[1]
 
 
 def poll_until(receiver, states, timeout=20):

@@ -10,9 +10,7 @@ the blocks as failed so that vLLM recomputes them, and the request still finishe
 receiving). Prints kvx-test-skipped without torch."""
 import json
 import os
-import select
 import signal
-import subprocess
 import sys
 import time
 import unittest
@@ -25,57 +23,20 @@ except ImportError:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from engine_process import EngineProcess  # noqa: E402
 from fake_vllm import BLOCK_SIZE, Blocks, Engine, Request, blocks_for  # noqa: E402
 
 PREFILL_BLOCKS, DECODE_BLOCKS = 64, 48
 
 
-class PrefillProcess:
+class PrefillProcess(EngineProcess):
     def __init__(self, data_path, lease=30.0):
-        self.process = subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "vllm_prefill_engine.py"), data_path,
-             str(PREFILL_BLOCKS), str(lease)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.lines = []
+        super().__init__("vllm_prefill_engine.py", data_path, PREFILL_BLOCKS, lease)
         self.expect("READY")
 
-    def _read(self, timeout):
-        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
-        if ready:
-            line = self.process.stdout.readline()
-            if line:
-                self.lines.append(line.strip())
-                return True
-        return False
-
-    def expect(self, prefix, timeout=20):
-        deadline = time.monotonic() + timeout
-        while True:
-            for i, line in enumerate(self.lines):
-                if line.startswith(prefix):
-                    return self.lines.pop(i)
-            left = deadline - time.monotonic()
-            if left <= 0 or self.process.poll() is not None and not self._read(0):
-                raise AssertionError(f"the prefill engine did not say {prefix!r} "
-                                     f"(said {self.lines})")
-            self._read(min(left, 0.1))
-
     def prefill(self, request_id, tokens, seed):
-        self.process.stdin.write(f"prefill {request_id} {tokens} {seed}\n")
-        self.process.stdin.flush()
+        self.command(f"prefill {request_id} {tokens} {seed}")
         return json.loads(self.expect("PARAMS ").split(" ", 1)[1])
-
-    def stop(self):
-        if self.process.poll() is None:
-            try:
-                self.process.stdin.write("quit\n")
-                self.process.stdin.flush()
-                self.process.wait(timeout=10)
-            except (BrokenPipeError, subprocess.TimeoutExpired):
-                self.process.kill()
-                self.process.wait(timeout=10)
-        self.process.stdin.close()
-        self.process.stdout.close()
 
 
 def run_until(engine, request_id, timeout=20):

@@ -1,0 +1,55 @@
+"""A test's engine in a process of its own (a Python script), driven by lines: commands on its
+stdin, answers on its stdout, every wait bounded."""
+import os
+import select
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class EngineProcess:
+    def __init__(self, script, *args):
+        self.name = script
+        self.process = subprocess.Popen([sys.executable, os.path.join(HERE, script), *map(str, args)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.lines = []  # said, not yet expected
+
+    def _read(self, timeout):
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        if ready:
+            line = self.process.stdout.readline()
+            if line:
+                self.lines.append(line.strip())
+                return True
+        return False
+
+    def expect(self, prefix, timeout=20):
+        """The first line said that starts with `prefix`; AssertionError after `timeout` s or
+        once the process ended without saying it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, line in enumerate(self.lines):
+                if line.startswith(prefix):
+                    return self.lines.pop(i)
+            left = deadline - time.monotonic()
+            if left <= 0 or self.process.poll() is not None and not self._read(0):
+                raise AssertionError(f"{self.name} did not say {prefix!r} (said {self.lines})")
+            self._read(min(left, 0.1))
+
+    def command(self, text):
+        self.process.stdin.write(text + "\n")
+        self.process.stdin.flush()
+
+    def stop(self):
+        """Asks it to quit (kills it after 10 s); idempotent."""
+        if self.process.poll() is None:
+            try:
+                self.command("quit")
+                self.process.wait(timeout=10)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait(timeout=10)
+        self.process.stdin.close()
+        self.process.stdout.close()
