@@ -51,14 +51,15 @@ TEST_CASE("a removed peer's queued writes do not land after its departure is ann
           "[engine][peer]") {
   const std::string transport = GENERATE("ucx-tcp", "socket");
   INFO("transport " << transport);
-  std::unique_ptr<Engine> target = makeEngine("target", transport, ProgressMode::kCaller);
+  // The memory outlives the engines that registered it.
   std::vector<std::uint8_t> bytes(kBytes, kFree);
-  const RegionId region = target->registerMemory({"target.kv", bytes.data(), bytes.size()}).value();
   std::vector<std::uint8_t> warmBytes(4096, 0);  // for the first write
+  std::vector<std::uint8_t> source(kBytes, kWrite);
+  std::unique_ptr<Engine> target = makeEngine("target", transport, ProgressMode::kCaller);
+  const RegionId region = target->registerMemory({"target.kv", bytes.data(), bytes.size()}).value();
   const RegionId warm =
       target->registerMemory({"target.warm", warmBytes.data(), warmBytes.size()}).value();
   std::unique_ptr<Engine> initiator = makeEngine("initiator", transport, ProgressMode::kThread);
-  std::vector<std::uint8_t> source(kBytes, kWrite);
   const RegionId local =
       initiator->registerMemory({"initiator.kv", source.data(), source.size()}).value();
   REQUIRE(initiator->addOrUpdatePeer(target->localMetadata()).isOk());

@@ -57,12 +57,13 @@ void fill(std::vector<std::uint8_t>& bytes, std::uint8_t seed) {
 TEST_CASE("C API: two agents move blocks both ways through prepared lists", "[c_api]") {
   const std::string dataPath = GENERATE("shm", "tcp", "socket");
   INFO("data path " << dataPath);
-  CAgent prefill("c-prefill", dataPath);
-  CAgent decode("c-decode", dataPath);
-
+  // Registered memory outlives its agents (the agents deregister it as they go).
   std::vector<std::uint8_t> source(kBlocks * kBlock);
   std::vector<std::uint8_t> target(kBlocks * kBlock, 0);
   fill(source, 7);
+  CAgent prefill("c-prefill", dataPath);
+  CAgent decode("c-decode", dataPath);
+
   kvx_region_id sourceRegion = 0;
   kvx_region_id targetRegion = 0;
   REQUIRE(kvx_register_memory(prefill.agent, "kv.src", source.data(), source.size(),
@@ -205,9 +206,9 @@ TEST_CASE("C API: two agents move blocks both ways through prepared lists", "[c_
 }
 
 TEST_CASE("C API: metadata blobs connect agents without a control channel", "[c_api]") {
+  std::vector<std::uint8_t> bytes(kBlock, 0x11);  // outlives the agents
   CAgent a("c-blob-a", "shm");
   CAgent b("c-blob-b", "shm");
-  std::vector<std::uint8_t> bytes(kBlock, 0x11);
   kvx_region_id region = 0;
   REQUIRE(kvx_register_memory(b.agent, "kv", bytes.data(), bytes.size(), KVX_MEMORY_HOST, -1, 1,
                               &region) == KVX_OK);
