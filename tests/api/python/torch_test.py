@@ -96,6 +96,20 @@ class TorchTensors(unittest.TestCase):
     def test_socket(self):
         self.exchange("socket")
 
+    def test_memory_of_another_device_or_kind_is_refused(self):
+        with kvx.Agent("py-devices", data_path="socket", listen_address="") as agent:
+            _, address = agent.allocate_memory("gpu.0", 1 << 20, kind="cuda", device=0)
+            with self.assertRaises(kvx.FailedPrecondition) as raised:
+                agent.register_memory((address, 4096, 1))  # it is device 0's
+            self.assertIn("declare device 0", str(raised.exception))
+            host = torch.zeros(64, dtype=torch.uint8)
+            with self.assertRaises(kvx.FailedPrecondition) as raised:
+                agent.register_memory((host.data_ptr(), 64, 0))  # host memory called CUDA
+            self.assertIn("host memory", str(raised.exception))
+            # Nothing was registered, and the agent goes on.
+            agent.register_memory(host, name="host")
+            agent.allocate_memory("gpu.0.more", 4096, kind="cuda", device=0)
+
     def test_fake_gpu_memory(self):
         for data_path in ("shm", "socket"):
             with self.subTest(data_path=data_path):
