@@ -9,8 +9,9 @@ import torch
 
 from kvx.integrations.vllm import KvxConnector, KVConnectorRole
 
-LAYERS, BLOCK_SIZE, HEADS, HEAD_DIM = 4, 16, 2, 32
+LAYERS, BLOCK_SIZE, HEADS, HEAD_DIM = 4, 16, 4, 32  # HEADS: the model's, over all TP ranks
 DTYPE = torch.float16
+HEAD_BYTES = HEAD_DIM * 2
 
 
 class Request:
@@ -42,18 +43,28 @@ def config(role, engine_id, **extra):
 
 
 class Engine:
-    """One vLLM instance with one worker: a scheduler-side and a worker-side connector, KV
-    caches of `num_blocks` blocks per layer, and a free list of blocks."""
+    """One vLLM instance: a scheduler-side connector and `tp_size` workers, each with its
+    worker-side connector and its share of the heads in KV caches of `num_blocks` blocks per
+    layer; block ids (one free list) are shared by the workers, as in vLLM."""
 
-    def __init__(self, role, engine_id, num_blocks, **extra):
-        cfg = config(role, engine_id, **extra)
-        self.scheduler = KvxConnector(cfg, KVConnectorRole.SCHEDULER)
-        self.worker = KvxConnector(cfg, KVConnectorRole.WORKER)
-        self.kv_caches = {f"model.layers.{i}.self_attn": torch.zeros(
-            (2, num_blocks, BLOCK_SIZE, HEADS, HEAD_DIM), dtype=DTYPE) for i in range(LAYERS)}
-        self.worker.register_kv_caches(self.kv_caches)
-        self.scheduler.set_xfer_handshake_metadata({0: self.worker.get_handshake_metadata()})
+    def __init__(self, role, engine_id, num_blocks, tp_size=1, **extra):
+        self.tp_size = tp_size
+        self.scheduler = KvxConnector(config(role, engine_id, tp_size=tp_size, **extra),
+                                      KVConnectorRole.SCHEDULER)
+        self.workers, self.kv_caches = [], []
+        for rank in range(tp_size):
+            worker = KvxConnector(config(role, engine_id, tp_rank=rank, tp_size=tp_size, **extra),
+                                  KVConnectorRole.WORKER)
+            caches = {f"model.layers.{i}.self_attn": torch.zeros(
+                (2, num_blocks, BLOCK_SIZE, HEADS // tp_size, HEAD_DIM), dtype=DTYPE)
+                for i in range(LAYERS)}
+            worker.register_kv_caches(caches)
+            self.workers.append(worker)
+            self.kv_caches.append(caches)
+        self.scheduler.set_xfer_handshake_metadata(
+            {rank: w.get_handshake_metadata() for rank, w in enumerate(self.workers)})
         self.free = list(range(num_blocks))
+        self._finished = {"sending": {}, "recving": {}}  # request -> workers that said so
 
     def allocate(self, count):
         if count > len(self.free):
@@ -62,48 +73,70 @@ class Engine:
         return taken
 
     def step(self):
-        """One engine step's connector calls: (done sending, done receiving, failed blocks)."""
+        """One engine step's connector calls on every worker: (done sending, done receiving,
+        failed blocks), a request done once every worker said so (vLLM's aggregation)."""
         meta = self.scheduler.build_connector_meta(None)
-        self.worker.bind_connector_metadata(meta)
-        self.worker.start_load_kv(None)
-        for name in sorted(self.kv_caches):
-            self.worker.wait_for_layer_load(name)
-            self.worker.save_kv_layer(name, self.kv_caches[name], None)
-        self.worker.wait_for_save()
-        sending, recving = self.worker.get_finished(set())
-        failed = self.worker.get_block_ids_with_load_errors()
-        self.worker.clear_connector_metadata()
-        return sending or set(), recving or set(), failed
+        done = {"sending": set(), "recving": set()}
+        failed = set()
+        for worker, caches in zip(self.workers, self.kv_caches):
+            worker.bind_connector_metadata(meta)
+            worker.start_load_kv(None)
+            for name in sorted(caches):
+                worker.wait_for_layer_load(name)
+                worker.save_kv_layer(name, caches[name], None)
+            worker.wait_for_save()
+            said = dict(zip(("sending", "recving"), worker.get_finished(set())))
+            failed |= worker.get_block_ids_with_load_errors()
+            worker.clear_connector_metadata()
+            for kind, requests in said.items():
+                for request in requests or ():
+                    count = self._finished[kind].get(request, 0) + 1
+                    self._finished[kind][request] = count
+                    if count == self.tp_size:
+                        del self._finished[kind][request]
+                        done[kind].add(request)
+        return done["sending"], done["recving"], failed
+
+    def _blocks_view(self, rank, name):
+        """[2, num_blocks, block_size, heads here, head bytes] as uint8."""
+        t = self.kv_caches[rank][name]
+        return t.view(torch.uint8).reshape(*t.shape[:4], HEAD_BYTES).numpy()
 
     def fill(self, blocks, seed):
-        """Writes block position p of the request (every layer, K and V) with its pattern."""
-        for layer, name in enumerate(sorted(self.kv_caches)):
-            raw = self.kv_caches[name].view(2, -1).view(torch.uint8)
-            per_block = raw.shape[1] // self.kv_caches[name].shape[1]
-            for kv in range(2):
-                for position, block in enumerate(blocks):
-                    raw[kv, block * per_block:(block + 1) * per_block] = torch.from_numpy(
-                        pattern(seed, layer, kv, position, per_block))
+        """Writes block position p of the request (every layer, K and V, every head) with its
+        pattern, each worker its own heads."""
+        heads = HEADS // self.tp_size
+        for rank in range(self.tp_size):
+            for layer, name in enumerate(sorted(self.kv_caches[rank])):
+                view = self._blocks_view(rank, name)
+                for kv in range(2):
+                    for position, block in enumerate(blocks):
+                        view[kv, block] = pattern(seed, layer, kv, position)[
+                            :, rank * heads:(rank + 1) * heads]
 
     def matches(self, blocks, seed, first_position=0):
-        for layer, name in enumerate(sorted(self.kv_caches)):
-            raw = self.kv_caches[name].view(2, -1).view(torch.uint8).numpy()
-            per_block = raw.shape[1] // self.kv_caches[name].shape[1]
-            for kv in range(2):
-                for i, block in enumerate(blocks):
-                    expected = pattern(seed, layer, kv, first_position + i, per_block)
-                    if not np.array_equal(raw[kv, block * per_block:(block + 1) * per_block],
-                                          expected):
-                        return False
+        heads = HEADS // self.tp_size
+        for rank in range(self.tp_size):
+            for layer, name in enumerate(sorted(self.kv_caches[rank])):
+                view = self._blocks_view(rank, name)
+                for kv in range(2):
+                    for i, block in enumerate(blocks):
+                        expected = pattern(seed, layer, kv, first_position + i)[
+                            :, rank * heads:(rank + 1) * heads]
+                        if not np.array_equal(view[kv, block], expected):
+                            return False
         return True
 
     def close(self):
-        self.worker.shutdown()
+        for worker in self.workers:
+            worker.shutdown()
 
 
-def pattern(seed, layer, kv, position, nbytes):
+def pattern(seed, layer, kv, position):
+    """One block's K (or V) over all the model's heads: [block_size, HEADS, head bytes]."""
     start = seed * 131 + layer * 17 + kv * 7 + position * 3
-    return ((np.arange(nbytes, dtype=np.uint64) + start) % 251).astype(np.uint8)
+    values = (np.arange(BLOCK_SIZE * HEADS * HEAD_BYTES, dtype=np.uint64) + start) % 251
+    return values.astype(np.uint8).reshape(BLOCK_SIZE, HEADS, HEAD_BYTES)
 
 
 def blocks_for(tokens):

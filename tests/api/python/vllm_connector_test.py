@@ -3,8 +3,9 @@
 prefill instance in another process (vllm_prefill_engine.py) and a decode instance here, with
 torch KV caches of vLLM's shape ([2, num_blocks, block_size, kv_heads, head_dim] per layer;
 the two instances with different numbers of blocks), every byte of every moved block compared:
-requests of several sizes over shm, tcp and the socket transport; a prefix hit (only the rest
-is read); a whole prefix hit (nothing read, the prefill blocks released); a decode that never
+requests of several sizes over shm, tcp and the socket transport; tensor parallelism that
+differs (prefill TP 2 and decode TP 4, and 4 to 2: each decode worker reads its heads from the
+prefill workers holding them); a prefix hit (only the rest is read); a whole prefix hit (nothing read, the prefill blocks released); a decode that never
 comes (the lease frees the blocks); and a prefill killed before the read (the decode reports
 the blocks as failed so that vLLM recomputes them, and the request still finishes
 receiving). Prints kvx-test-skipped without torch."""
@@ -30,8 +31,8 @@ PREFILL_BLOCKS, DECODE_BLOCKS = 64, 48
 
 
 class PrefillProcess(EngineProcess):
-    def __init__(self, data_path, lease=30.0):
-        super().__init__("vllm_prefill_engine.py", data_path, PREFILL_BLOCKS, lease)
+    def __init__(self, data_path, lease=30.0, tp_size=1):
+        super().__init__("vllm_prefill_engine.py", data_path, PREFILL_BLOCKS, lease, tp_size)
         self.expect("READY")
 
     def prefill(self, request_id, tokens, seed):
@@ -76,9 +77,10 @@ class VllmConnector(unittest.TestCase):
                 decode.step()
         return new, failed
 
-    def exchange(self, data_path):
-        prefill = PrefillProcess(data_path)
-        decode = Engine("kv_consumer", "decode-0", DECODE_BLOCKS, data_path=data_path)
+    def exchange(self, data_path, prefill_tp=1, decode_tp=1):
+        prefill = PrefillProcess(data_path, tp_size=prefill_tp)
+        decode = Engine("kv_consumer", "decode-0", DECODE_BLOCKS, tp_size=decode_tp,
+                        data_path=data_path)
         try:
             for i, tokens in enumerate((40, 5 * BLOCK_SIZE, 7, 9 * BLOCK_SIZE + 1)):
                 blocks, failed = self.decode_request(decode, prefill, f"r{i}", tokens, seed=i + 1)
@@ -110,6 +112,15 @@ class VllmConnector(unittest.TestCase):
 
     def test_socket(self):
         self.exchange("socket")
+
+    def test_tensor_parallel_2_to_4(self):
+        """Each decode worker reads its one head from the prefill worker holding it (two
+        decode workers per prefill worker, a head range a token)."""
+        self.exchange("shm", prefill_tp=2, decode_tp=4)
+
+    def test_tensor_parallel_4_to_2(self):
+        """Each decode worker reads its two heads from two prefill workers."""
+        self.exchange("tcp", prefill_tp=4, decode_tp=2)
 
     def test_a_decode_that_never_comes(self):
         prefill = PrefillProcess("tcp", lease=0.5)

@@ -5,7 +5,7 @@ connector as kv_producer. Commands on stdin, one per line:
     quit                      exits 0
 Between commands it runs engine steps every 2 ms and prints "FREED REQ" when the connector
 says a request's blocks may go (read by the decode, or its lease ended).
-Usage: vllm_prefill_engine.py DATA_PATH NUM_BLOCKS LEASE_SECONDS"""
+Usage: vllm_prefill_engine.py DATA_PATH NUM_BLOCKS LEASE_SECONDS [TP_SIZE]"""
 import json
 import os
 import select
@@ -17,8 +17,9 @@ from fake_vllm import Engine, Request, blocks_for  # noqa: E402
 
 def main():
     data_path, num_blocks, lease = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-    engine = Engine("kv_producer", "prefill-0", num_blocks, data_path=data_path,
-                    lease_seconds=lease)
+    tp_size = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    engine = Engine("kv_producer", "prefill-0", num_blocks, tp_size=tp_size,
+                    data_path=data_path, lease_seconds=lease)
     held = {}
     print("READY", flush=True)
     while True:

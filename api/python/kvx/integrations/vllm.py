@@ -20,8 +20,12 @@ How it moves KV (pull, as vLLM's NIXL connector does):
   - blocks whose read failed (the prefill died, the link broke) are reported by
     get_block_ids_with_load_errors so that vLLM recomputes them, and their request still
     finishes receiving.
-Not yet: push (the prefill writing layer by layer into decode blocks) and tensor parallelism
-that differs between prefill and decode (heads split differently); both raise at start-up.
+  - tensor parallelism may differ between the two (prefill TP 2, decode TP 4, say): a decode
+    worker reads its heads from the prefill workers that hold them, one token's head range per
+    descriptor, and each prefill worker frees its blocks once every decode worker reading from
+    it has read; tp_rank and tp_size come from vLLM's parallel state, or from the extra config
+    where vLLM is not there.
+Not yet: push (the prefill writing layer by layer into decode blocks); it raises at start-up.
 vLLM itself is optional: without it the classes below stand in for its base classes, which is
 how the tests drive the exact call order vLLM uses (tests/api/python/vllm_connector_test.py).
 """
@@ -31,7 +35,7 @@ import threading
 import time
 
 import kvx
-from kvx.integrations.vllm_layout import KvLayout
+from kvx.integrations.vllm_layout import KvLayout, head_overlaps, readers_per_prefill_rank
 
 try:  # vLLM's own base classes, when vLLM is installed
     from vllm.distributed.kv_transfer.kv_connector.v1.base import (
@@ -89,7 +93,7 @@ class ReadSpec:
     request_id: str
     local_block_ids: list
     remote_block_ids: list
-    remote_address: str
+    remote_addresses: list  # the prefill workers' kvx addresses, by TP rank
     remote_request_id: str
 
 
@@ -105,6 +109,17 @@ def _extra(vllm_config):
     return dict(getattr(vllm_config.kv_transfer_config, "kv_connector_extra_config", None) or {})
 
 
+def _tensor_parallel(extra):
+    """(rank, size) of this worker: vLLM's parallel state when it is set up, else the extra
+    config's tp_rank and tp_size (0 and 1 by default)."""
+    try:
+        from vllm.distributed.parallel_state import (get_tensor_model_parallel_rank,
+                                                     get_tensor_model_parallel_world_size)
+        return get_tensor_model_parallel_rank(), get_tensor_model_parallel_world_size()
+    except Exception:  # vLLM absent, or its parallel state not initialised (scheduler side)
+        return int(extra.get("tp_rank", 0)), int(extra.get("tp_size", 1))
+
+
 class KvxConnector(KVConnectorBase_V1):
     def __init__(self, vllm_config, role, kv_cache_config=None):
         super().__init__(vllm_config, role, kv_cache_config)
@@ -117,19 +132,20 @@ class KvxConnector(KVConnectorBase_V1):
         self._lease = float(extra.get("lease_seconds", 30.0))
         self._data_path = extra.get("data_path")
         self._listen_address = extra.get("listen_address", "127.0.0.1:0")
-        self._tp_rank = int(extra.get("tp_rank", 0))
+        self._tp_rank, self._tp_size = _tensor_parallel(extra)
         self._block_size = vllm_config.cache_config.block_size
         # Scheduler side.
-        self._worker_address = None
+        self._worker_addresses = None  # by TP rank
         self._pending = KvxConnectorMetadata()
         # Worker side.
         self._agent = None
         self._layout = None
-        self._local_list = None
-        self._peers = {}        # address -> (peer name, remote list, remote num_blocks)
-        self._reading = {}      # request id -> (transfer id, local block ids)
-        self._sending = {}      # request id -> lease deadline
-        self._read_early = set()  # prefill requests read before their send was recorded
+        self._regions = []
+        self._peers = {}        # address -> (peer name, region ids, remote num_blocks)
+        self._lists = {}        # (address or None, first head, count, per token) -> list id
+        self._reading = {}      # request id -> ([transfer ids], local block ids)
+        self._sending = {}      # request id -> [lease deadline, reads seen, reads expected]
+        self._read_early = {}   # request id -> reads seen before its send was recorded
         self._failed_blocks = set()
         self._done_recving = set()
         self._lock = threading.Lock()
@@ -138,10 +154,9 @@ class KvxConnector(KVConnectorBase_V1):
     def set_xfer_handshake_metadata(self, metadata):
         """The workers' handshakes, by tensor-parallel rank."""
         ranks = sorted(metadata)
-        if ranks != list(range(len(ranks))) or len(ranks) != 1:
-            raise NotImplementedError("kvx's vLLM connector handles one worker per engine "
-                                      f"(tensor parallel 1) for now, not ranks {ranks}")
-        self._worker_address = metadata[0].address
+        if ranks != list(range(len(ranks))):
+            raise ValueError(f"handshakes of TP ranks {ranks}: some are missing")
+        self._worker_addresses = [metadata[rank].address for rank in ranks]
 
     def get_num_new_matched_tokens(self, request, num_computed_tokens):
         params = getattr(request, "kv_transfer_params", None) or {}
@@ -156,7 +171,7 @@ class KvxConnector(KVConnectorBase_V1):
             return
         params["do_remote_prefill"] = False  # once per request
         spec = ReadSpec(request.request_id, [], list(params["remote_block_ids"]),
-                        params["remote_address"], params["remote_request_id"])
+                        list(params["remote_addresses"]), params["remote_request_id"])
         if num_external_tokens > 0:
             spec.local_block_ids = list(blocks.get_unhashed_block_ids())
             # A prefix already here: only the last blocks are read, into the new ones.
@@ -174,32 +189,32 @@ class KvxConnector(KVConnectorBase_V1):
         params = getattr(request, "kv_transfer_params", None) or {}
         if not params.get("do_remote_decode") or not block_ids:
             return False, None
-        if self._worker_address is None:
-            raise RuntimeError("kvx's vLLM connector has no worker handshake yet "
+        if self._worker_addresses is None:
+            raise RuntimeError("kvx's vLLM connector has no worker handshakes yet "
                                "(set_xfer_handshake_metadata)")
         self._pending.sends[request.request_id] = time.monotonic() + self._lease
         return True, {"do_remote_prefill": True, "do_remote_decode": False,
                       "remote_block_ids": list(block_ids), "remote_engine_id": self._engine_id,
-                      "remote_address": self._worker_address,
+                      "remote_addresses": self._worker_addresses,
                       "remote_request_id": request.request_id}
 
     # ---------------- worker side ----------------
     def register_kv_caches(self, kv_caches):
-        self._layout = KvLayout(kv_caches)
+        self._layout = KvLayout(kv_caches, self._tp_size)
         options = {"listen_address": self._listen_address}
         if self._data_path:
             options["data_path"] = self._data_path
         self._agent = kvx.Agent(f"vllm-{self._engine_id}-tp{self._tp_rank}", **options)
-        regions = [self._agent.register_memory(kv_caches[name], name=f"kv.{name}")
-                   for name in self._layout.names]
-        self._local_list = self._agent.prepare_local_list(self._layout.ranges(regions))
+        self._regions = [self._agent.register_memory(kv_caches[name], name=f"kv.{name}")
+                         for name in self._layout.names]
 
     def get_handshake_metadata(self):
         return KvxHandshake(self._engine_id, self._tp_rank, self._agent.listen_address,
                             self._layout.describe())
 
     def _peer(self, address):
-        """(peer, remote list, its num_blocks) for the prefill worker at `address`."""
+        """(peer, its region ids in layer order, a region's length) of the prefill worker at
+        `address`, connected once."""
         known = self._peers.get(address)
         if known is not None and known[0] in self._agent.peers():
             return known
@@ -209,48 +224,90 @@ class KvxConnector(KVConnectorBase_V1):
         missing = [n for n in names if n not in regions]
         if missing:
             raise kvx.NotFound(f"the prefill worker {peer} has no KV region {missing[0]}")
-        ids = [regions[n]["id"] for n in names]
-        num_blocks = regions[names[0]]["length"] // (2 * self._layout.block_bytes)
-        remote_list = self._agent.prepare_remote_list(
-            peer, self._layout.ranges(ids, num_blocks=num_blocks))
-        self._peers[address] = (peer, remote_list, num_blocks)
+        self._peers[address] = (peer, [regions[n]["id"] for n in names],
+                                regions[names[0]]["length"])
+        for key in [k for k in self._lists if k[0] == address]:
+            del self._lists[key]  # a reconnected peer's lists are made again
         return self._peers[address]
+
+    def _list(self, address, first_head, count, per_token, peer_heads):
+        """A prepared list: local (address None) or the prefill worker's at `address`."""
+        key = (address, first_head, count, per_token)
+        if key not in self._lists:
+            if address is None:
+                rows = self._layout.ranges(self._regions, first_head=first_head,
+                                           head_count=count, per_token=per_token)
+                self._lists[key] = self._agent.prepare_local_list(rows)
+            else:
+                peer, regions, length = self._peer(address)
+                num_blocks = length // (2 * self._layout.block_size * peer_heads *
+                                        self._layout.head_bytes)
+                rows = self._layout.ranges(regions, num_blocks=num_blocks, heads=peer_heads,
+                                           first_head=first_head, head_count=count,
+                                           per_token=per_token)
+                self._lists[key] = (self._agent.prepare_remote_list(peer, rows), num_blocks)
+        return self._lists[key]
+
+    def _sources(self, spec):
+        """(prefill rank, its address, first head here, first head there, count, its heads)
+        for every prefill worker holding some of this worker's heads."""
+        remote_tp = len(spec.remote_addresses)
+        total = self._layout.heads * self._tp_size
+        if total % remote_tp:
+            raise kvx.InvalidArgument(f"{total} KV heads do not split over {remote_tp} "
+                                      "prefill workers")
+        return [(rank, spec.remote_addresses[rank], here, there, count, total // remote_tp)
+                for rank, here, there, count in
+                head_overlaps(self._tp_rank, self._tp_size, remote_tp, total)]
 
     def start_load_kv(self, forward_context, **kwargs):
         meta = self._get_connector_metadata()
         with self._lock:
-            self._sending.update(meta.sends)
-            for request_id in list(meta.sends):
-                if request_id in self._read_early:  # its decode was quicker than our step
-                    self._read_early.discard(request_id)
-                    self._sending[request_id] = 0.0
+            for request_id, deadline in meta.sends.items():
+                seen = self._read_early.pop(request_id, (0, None))
+                self._sending[request_id] = [deadline, seen[0], seen[1]]
         for spec in meta.releases:
             self._notify_read(spec)
         for spec in meta.reads:
             self._start_read(spec)
 
+    def _note(self, spec):
+        expected = readers_per_prefill_rank(self._tp_size, len(spec.remote_addresses))
+        return f"{NOTE_PREFIX}{expected}:{spec.remote_request_id}"
+
     def _notify_read(self, spec):
         try:
-            peer, _, _ = self._peer(spec.remote_address)
-            self._agent.send_notification(peer, NOTE_PREFIX + spec.remote_request_id)
+            for _, address, _, _, _, _ in self._sources(spec):
+                peer, _, _ = self._peer(address)
+                self._agent.send_notification(peer, self._note(spec))
         except kvx.Error as error:  # the prefill is gone: its lease frees its blocks
             log.warning("kvx: could not release prefill blocks of %s: %s", spec.request_id, error)
 
     def _start_read(self, spec):
+        transfers = []
         try:
             if len(spec.local_block_ids) != len(spec.remote_block_ids):
                 raise kvx.InvalidArgument(
                     f"request {spec.request_id}: {len(spec.local_block_ids)} local blocks for "
                     f"{len(spec.remote_block_ids)} remote ones")
-            peer, remote_list, remote_blocks = self._peer(spec.remote_address)
-            transfer = self._agent.make_transfer(
-                kvx.READ, self._local_list, self._layout.indices(spec.local_block_ids),
-                remote_list, self._layout.indices(spec.remote_block_ids, remote_blocks),
-                notification=NOTE_PREFIX + spec.remote_request_id)
-            self._agent.post(transfer)
-            self._reading[spec.request_id] = (transfer, spec.local_block_ids)
+            for _, address, here, there, count, peer_heads in self._sources(spec):
+                # Whole blocks where both sides hold the same heads; else a head range a token.
+                per_token = not (count == self._layout.heads == peer_heads)
+                entries = self._layout.block_size if per_token else 1
+                local = self._list(None, here, count, per_token, peer_heads)
+                remote, remote_blocks = self._list(address, there, count, per_token, peer_heads)
+                transfer = self._agent.make_transfer(
+                    kvx.READ, local, self._layout.indices(spec.local_block_ids, per_block=entries),
+                    remote, self._layout.indices(spec.remote_block_ids, remote_blocks, entries),
+                    notification=self._note(spec))
+                self._agent.post(transfer)
+                transfers.append(transfer)
+            self._reading[spec.request_id] = (transfers, spec.local_block_ids)
         except kvx.Error as error:
             log.warning("kvx: reading the KV of %s failed: %s", spec.request_id, error)
+            for transfer in transfers:
+                self._agent.cancel(transfer)
+                self._agent.release(transfer)
             self._failed_blocks.update(spec.local_block_ids)
             self._done_recving.add(spec.request_id)
 
@@ -265,13 +322,15 @@ class KvxConnector(KVConnectorBase_V1):
 
     def get_finished(self, finished_req_ids):
         done_sending = set()
-        for request_id, (transfer, blocks) in list(self._reading.items()):
-            state, why = self._agent.poll(transfer)
-            if state in ("done", "failed"):
-                if state == "failed":
-                    log.warning("kvx: reading the KV of %s failed: %s", request_id, why)
+        for request_id, (transfers, blocks) in list(self._reading.items()):
+            states = [self._agent.poll(t) for t in transfers]
+            if all(state in ("done", "failed") for state, _ in states):
+                failures = [why for state, why in states if state == "failed"]
+                if failures:
+                    log.warning("kvx: reading the KV of %s failed: %s", request_id, failures[0])
                     self._failed_blocks.update(blocks)
-                self._agent.release(transfer)
+                for transfer in transfers:
+                    self._agent.release(transfer)
                 del self._reading[request_id]
                 self._done_recving.add(request_id)
         if self._agent is not None:
@@ -279,17 +338,21 @@ class KvxConnector(KVConnectorBase_V1):
                 text = payload.decode(errors="replace")
                 if not text.startswith(NOTE_PREFIX):
                     continue
-                request_id = text[len(NOTE_PREFIX):]
+                expected, _, request_id = text[len(NOTE_PREFIX):].partition(":")
                 with self._lock:
                     if request_id in self._sending:
-                        self._sending[request_id] = 0.0  # read: free now
+                        entry = self._sending[request_id]
+                        entry[1] += 1
+                        entry[2] = int(expected)
                     else:
-                        self._read_early.add(request_id)
+                        seen = self._read_early.get(request_id, (0, None))
+                        self._read_early[request_id] = (seen[0] + 1, int(expected))
         now = time.monotonic()
         with self._lock:
-            for request_id, deadline in list(self._sending.items()):
-                if deadline <= now:
-                    if deadline > 0.0:
+            for request_id, (deadline, seen, expected) in list(self._sending.items()):
+                read = expected is not None and seen >= expected
+                if read or deadline <= now:
+                    if not read:
                         log.warning("kvx: the lease of %s's prefill blocks ended unread",
                                     request_id)
                     done_sending.add(request_id)

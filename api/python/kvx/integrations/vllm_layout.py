@@ -1,17 +1,20 @@
 """Where vLLM's paged KV cache blocks are, as kvx descriptor lists.
 
 vLLM hands a worker one tensor per attention layer, [2, num_blocks, block_size, kv_heads,
-head_dim] (K then V). Entry (layer, kv, block) of a list is then one contiguous range of
-block_size * kv_heads * head_dim elements; its index in the list is
-(layer * 2 + kv) * num_blocks + block, on each side with that side's own num_blocks."""
+head_dim] (K then V), kv_heads being this worker's share of the model's heads under tensor
+parallelism. A list made here has E entries per (layer, K/V, block), at index
+((layer * 2 + kv) * num_blocks + block) * E + e: one entry for the whole block (E = 1) when
+all of its heads move, else one per token (E = block_size), each covering a range of heads
+of that token (contiguous within the token). Both sides build lists the same way with their
+own num_blocks and heads, so that entry i of one pairs with entry i of the other."""
 import numpy as np
 
 
 class KvLayout:
     """The layers of one worker's KV cache, in the order both sides agree on (layer names
-    sorted), and the lists of their blocks."""
+    sorted), and lists of their blocks."""
 
-    def __init__(self, kv_caches):
+    def __init__(self, kv_caches, tp_size=1):
         if not kv_caches:
             raise ValueError("no KV cache tensors to register")
         self.names = sorted(kv_caches)
@@ -26,39 +29,86 @@ class KvLayout:
                 raise ValueError(f"layer {name} is {list(t.shape)} {t.dtype}, layer "
                                  f"{self.names[0]} {list(self.shape)} {first.dtype}: every "
                                  "layer must have the same shape and type")
-        self.num_blocks = self.shape[1]
-        self.block_bytes = int(np.prod(self.shape[2:])) * first.element_size()
+        _, self.num_blocks, self.block_size, self.heads, head_dim = self.shape
+        self.head_bytes = head_dim * first.element_size()
+        self.block_bytes = self.block_size * self.heads * self.head_bytes
         self.dtype = str(first.dtype)
+        self.tp_size = tp_size
 
     def describe(self):
-        """What the peer must agree with (sent in the handshake)."""
-        return {"layers": len(self.names), "block_shape": list(self.shape[2:]),
-                "dtype": self.dtype, "num_blocks": self.num_blocks}
+        """What a peer must agree with (sent in the handshake)."""
+        return {"layers": len(self.names), "block_size": self.block_size,
+                "head_bytes": self.head_bytes, "dtype": self.dtype, "heads": self.heads,
+                "tp_size": self.tp_size, "num_blocks": self.num_blocks}
 
     def check_peer(self, peer):
         mine = self.describe()
-        for key in ("layers", "block_shape", "dtype"):
+        for key in ("layers", "block_size", "head_bytes", "dtype"):
             if peer.get(key) != mine[key]:
                 raise ValueError(f"the peer's KV cache differs in {key}: {peer.get(key)} there, "
                                  f"{mine[key]} here")
+        if peer["heads"] * peer["tp_size"] != self.heads * self.tp_size:
+            raise ValueError(f"the peer's model has {peer['heads'] * peer['tp_size']} KV heads, "
+                             f"this one {self.heads * self.tp_size}")
 
-    def ranges(self, regions, num_blocks=None):
-        """uint64 rows (region, offset, length) for every (layer, kv, block); `regions` are the
-        layers' region ids in self.names order (the peer's, for a remote list)."""
+    def ranges(self, regions, num_blocks=None, heads=None, first_head=0, head_count=None,
+               per_token=False):
+        """uint64 rows (region, offset, length) for every (layer, K/V, block) of a cache with
+        `heads` heads per token (this one's unless given; the peer's for a remote list): one
+        row a block, or with `per_token` one row per token of heads [first_head, first_head +
+        head_count)."""
         num_blocks = self.num_blocks if num_blocks is None else num_blocks
-        per_layer = 2 * num_blocks
+        heads = self.heads if heads is None else heads
+        head_count = heads - first_head if head_count is None else head_count
+        block_bytes = self.block_size * heads * self.head_bytes
+        whole = not per_token
+        if whole and (first_head != 0 or head_count != heads):
+            raise ValueError("a list of whole blocks covers every head")
+        per_block = 1 if whole else self.block_size
+        blocks = np.arange(2 * num_blocks, dtype=np.uint64)
+        if whole:
+            offsets = blocks * block_bytes
+            length = block_bytes
+        else:
+            token = np.arange(self.block_size, dtype=np.uint64) * heads * self.head_bytes
+            offsets = (blocks[:, None] * block_bytes + token[None, :] +
+                       first_head * self.head_bytes).reshape(-1)
+            length = head_count * self.head_bytes
+        per_layer = 2 * num_blocks * per_block
         table = np.zeros((len(regions) * per_layer, 3), dtype=np.uint64)
         for i, region in enumerate(regions):
             rows = table[i * per_layer:(i + 1) * per_layer]
             rows[:, 0] = region
-            rows[:, 1] = np.arange(per_layer, dtype=np.uint64) * self.block_bytes
-            rows[:, 2] = self.block_bytes
+            rows[:, 1] = offsets
+            rows[:, 2] = length
         return table
 
-    def indices(self, blocks, num_blocks=None):
-        """uint32 list indices of `blocks` in every layer, K and V: layer-major."""
+    def indices(self, blocks, num_blocks=None, per_block=1):
+        """uint32 list indices of `blocks` in every layer, K and V (layer-major), for a list
+        with `per_block` entries a block."""
         num_blocks = self.num_blocks if num_blocks is None else num_blocks
         blocks = np.asarray(blocks, dtype=np.uint32)
-        layers = len(self.names)
-        base = (np.arange(layers * 2, dtype=np.uint32) * num_blocks)[:, None]
-        return (base + blocks[None, :]).reshape(-1).astype(np.uint32)
+        base = (np.arange(len(self.names) * 2, dtype=np.uint32) * num_blocks)[:, None]
+        first = ((base + blocks[None, :]) * per_block).reshape(-1)
+        entries = np.arange(per_block, dtype=np.uint32)
+        return (first[:, None] + entries[None, :]).reshape(-1).astype(np.uint32)
+
+
+def head_overlaps(my_rank, my_tp, peer_tp, heads_total):
+    """For a decode rank: the prefill ranks holding some of its heads, and for each
+    (prefill rank, first local head here, first head there, count)."""
+    mine = heads_total // my_tp
+    theirs = heads_total // peer_tp
+    lo, hi = my_rank * mine, (my_rank + 1) * mine
+    out = []
+    for rank in range(peer_tp):
+        p_lo, p_hi = rank * theirs, (rank + 1) * theirs
+        start, end = max(lo, p_lo), min(hi, p_hi)
+        if start < end:
+            out.append((rank, start - lo, start - p_lo, end - start))
+    return out
+
+
+def readers_per_prefill_rank(decode_tp, prefill_tp):
+    """How many decode ranks read from each prefill rank (each sends it one notification)."""
+    return max(1, decode_tp // prefill_tp)
