@@ -136,8 +136,10 @@ class AgentAgainstAnotherProcess(unittest.TestCase):
                     agent.register_memory(np.zeros((4, 4), dtype=np.uint8)[:, ::2])
                 with self.assertRaises(kvx.TimedOut):
                     agent.wait_notification(timeout=0.05)
+                # The agent stays up until the child has its "quit": a notification still
+                # queued when an agent closes is not delivered.
                 agent.send_notification(peer, "quit")
-            self.assertEqual(child.process.wait(timeout=10), 0)
+                self.assertEqual(child.process.wait(timeout=10), 0)
             with self.assertRaises(kvx.FailedPrecondition):
                 agent.peers()
         finally:

@@ -86,7 +86,7 @@ class TorchTensors(unittest.TestCase):
                 agent.transfer(kvx.READ, local_list, every, remote_list, every)
                 self.assertTrue(np.array_equal(as_bytes(kv), pattern(6, LAYER_BYTES)))
                 agent.send_notification(peer, "quit")
-            self.assertEqual(child.process.wait(timeout=10), 0)
+                self.assertEqual(child.process.wait(timeout=10), 0)  # before the agent closes
         finally:
             child.stop()
 
@@ -130,7 +130,7 @@ class TorchTensors(unittest.TestCase):
                                        notification="check 7")
                         child.expect("VERIFIED 7 ok")
                         agent.send_notification(peer, "quit")
-                    self.assertEqual(child.process.wait(timeout=10), 0)
+                        self.assertEqual(child.process.wait(timeout=10), 0)
                 finally:
                     child.stop()
 
