@@ -6,9 +6,10 @@ the two instances with different numbers of blocks), every byte of every moved b
 requests of several sizes over shm, tcp and the socket transport; tensor parallelism that
 differs (prefill TP 2 and decode TP 4, and 4 to 2: each decode worker reads its heads from the
 prefill workers holding them); a prefix hit (only the rest is read); a whole prefix hit (nothing read, the prefill blocks released); a decode that never
-comes (the lease frees the blocks); and a prefill killed before the read (the decode reports
-the blocks as failed so that vLLM recomputes them, and the request still finishes
-receiving). Prints kvx-test-skipped without torch."""
+comes (the lease frees the blocks); and a prefill killed before the read and during it (the
+decode reports the blocks as failed so that vLLM recomputes them, and the request still
+finishes receiving); a prefill that never answers the connect does not stall the decode's
+engine steps. Prints kvx-test-skipped without torch."""
 import json
 import os
 import signal
@@ -145,6 +146,65 @@ class VllmConnector(unittest.TestCase):
             decode.scheduler.update_state_after_alloc(request, Blocks(blocks), count)
             started = time.monotonic()
             failed = run_until(decode, "lost")
+            self.assertEqual(failed, set(blocks))
+            self.assertLess(time.monotonic() - started, 15)
+        finally:
+            decode.close()
+            prefill.stop()
+
+    def test_an_unanswering_prefill_does_not_stall_the_steps(self):
+        prefill = PrefillProcess("tcp")
+        decode = Engine("kv_consumer", "decode-stall", DECODE_BLOCKS, data_path="tcp",
+                        connect_timeout=1.0)
+        try:
+            params = prefill.prefill("p-stall", 2 * BLOCK_SIZE, seed=8)
+            os.kill(prefill.process.pid, signal.SIGSTOP)  # it accepts, but never answers
+            request = Request("stall", 2 * BLOCK_SIZE, params)
+            count, _ = decode.scheduler.get_num_new_matched_tokens(request, 0)
+            blocks = decode.allocate(blocks_for(count))
+            decode.scheduler.update_state_after_alloc(request, Blocks(blocks), count)
+            started = time.monotonic()
+            failed, slowest = set(), 0.0
+            while time.monotonic() - started < 10:
+                step = time.monotonic()
+                _, recving, errors = decode.step()
+                slowest = max(slowest, time.monotonic() - step)
+                failed |= errors
+                if "stall" in recving:
+                    break
+                time.sleep(0.005)
+            self.assertEqual(failed, set(blocks))  # the connect's timeout failed the read
+            self.assertLess(slowest, 0.5)
+        finally:
+            os.kill(prefill.process.pid, signal.SIGKILL)
+            decode.close()
+            prefill.stop()
+
+    def test_a_prefill_killed_during_the_read(self):
+        prefill = PrefillProcess("tcp")
+        decode = Engine("kv_consumer", "decode-mid", DECODE_BLOCKS, data_path="tcp")
+        try:
+            # A first request connects the two (a connect to a stopped prefill would fail the
+            # read at once, not leave it in flight).
+            warm, failed = self.decode_request(decode, prefill, "warm", 2 * BLOCK_SIZE, seed=6)
+            self.assertEqual(failed, set())
+            self.assertTrue(decode.matches(warm, seed=6))
+            params = prefill.prefill("p-mid", 12 * BLOCK_SIZE, seed=5)
+            # Stopped, the prefill worker cannot answer the read (UCX's gets over tcp need
+            # the target): the read is in flight when it is killed.
+            os.kill(prefill.process.pid, signal.SIGSTOP)
+            request = Request("mid", 12 * BLOCK_SIZE, params)
+            count, _ = decode.scheduler.get_num_new_matched_tokens(request, 0)
+            blocks = decode.allocate(blocks_for(count))
+            decode.scheduler.update_state_after_alloc(request, Blocks(blocks), count)
+            for _ in range(20):
+                _, recving, _ = decode.step()
+                self.assertNotIn("mid", recving)  # not done while the prefill is stopped
+                time.sleep(0.005)
+            os.kill(prefill.process.pid, signal.SIGKILL)
+            prefill.process.wait(timeout=10)
+            started = time.monotonic()
+            failed = run_until(decode, "mid")
             self.assertEqual(failed, set(blocks))
             self.assertLess(time.monotonic() - started, 15)
         finally:

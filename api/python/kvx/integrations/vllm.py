@@ -4,7 +4,8 @@ Load it with vLLM's --kv-transfer-config:
     {"kv_connector": "KvxConnector", "kv_connector_module_path": "kvx.integrations.vllm",
      "kv_role": "kv_producer" | "kv_consumer" | "kv_both",
      "kv_connector_extra_config": {"data_path": "shm" | "tcp" | "socket",
-                                   "listen_address": "127.0.0.1:0", "lease_seconds": 30}}
+                                   "listen_address": "127.0.0.1:0", "lease_seconds": 30,
+                                   "connect_timeout": 10}}
 
 How it moves KV (pull, as vLLM's NIXL connector does):
   - each worker registers its layers' KV tensors with a kvx agent and prepares one list of
@@ -14,7 +15,9 @@ How it moves KV (pull, as vLLM's NIXL connector does):
   - the decode scheduler asks for the remote tokens not already computed locally
     (get_num_new_matched_tokens: a prefix hit reads only the rest; a whole hit reads nothing
     and only releases the prefill blocks), and after allocation (update_state_after_alloc)
-    the decode worker reads them in one transfer per request (start_load_kv), whose kvx
+    the decode worker reads them in one transfer per request (start_load_kv; a first
+    connect to a prefill worker runs on a thread of its own, so that no engine step waits
+    for it, bounded by connect_timeout), whose kvx
     notification tells the prefill worker that its blocks may go (get_finished: done sending);
   - blocks a decode never reads are freed when their lease (lease_seconds) ends;
   - blocks whose read failed (the prefill died, the link broke) are reported by
@@ -130,6 +133,7 @@ class KvxConnector(KVConnectorBase_V1):
         self._engine_id = str(getattr(vllm_config.kv_transfer_config, "engine_id", None)
                               or "kvx-engine")
         self._lease = float(extra.get("lease_seconds", 30.0))
+        self._connect_timeout = float(extra.get("connect_timeout", 10.0))
         self._data_path = extra.get("data_path")
         self._listen_address = extra.get("listen_address", "127.0.0.1:0")
         self._tp_rank, self._tp_size = _tensor_parallel(extra)
@@ -141,7 +145,9 @@ class KvxConnector(KVConnectorBase_V1):
         self._agent = None
         self._layout = None
         self._regions = []
-        self._peers = {}        # address -> (peer name, region ids, remote num_blocks)
+        self._peers = {}        # address -> (peer, region ids, region length), or an error
+        self._connecting = set()  # addresses being connected to in the background
+        self._waiting = []      # (action, ReadSpec) until their prefill workers are connected
         self._lists = {}        # (address or None, first head, count, per token) -> list id
         self._reading = {}      # request id -> ([transfer ids], local block ids)
         self._sending = {}      # request id -> [lease deadline, reads seen, reads expected]
@@ -212,23 +218,58 @@ class KvxConnector(KVConnectorBase_V1):
         return KvxHandshake(self._engine_id, self._tp_rank, self._agent.listen_address,
                             self._layout.describe())
 
+    def _connect(self, address):
+        """Connects to the prefill worker at `address` (blocking: runs on a thread of its
+        own) and records (peer, its region ids in layer order, a region's length), or the
+        error."""
+        try:
+            peer = self._agent.connect(address, timeout=self._connect_timeout)
+            regions = self._agent.peer_regions(peer)
+            names = [f"kv.{name}" for name in self._layout.names]
+            missing = [n for n in names if n not in regions]
+            if missing:
+                raise kvx.NotFound(f"the prefill worker {peer} has no KV region {missing[0]}")
+            result = (peer, [regions[n]["id"] for n in names], regions[names[0]]["length"])
+        except kvx.Error as error:
+            result = error
+        with self._lock:
+            self._peers[address] = result
+            self._connecting.discard(address)
+
     def _peer(self, address):
-        """(peer, its region ids in layer order, a region's length) of the prefill worker at
-        `address`, connected once."""
-        known = self._peers.get(address)
-        if known is not None and known[0] in self._agent.peers():
-            return known
-        peer = self._agent.connect(address, timeout=10)
-        regions = self._agent.peer_regions(peer)
-        names = [f"kv.{name}" for name in self._layout.names]
-        missing = [n for n in names if n not in regions]
-        if missing:
-            raise kvx.NotFound(f"the prefill worker {peer} has no KV region {missing[0]}")
-        self._peers[address] = (peer, [regions[n]["id"] for n in names],
-                                regions[names[0]]["length"])
+        """The connected prefill worker at `address` (see _connect); None while a connect
+        runs in the background (started here: a connect never stalls an engine step); raises
+        how the connect failed (once: the next call tries again)."""
+        with self._lock:
+            known = self._peers.get(address)
+            if isinstance(known, kvx.Error):
+                del self._peers[address]
+                raise known
+            if known is not None and known[0] in self._agent.peers():
+                return known
+            if address in self._connecting:
+                return None
+            self._connecting.add(address)
+            self._peers.pop(address, None)
         for key in [k for k in self._lists if k[0] == address]:
             del self._lists[key]  # a reconnected peer's lists are made again
-        return self._peers[address]
+        threading.Thread(target=self._connect, args=(address,), daemon=True,
+                         name="kvx-vllm-connect").start()
+        return None
+
+    def _connected(self, address):
+        known = self._peer(address)
+        if known is None:
+            raise kvx.PeerFailed(f"the prefill worker at {address} is connecting again")
+        return known
+
+    def _ready(self, spec):
+        """True when every prefill worker `spec` reads from is connected (raises a failed
+        connect)."""
+        ready = True
+        for _, address, _, _, _, _ in self._sources(spec):
+            ready = self._peer(address) is not None and ready
+        return ready
 
     def _list(self, address, first_head, count, per_token, peer_heads):
         """A prepared list: local (address None) or the prefill worker's at `address`."""
@@ -239,7 +280,7 @@ class KvxConnector(KVConnectorBase_V1):
                                            head_count=count, per_token=per_token)
                 self._lists[key] = self._agent.prepare_local_list(rows)
             else:
-                peer, regions, length = self._peer(address)
+                peer, regions, length = self._connected(address)
                 num_blocks = length // (2 * self._layout.block_size * peer_heads *
                                         self._layout.head_bytes)
                 rows = self._layout.ranges(regions, num_blocks=num_blocks, heads=peer_heads,
@@ -266,10 +307,26 @@ class KvxConnector(KVConnectorBase_V1):
             for request_id, deadline in meta.sends.items():
                 seen = self._read_early.pop(request_id, (0, None))
                 self._sending[request_id] = [deadline, seen[0], seen[1]]
-        for spec in meta.releases:
-            self._notify_read(spec)
-        for spec in meta.reads:
-            self._start_read(spec)
+        self._waiting.extend([(self._notify_read, spec) for spec in meta.releases] +
+                             [(self._start_read, spec) for spec in meta.reads])
+        self._advance()
+
+    def _advance(self):
+        """Starts the reads and releases whose prefill workers are connected; fails those
+        whose connect failed."""
+        waiting, self._waiting = self._waiting, []
+        for action, spec in waiting:
+            try:
+                if not self._ready(spec):
+                    self._waiting.append((action, spec))
+                    continue
+            except kvx.Error as error:
+                log.warning("kvx: could not reach the prefill of %s: %s", spec.request_id, error)
+                if action == self._start_read:
+                    self._failed_blocks.update(spec.local_block_ids)
+                    self._done_recving.add(spec.request_id)
+                continue
+            action(spec)
 
     def _note(self, spec):
         expected = readers_per_prefill_rank(self._tp_size, len(spec.remote_addresses))
@@ -278,7 +335,7 @@ class KvxConnector(KVConnectorBase_V1):
     def _notify_read(self, spec):
         try:
             for _, address, _, _, _, _ in self._sources(spec):
-                peer, _, _ = self._peer(address)
+                peer, _, _ = self._connected(address)
                 self._agent.send_notification(peer, self._note(spec))
         except kvx.Error as error:  # the prefill is gone: its lease frees its blocks
             log.warning("kvx: could not release prefill blocks of %s: %s", spec.request_id, error)
@@ -322,6 +379,8 @@ class KvxConnector(KVConnectorBase_V1):
 
     def get_finished(self, finished_req_ids):
         done_sending = set()
+        if self._agent is not None:
+            self._advance()
         for request_id, (transfers, blocks) in list(self._reading.items()):
             states = [self._agent.poll(t) for t in transfers]
             if all(state in ("done", "failed") for state, _ in states):
