@@ -120,6 +120,10 @@ class Agent final {
   Result<TransferId> submit(const TransferRequest& request);
 
   // ---- notifications ----
+  // Sends `payload` to `peer`, after whatever this agent posted to it before. It returns once
+  // the payload is handed to the data path, not once it arrived: one still queued when this
+  // agent is destroyed or the peer disconnects may be dropped. Have the peer answer where arrival
+  // matters (a transfer's own notification arrives after its data, with the transfer).
   Status sendNotification(const std::string& peer, std::string payload);
   // Received notifications, oldest first; at most `max`.
   std::vector<Notification> takeNotifications(std::size_t max = SIZE_MAX);
@@ -148,7 +152,7 @@ class Agent final {
 
  private:
   struct __attribute__((visibility("hidden"))) Impl;  // kvx's own: not exported
-  friend Impl& agentImpl(Agent& agent);  // for kvx's own layers (agent/agent_impl.h)
+  friend Impl& agentImpl(Agent& agent);               // for kvx's own layers (agent/agent_impl.h)
   explicit Agent(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

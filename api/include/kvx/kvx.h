@@ -171,6 +171,8 @@ KVX_C_API kvx_status kvx_release_transfer(kvx_agent* agent, kvx_transfer_id tran
 
 /* ---- notifications ---- */
 
+/* Returns once the payload is handed to the data path: one still queued when the agent is
+ * destroyed or the peer disconnects may be dropped (kvx::Agent::sendNotification). */
 KVX_C_API kvx_status kvx_send_notification(kvx_agent* agent, const char* peer, const void* payload,
                                            size_t length);
 /* Takes the oldest received notification, waiting up to timeout_ms (0: only one already

@@ -142,6 +142,8 @@ class Agent:
 
     # ---- notifications ----
     def send_notification(self, peer, payload):
+        """Hands `payload` to the data path for `peer`; one still queued when this agent closes
+        may be dropped: have the peer answer where arrival matters."""
         if isinstance(payload, str):
             payload = payload.encode()
         self._agent.send_notification(peer, bytes(payload))
