@@ -53,9 +53,12 @@ int main(int argc, char** argv) {
   std::vector<unsigned char> target(bytes, 0);
   auto owner = agent("cost-owner");
   auto mover = agent("cost-mover");
-  const kvx::RegionId remoteRegion = need(owner->registerMemory({"target", target.data(), bytes}), "register");
-  const kvx::RegionId localRegion = need(mover->registerMemory({"source", source.data(), bytes}), "register");
-  const std::string peer = need(mover->loadPeerMetadata(need(owner->exportMetadata(), "export")), "load");
+  const kvx::RegionId remoteRegion =
+      need(owner->registerMemory({"target", target.data(), bytes}), "register");
+  const kvx::RegionId localRegion =
+      need(mover->registerMemory({"source", source.data(), bytes}), "register");
+  const std::string peer =
+      need(mover->loadPeerMetadata(need(owner->exportMetadata(), "export")), "load");
   std::vector<kvx::MemoryRange> local;
   std::vector<kvx::MemoryRange> remote;
   for (std::uint32_t i = 0; i < descriptors; ++i) {
@@ -85,8 +88,9 @@ int main(int argc, char** argv) {
   }
   std::sort(micros.begin(), micros.end());
   std::sort(makeMicros.begin(), makeMicros.end());
-  std::printf("kvx-descriptor-cost: %u descriptors, make median %.1f us, make+post median %.1f us "
-              "(%d rounds)\n",
-              descriptors, makeMicros[makeMicros.size() / 2], micros[micros.size() / 2], rounds);
+  std::printf(
+      "kvx-descriptor-cost: %u descriptors, make median %.1f us, make+post median %.1f us "
+      "(%d rounds)\n",
+      descriptors, makeMicros[makeMicros.size() / 2], micros[micros.size() / 2], rounds);
   return 0;
 }

@@ -41,6 +41,13 @@ TransferOp opFrom(const std::string& text) {
 
 py::bytes bytesOf(const std::string& text) { return py::bytes(text.data(), text.size()); }
 
+// Runs `call` with the GIL released (kvx may block in it; other Python threads go on).
+template <typename Call>
+auto unlocked(Call&& call) {
+  py::gil_scoped_release released;
+  return call();
+}
+
 // Holds the agent; close() drops it, calls in flight on other threads keep it until they end.
 class PyAgent {
  public:
@@ -59,7 +66,7 @@ class PyAgent {
       std::lock_guard lock(mutex_);
       last = std::move(agent_);
     }
-    py::gil_scoped_release unlocked;
+    py::gil_scoped_release released;
     last.reset();  // joins kvx's threads (unless a call in flight still holds it)
   }
 
@@ -98,10 +105,8 @@ std::unique_ptr<PyAgent> makeAgent(const std::string& name, const std::string& l
   if (heartbeatInterval) {
     options.heartbeatInterval = toMillis(*heartbeatInterval, "heartbeat_interval");
   }
-  Result<std::unique_ptr<Agent>> agent = [&] {
-    py::gil_scoped_release unlocked;
-    return Agent::create(std::move(options));
-  }();
+  Result<std::unique_ptr<Agent>> agent =
+      unlocked([&] { return Agent::create(std::move(options)); });
   return std::make_unique<PyAgent>(take(std::move(agent)));
 }
 
@@ -171,20 +176,16 @@ void addAgent(py::module_& module) {
             std::shared_ptr<Agent> agent = a.get();
             std::optional<Deadline> deadline;
             if (timeout) deadline = deadlineIn(toMillis(*timeout, "timeout"));
-            Result<std::string> peer = [&] {
-              py::gil_scoped_release unlocked;
+            Result<std::string> peer = unlocked([&] {
               return deadline ? agent->connect(address, *deadline) : agent->connect(address);
-            }();
+            });
             return take(std::move(peer));
           },
           py::arg("address"), py::arg("timeout") = py::none())
       .def("disconnect",
            [](const PyAgent& a, const std::string& peer) {
              std::shared_ptr<Agent> agent = a.get();
-             Status done = [&] {
-               py::gil_scoped_release unlocked;
-               return agent->disconnect(peer);
-             }();
+             Status done = unlocked([&] { return agent->disconnect(peer); });
              check(done);
            })
       .def("peers", [](const PyAgent& a) { return a.get()->peers(); })
@@ -199,20 +200,14 @@ void addAgent(py::module_& module) {
            [](const PyAgent& a, const py::handle& ranges) {
              std::shared_ptr<Agent> agent = a.get();
              std::vector<MemoryRange> table = rangeTable(ranges, "ranges");
-             Result<ListId> list = [&] {
-               py::gil_scoped_release unlocked;
-               return agent->prepareLocalList(table);
-             }();
+             Result<ListId> list = unlocked([&] { return agent->prepareLocalList(table); });
              return take(std::move(list)).value;
            })
       .def("prepare_remote_list",
            [](const PyAgent& a, const std::string& peer, const py::handle& ranges) {
              std::shared_ptr<Agent> agent = a.get();
              std::vector<MemoryRange> table = rangeTable(ranges, "ranges");
-             Result<ListId> list = [&] {
-               py::gil_scoped_release unlocked;
-               return agent->prepareRemoteList(peer, table);
-             }();
+             Result<ListId> list = unlocked([&] { return agent->prepareRemoteList(peer, table); });
              return take(std::move(list)).value;
            })
       .def("release_list",
@@ -228,11 +223,10 @@ void addAgent(py::module_& module) {
             ArrayView<std::uint32_t> remote = indexArray(remoteIndices, "remote_indices");
             std::optional<std::string> note;
             if (notification) note = std::string(*notification);
-            Result<TransferId> id = [&] {
-              py::gil_scoped_release unlocked;
+            Result<TransferId> id = unlocked([&] {
               return agent->makeTransfer(operation, ListId(localList), local.values,
                                          ListId(remoteList), remote.values, std::move(note));
-            }();
+            });
             return take(std::move(id)).value;
           },
           py::arg("op"), py::arg("local_list"), py::arg("local_indices"), py::arg("remote_list"),
@@ -240,10 +234,7 @@ void addAgent(py::module_& module) {
       .def("post",
            [](const PyAgent& a, std::uint64_t transfer) {
              std::shared_ptr<Agent> agent = a.get();
-             Status posted = [&] {
-               py::gil_scoped_release unlocked;
-               return agent->post(TransferId(transfer));
-             }();
+             Status posted = unlocked([&] { return agent->post(TransferId(transfer)); });
              check(posted);
            })
       .def("poll",
@@ -258,29 +249,20 @@ void addAgent(py::module_& module) {
           [](const PyAgent& a, std::uint64_t transfer, double timeout) {
             std::shared_ptr<Agent> agent = a.get();
             const Deadline deadline = deadlineIn(toMillis(timeout, "timeout"));
-            Status done = [&] {
-              py::gil_scoped_release unlocked;
-              return agent->wait(TransferId(transfer), deadline);
-            }();
+            Status done = unlocked([&] { return agent->wait(TransferId(transfer), deadline); });
             check(done);
           },
           py::arg("transfer"), py::arg("timeout"))
       .def("cancel",
            [](const PyAgent& a, std::uint64_t transfer) {
              std::shared_ptr<Agent> agent = a.get();
-             Status cancelled = [&] {
-               py::gil_scoped_release unlocked;
-               return agent->cancel(TransferId(transfer));
-             }();
+             Status cancelled = unlocked([&] { return agent->cancel(TransferId(transfer)); });
              check(cancelled);
            })
       .def("release",
            [](const PyAgent& a, std::uint64_t transfer) {
              std::shared_ptr<Agent> agent = a.get();
-             Status released = [&] {
-               py::gil_scoped_release unlocked;
-               return agent->release(TransferId(transfer));
-             }();
+             Status released = unlocked([&] { return agent->release(TransferId(transfer)); });
              check(released);
            })
       .def("send_notification",
@@ -302,18 +284,14 @@ void addAgent(py::module_& module) {
           [](const PyAgent& a, double timeout) {
             std::shared_ptr<Agent> agent = a.get();
             const Deadline deadline = deadlineIn(toMillis(timeout, "timeout"));
-            Result<Notification> note = [&] {
-              py::gil_scoped_release unlocked;
-              return agent->waitNotification(deadline);
-            }();
+            Result<Notification> note = unlocked([&] { return agent->waitNotification(deadline); });
             Notification n = take(std::move(note));
             return py::make_tuple(n.peer, bytesOf(n.payload));
           },
           py::arg("timeout"))
       .def("progress", [](const PyAgent& a) {
         std::shared_ptr<Agent> agent = a.get();
-        py::gil_scoped_release unlocked;
-        return agent->progress();
+        return unlocked([&] { return agent->progress(); });
       });
 }
 

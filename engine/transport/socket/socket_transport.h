@@ -40,8 +40,8 @@
 #include <vector>
 
 #include "engine/progress/caller_first_mutex.h"
-#include "engine/transport/socket/socket_address.h"
 #include "engine/transport/socket/region_access.h"
+#include "engine/transport/socket/socket_address.h"
 #include "engine/transport/socket/socket_connection.h"
 #include "engine/transport/socket/socket_device_copies.h"
 #include "engine/transport/socket/socket_memory.h"

@@ -13,10 +13,10 @@ trap 'rm -rf "$work"' EXIT
 KVX_BUILD_DIR=$build "$work/venv/bin/pip" install --no-build-isolation --no-index --quiet \
   "$source/api/python"
 cd "$work"  # nothing of the source or build tree on the path
-"$work/venv/bin/python" - <<'PY'
+KVX_VENV=$work/venv "$work/venv/bin/python" - <<'PY'
 import os, kvx
 where = os.path.dirname(kvx.__file__)
-assert where.startswith(os.environ.get("VIRTUAL_ENV", "")) or "/venv/" in where, where
+assert where.startswith(os.environ["KVX_VENV"] + "/"), f"kvx imported from {where}, not the venv"
 for name in ("libkvx.so.0", "kvx-ucx-probe"):
     assert os.path.exists(os.path.join(where, name)), name
 assert os.environ["KVX_UCX_PROBE"] == os.path.join(where, "kvx-ucx-probe")

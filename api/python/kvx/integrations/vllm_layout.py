@@ -36,20 +36,10 @@ class KvLayout:
         self.tp_size = tp_size
 
     def describe(self):
-        """What a peer must agree with (sent in the handshake)."""
+        """This worker's cache, as its handshake describes it."""
         return {"layers": len(self.names), "block_size": self.block_size,
                 "head_bytes": self.head_bytes, "dtype": self.dtype, "heads": self.heads,
                 "tp_size": self.tp_size, "num_blocks": self.num_blocks}
-
-    def check_peer(self, peer):
-        mine = self.describe()
-        for key in ("layers", "block_size", "head_bytes", "dtype"):
-            if peer.get(key) != mine[key]:
-                raise ValueError(f"the peer's KV cache differs in {key}: {peer.get(key)} there, "
-                                 f"{mine[key]} here")
-        if peer["heads"] * peer["tp_size"] != self.heads * self.tp_size:
-            raise ValueError(f"the peer's model has {peer['heads'] * peer['tp_size']} KV heads, "
-                             f"this one {self.heads * self.tp_size}")
 
     def ranges(self, regions, num_blocks=None, heads=None, first_head=0, head_count=None,
                per_token=False):
