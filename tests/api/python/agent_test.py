@@ -18,6 +18,7 @@ import kvx
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from decode_child import pattern  # noqa: E402
+from line_reader import LineReader  # noqa: E402
 
 BLOCK = 64 * 1024
 BLOCKS = 32
@@ -29,6 +30,7 @@ class DecodeChild:
         self.process = subprocess.Popen(
             [sys.executable, os.path.join(HERE, "decode_child.py"), data_path, str(nbytes)],
             stdout=subprocess.PIPE, text=True)
+        self._reader = LineReader(self.process.stdout.fileno())
         line = self._line(30)
         if not line.startswith("LISTENING "):
             raise AssertionError(f"the decode child said {line!r}")
@@ -36,12 +38,12 @@ class DecodeChild:
 
     def _line(self, timeout):
         deadline = time.monotonic() + timeout
-        import select
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.process.stdout], [], [], 0.1)
-            if ready:
-                return self.process.stdout.readline().strip()
-            if self.process.poll() is not None:
+            line = self._reader.line(0.1)
+            if line is not None:
+                return line
+            if self._reader.ended:
+                self.process.wait(timeout=10)
                 return f"(exited {self.process.returncode})"
         return "(no answer)"
 

@@ -1,12 +1,13 @@
 """A test's engine in a process of its own (a Python script), driven by lines: commands on its
 stdin, answers on its stdout, every wait bounded."""
 import os
-import select
 import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from line_reader import LineReader  # noqa: E402
 
 
 class EngineProcess:
@@ -15,15 +16,13 @@ class EngineProcess:
         self.process = subprocess.Popen([sys.executable, os.path.join(HERE, script), *map(str, args)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.lines = []  # said, not yet expected
+        self._reader = LineReader(self.process.stdout.fileno())
 
     def _read(self, timeout):
-        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
-        if ready:
-            line = self.process.stdout.readline()
-            if line:
-                self.lines.append(line.strip())
-                return True
-        return False
+        line = self._reader.line(timeout)
+        if line is not None:
+            self.lines.append(line)
+        return line is not None
 
     def expect(self, prefix, timeout=20):
         """The first line said that starts with `prefix`; AssertionError after `timeout` s or

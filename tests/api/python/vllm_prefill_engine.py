@@ -8,11 +8,11 @@ says a request's blocks may go (read by the decode, or its lease ended).
 Usage: vllm_prefill_engine.py DATA_PATH NUM_BLOCKS LEASE_SECONDS [TP_SIZE]"""
 import json
 import os
-import select
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_vllm import Engine, Request, blocks_for  # noqa: E402
+from line_reader import LineReader  # noqa: E402
 
 
 def main():
@@ -21,15 +21,16 @@ def main():
     engine = Engine("kv_producer", "prefill-0", num_blocks, tp_size=tp_size,
                     data_path=data_path, lease_seconds=lease)
     held = {}
+    commands = LineReader(sys.stdin.fileno())
     print("READY", flush=True)
     while True:
-        ready, _, _ = select.select([sys.stdin], [], [], 0.002)
-        if ready:
-            words = sys.stdin.readline().split()
-            if not words or words[0] == "quit":
+        line = commands.line(0.002)
+        if line is not None or commands.ended:
+            words = (line or "").split()
+            if commands.ended or words[:1] == ["quit"]:
                 engine.close()
                 return 0
-            if words[0] == "prefill":
+            if words[:1] == ["prefill"]:
                 request_id, tokens, seed = words[1], int(words[2]), int(words[3])
                 blocks = engine.allocate(blocks_for(tokens))
                 engine.fill(blocks, seed)
