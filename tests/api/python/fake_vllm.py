@@ -47,7 +47,7 @@ class Engine:
     worker-side connector and its share of the heads in KV caches of `num_blocks` blocks per
     layer; block ids (one free list) are shared by the workers, as in vLLM."""
 
-    def __init__(self, role, engine_id, num_blocks, tp_size=1, **extra):
+    def __init__(self, role, engine_id, num_blocks, tp_size=1, head_dim=HEAD_DIM, **extra):
         self.tp_size = tp_size
         self.scheduler = KvxConnector(config(role, engine_id, tp_size=tp_size, **extra),
                                       KVConnectorRole.SCHEDULER)
@@ -56,7 +56,7 @@ class Engine:
             worker = KvxConnector(config(role, engine_id, tp_rank=rank, tp_size=tp_size, **extra),
                                   KVConnectorRole.WORKER)
             caches = {f"model.layers.{i}.self_attn": torch.zeros(
-                (2, num_blocks, BLOCK_SIZE, HEADS // tp_size, HEAD_DIM), dtype=DTYPE)
+                (2, num_blocks, BLOCK_SIZE, HEADS // tp_size, head_dim), dtype=DTYPE)
                 for i in range(LAYERS)}
             worker.register_kv_caches(caches)
             self.workers.append(worker)
@@ -72,17 +72,25 @@ class Engine:
         taken, self.free = self.free[:count], self.free[count:]
         return taken
 
-    def step(self):
+    def addresses(self):
+        """The workers' kvx addresses by TP rank (what a push proxy hands the decode)."""
+        return [w.get_handshake_metadata().address for w in self.workers]
+
+    def step(self, compute=None):
         """One engine step's connector calls on every worker: (done sending, done receiving,
-        failed blocks), a request done once every worker said so (vLLM's aggregation)."""
+        failed blocks), a request done once every worker said so (vLLM's aggregation).
+        `compute(rank, layer)`, when given, is the forward pass writing layer `layer` of
+        worker `rank` just before save_kv_layer is called for it."""
         meta = self.scheduler.build_connector_meta(None)
         done = {"sending": set(), "recving": set()}
         failed = set()
         for worker, caches in zip(self.workers, self.kv_caches):
             worker.bind_connector_metadata(meta)
             worker.start_load_kv(None)
-            for name in sorted(caches):
+            for layer, name in enumerate(sorted(caches)):
                 worker.wait_for_layer_load(name)
+                if compute is not None:
+                    compute(self.workers.index(worker), layer)
                 worker.save_kv_layer(name, caches[name], None)
             worker.wait_for_save()
             said = dict(zip(("sending", "recving"), worker.get_finished(set())))
@@ -105,14 +113,18 @@ class Engine:
     def fill(self, blocks, seed):
         """Writes block position p of the request (every layer, K and V, every head) with its
         pattern, each worker its own heads."""
-        heads = HEADS // self.tp_size
         for rank in range(self.tp_size):
-            for layer, name in enumerate(sorted(self.kv_caches[rank])):
-                view = self._blocks_view(rank, name)
-                for kv in range(2):
-                    for position, block in enumerate(blocks):
-                        view[kv, block] = pattern(seed, layer, kv, position)[
-                            :, rank * heads:(rank + 1) * heads]
+            for layer in range(LAYERS):
+                self.fill_layer(rank, layer, blocks, seed)
+
+    def fill_layer(self, rank, layer, blocks, seed):
+        """fill() of one worker's layer."""
+        heads = HEADS // self.tp_size
+        view = self._blocks_view(rank, sorted(self.kv_caches[rank])[layer])
+        for kv in range(2):
+            for position, block in enumerate(blocks):
+                view[kv, block] = pattern(seed, layer, kv, position)[
+                    :, rank * heads:(rank + 1) * heads]
 
     def matches(self, blocks, seed, first_position=0):
         heads = HEADS // self.tp_size

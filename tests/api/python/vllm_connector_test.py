@@ -5,12 +5,12 @@ torch KV caches of vLLM's shape ([2, num_blocks, block_size, kv_heads, head_dim]
 the two instances with different numbers of blocks), every byte of every moved block compared:
 requests of several sizes over shm, tcp and the socket transport; tensor parallelism that
 differs (prefill TP 2 and decode TP 4, and 4 to 2: each decode worker reads its heads from the
-prefill workers holding them); a prefix hit (only the rest is read); a whole prefix hit (nothing read, the prefill blocks released); a decode that never
-comes (the lease frees the blocks); and a prefill killed before the read and during it (the
+prefill workers holding them); a prefix hit (only the rest is read); a whole prefix hit
+(nothing read, the prefill blocks released); caches of another shape (refused, the blocks
+failed); a decode that never comes (the lease frees the blocks); and a prefill killed before the read and during it (the
 decode reports the blocks as failed so that vLLM recomputes them, and the request still
 finishes receiving); a prefill that never answers the connect does not stall the decode's
 engine steps. Prints kvx-test-skipped without torch."""
-import json
 import os
 import signal
 import sys
@@ -25,44 +25,8 @@ except ImportError:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from engine_process import EngineProcess  # noqa: E402
 from fake_vllm import BLOCK_SIZE, Blocks, Engine, Request, blocks_for  # noqa: E402
-
-PREFILL_BLOCKS, DECODE_BLOCKS = 64, 48
-
-
-class PrefillProcess(EngineProcess):
-    def __init__(self, data_path, lease=30.0, tp_size=1):
-        super().__init__("vllm_prefill_engine.py", data_path, PREFILL_BLOCKS, lease, tp_size)
-        self.expect("READY")
-
-    def prefill(self, request_id, tokens, seed):
-        self.command(f"prefill {request_id} {tokens} {seed}")
-        return json.loads(self.expect("PARAMS ").split(" ", 1)[1])
-
-
-def wait_stopped(pid, timeout=10):
-    """Returns once the kernel shows process `pid` stopped (state T)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with open(f"/proc/{pid}/stat") as stat:
-            if stat.read().rsplit(")", 1)[1].split()[0] == "T":
-                return
-        time.sleep(0.001)
-    raise AssertionError(f"process {pid} did not stop within {timeout} s")
-
-
-def run_until(engine, request_id, timeout=20):
-    """Engine steps until `request_id` finished receiving: the failed blocks seen meanwhile."""
-    failed = set()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        _, recving, errors = engine.step()
-        failed |= errors
-        if request_id in recving:
-            return failed
-        time.sleep(0.002)
-    raise AssertionError(f"{request_id} did not finish receiving within {timeout} s")
+from vllm_harness import DECODE_BLOCKS, PrefillProcess, run_until, wait_stopped  # noqa: E402
 
 
 class VllmConnector(unittest.TestCase):
@@ -133,6 +97,25 @@ class VllmConnector(unittest.TestCase):
     def test_tensor_parallel_4_to_2(self):
         """Each decode worker reads its two heads from two prefill workers."""
         self.exchange("tcp", prefill_tp=4, decode_tp=2)
+
+    def test_caches_of_another_shape(self):
+        """A decode whose heads are half as wide: the read is refused, nothing moves, the
+        blocks are reported failed, and the prefill's blocks go when their lease ends."""
+        prefill = PrefillProcess("tcp", lease=1.0)
+        decode = Engine("kv_consumer", "decode-narrow", DECODE_BLOCKS, data_path="tcp",
+                        head_dim=16)
+        try:
+            params = prefill.prefill("p-narrow", 3 * BLOCK_SIZE, seed=7)
+            request = Request("narrow", 3 * BLOCK_SIZE, params)
+            count, _ = decode.scheduler.get_num_new_matched_tokens(request, 0)
+            blocks = decode.allocate(blocks_for(count))
+            decode.scheduler.update_state_after_alloc(request, Blocks(blocks), count)
+            self.assertEqual(run_until(decode, "narrow"), set(blocks))
+            self.assertTrue(all(not t.any() for t in decode.kv_caches[0].values()))
+            prefill.expect("FREED p-narrow", timeout=10)
+        finally:
+            decode.close()
+            prefill.stop()
 
     def test_a_decode_that_never_comes(self):
         prefill = PrefillProcess("tcp", lease=0.5)

@@ -3,42 +3,54 @@
 Load it with vLLM's --kv-transfer-config:
     {"kv_connector": "KvxConnector", "kv_connector_module_path": "kvx.integrations.vllm",
      "kv_role": "kv_producer" | "kv_consumer" | "kv_both",
-     "kv_connector_extra_config": {"data_path": "shm" | "tcp" | "socket",
-                                   "listen_address": "127.0.0.1:0", "lease_seconds": 30,
-                                   "connect_timeout": 10}}
+     "kv_connector_extra_config": {"mode": "pull" | "push", "data_path": "shm" | "tcp" |
+                                   "socket", "listen_address": "127.0.0.1:0",
+                                   "lease_seconds": 30, "connect_timeout": 10,
+                                   "push_timeout": 30}}
 
-How it moves KV (pull, as vLLM's NIXL connector does):
-  - each worker registers its layers' KV tensors with a kvx agent and prepares one list of
-    every (layer, K/V, block) once (vllm_layout.py);
+Each worker registers its layers' KV tensors with a kvx agent and prepares one list of every
+(layer, K/V, block) once (vllm_layout.py). A first connect to another worker runs on a thread
+of its own, bounded by connect_timeout, so that no engine step waits for it (vllm_links.py).
+
+Pull (the default, as vLLM's NIXL connector; vllm_pull.py):
   - a prefill request that finished (request_finished) keeps its blocks and hands the decode
-    instance its block ids and its worker's kvx address in kv_transfer_params;
+    instance its block ids, its workers' kvx addresses and cache layout in kv_transfer_params;
   - the decode scheduler asks for the remote tokens not already computed locally
     (get_num_new_matched_tokens: a prefix hit reads only the rest; a whole hit reads nothing
     and only releases the prefill blocks), and after allocation (update_state_after_alloc)
-    the decode worker reads them in one transfer per request (start_load_kv; a first
-    connect to a prefill worker runs on a thread of its own, so that no engine step waits
-    for it, bounded by connect_timeout), whose kvx
-    notification tells the prefill worker that its blocks may go (get_finished: done sending);
-  - blocks a decode never reads are freed when their lease (lease_seconds) ends;
-  - blocks whose read failed (the prefill died, the link broke) are reported by
-    get_block_ids_with_load_errors so that vLLM recomputes them, and their request still
-    finishes receiving.
+    the decode worker reads them in one transfer per prefill worker (start_load_kv), whose
+    notification tells that worker its blocks may go (get_finished: done sending);
+  - blocks a decode never reads are freed when their lease (lease_seconds) ends.
+Push (mode "push" on both instances; vllm_push.py): the decode instance gets the request
+first, its kv_transfer_params naming the prefill's workers (remote_addresses, the addresses
+they listen on) and its request id there (remote_request_id); once its blocks are allocated
+the decode worker tells those workers where to write, and the prefill worker writes each layer
+as it is computed (save_kv_layer). The prefill instance gets the same request with
+{"do_remote_decode": true}.
+Both:
+  - blocks whose transfer failed (the prefill died, the link broke, the push timed out) are
+    reported by get_block_ids_with_load_errors so that vLLM recomputes them, and their request
+    still finishes receiving; no byte of a failed transfer lands after that;
   - tensor parallelism may differ between the two (prefill TP 2, decode TP 4, say): a decode
-    worker reads its heads from the prefill workers that hold them, one token's head range per
-    descriptor, and each prefill worker frees its blocks once every decode worker reading from
-    it has read; tp_rank and tp_size come from vLLM's parallel state, or from the extra config
-    where vLLM is not there.
-Not yet: push (the prefill writing layer by layer into decode blocks); it raises at start-up.
+    worker's heads move from the prefill workers that hold them, one token's head range per
+    descriptor; tp_rank and tp_size come from vLLM's parallel state, or from the extra config
+    where vLLM is not there;
+  - the two caches must agree on layers, block size, head size, type and heads over all TP
+    ranks; a request between caches that do not fails with kvx.InvalidArgument in the log and
+    its blocks reported failed.
 vLLM itself is optional: without it the classes below stand in for its base classes, which is
 how the tests drive the exact call order vLLM uses (tests/api/python/vllm_connector_test.py).
 """
 import dataclasses
 import logging
-import threading
 import time
 
 import kvx
-from kvx.integrations.vllm_layout import KvLayout, head_overlaps, readers_per_prefill_rank
+from kvx.integrations import vllm_messages as messages
+from kvx.integrations.vllm_layout import KvLayout, head_overlaps
+from kvx.integrations.vllm_links import PeerLinks
+from kvx.integrations.vllm_pull import PullReader, ReadLease, Source
+from kvx.integrations.vllm_push import PushReceiver, PushWriter
 
 try:  # vLLM's own base classes, when vLLM is installed
     from vllm.distributed.kv_transfer.kv_connector.v1.base import (
@@ -79,8 +91,6 @@ except ImportError:  # stand-ins with the same names and the members this module
 
 log = logging.getLogger("kvx.vllm")
 
-NOTE_PREFIX = "kvx-vllm:read:"  # + the prefill's request id: its blocks may be freed
-
 
 @dataclasses.dataclass
 class KvxHandshake(KVConnectorHandshakeMetadata):
@@ -98,6 +108,8 @@ class ReadSpec:
     remote_block_ids: list
     remote_addresses: list  # the prefill workers' kvx addresses, by TP rank
     remote_request_id: str
+    remote_layout: dict = None  # a prefill worker's KvLayout.describe() (pull)
+    skip: int = 0               # push: the prefill's blocks already here (a prefix hit)
 
 
 @dataclasses.dataclass
@@ -106,6 +118,7 @@ class KvxConnectorMetadata(KVConnectorMetadata):
     reads: list = dataclasses.field(default_factory=list)     # ReadSpec: decode reads
     releases: list = dataclasses.field(default_factory=list)  # ReadSpec without local blocks
     sends: dict = dataclasses.field(default_factory=dict)     # request id -> lease deadline
+    saves: dict = dataclasses.field(default_factory=dict)     # push: request id -> block ids
 
 
 def _extra(vllm_config):
@@ -127,34 +140,31 @@ class KvxConnector(KVConnectorBase_V1):
     def __init__(self, vllm_config, role, kv_cache_config=None):
         super().__init__(vllm_config, role, kv_cache_config)
         extra = _extra(vllm_config)
-        if extra.get("mode", "pull") != "pull":
-            raise NotImplementedError("kvx's vLLM connector pulls (decode reads); push is not "
-                                      "there yet")
+        self._mode = extra.get("mode", "pull")
+        if self._mode not in ("pull", "push"):
+            raise ValueError(f"kvx's vLLM connector mode is 'pull' or 'push', not "
+                             f"{self._mode!r}")
         self._engine_id = str(getattr(vllm_config.kv_transfer_config, "engine_id", None)
                               or "kvx-engine")
         self._lease = float(extra.get("lease_seconds", 30.0))
         self._connect_timeout = float(extra.get("connect_timeout", 10.0))
+        self._push_timeout = float(extra.get("push_timeout", self._lease))
         self._data_path = extra.get("data_path")
         self._listen_address = extra.get("listen_address", "127.0.0.1:0")
         self._tp_rank, self._tp_size = _tensor_parallel(extra)
         self._block_size = vllm_config.cache_config.block_size
         # Scheduler side.
-        self._worker_addresses = None  # by TP rank
+        self._workers = None   # KvxHandshake by TP rank
         self._pending = KvxConnectorMetadata()
-        # Worker side.
+        # Worker side (made by register_kv_caches).
         self._agent = None
         self._layout = None
-        self._regions = []
-        self._peers = {}        # address -> (peer, region ids, region length), or an error
-        self._connecting = set()  # addresses being connected to in the background
+        self._links = None
+        self._reader = self._lease_of_reads = None   # pull
+        self._writer = self._receiver = None         # push
         self._waiting = []      # (action, ReadSpec) until their prefill workers are connected
-        self._lists = {}        # (address or None, first head, count, per token) -> list id
-        self._reading = {}      # request id -> ([transfer ids], local block ids)
-        self._sending = {}      # request id -> [lease deadline, reads seen, reads expected]
-        self._read_early = {}   # request id -> reads seen before its send was recorded
         self._failed_blocks = set()
         self._done_recving = set()
-        self._lock = threading.Lock()
 
     # ---------------- scheduler side ----------------
     def set_xfer_handshake_metadata(self, metadata):
@@ -162,7 +172,7 @@ class KvxConnector(KVConnectorBase_V1):
         ranks = sorted(metadata)
         if ranks != list(range(len(ranks))):
             raise ValueError(f"handshakes of TP ranks {ranks}: some are missing")
-        self._worker_addresses = [metadata[rank].address for rank in ranks]
+        self._workers = [metadata[rank] for rank in ranks]
 
     def get_num_new_matched_tokens(self, request, num_computed_tokens):
         params = getattr(request, "kv_transfer_params", None) or {}
@@ -173,14 +183,19 @@ class KvxConnector(KVConnectorBase_V1):
 
     def update_state_after_alloc(self, request, blocks, num_external_tokens):
         params = getattr(request, "kv_transfer_params", None) or {}
+        if params.get("do_remote_decode") and self._mode == "push":
+            self._pending.saves[request.request_id] = list(blocks.get_block_ids()[0])
+            return
         if not params.get("do_remote_prefill"):
             return
         params["do_remote_prefill"] = False  # once per request
-        spec = ReadSpec(request.request_id, [], list(params["remote_block_ids"]),
-                        list(params["remote_addresses"]), params["remote_request_id"])
+        spec = ReadSpec(request.request_id, [], list(params.get("remote_block_ids", [])),
+                        list(params["remote_addresses"]), params["remote_request_id"],
+                        params.get("remote_layout"))
         if num_external_tokens > 0:
             spec.local_block_ids = list(blocks.get_unhashed_block_ids())
-            # A prefix already here: only the last blocks are read, into the new ones.
+            # A prefix already here: only the last blocks move, into the new ones.
+            spec.skip = len(blocks.get_block_ids()[0]) - len(spec.local_block_ids)
             spec.remote_block_ids = spec.remote_block_ids[-len(spec.local_block_ids):] \
                 if spec.local_block_ids else []
             self._pending.reads.append(spec)
@@ -195,13 +210,16 @@ class KvxConnector(KVConnectorBase_V1):
         params = getattr(request, "kv_transfer_params", None) or {}
         if not params.get("do_remote_decode") or not block_ids:
             return False, None
-        if self._worker_addresses is None:
+        if self._workers is None:
             raise RuntimeError("kvx's vLLM connector has no worker handshakes yet "
                                "(set_xfer_handshake_metadata)")
         self._pending.sends[request.request_id] = time.monotonic() + self._lease
+        if self._mode == "push":
+            return True, None  # the decode has the request already, and said where to write
         return True, {"do_remote_prefill": True, "do_remote_decode": False,
                       "remote_block_ids": list(block_ids), "remote_engine_id": self._engine_id,
-                      "remote_addresses": self._worker_addresses,
+                      "remote_addresses": [w.address for w in self._workers],
+                      "remote_layout": self._workers[0].layout,
                       "remote_request_id": request.request_id}
 
     # ---------------- worker side ----------------
@@ -211,211 +229,139 @@ class KvxConnector(KVConnectorBase_V1):
         if self._data_path:
             options["data_path"] = self._data_path
         self._agent = kvx.Agent(f"vllm-{self._engine_id}-tp{self._tp_rank}", **options)
-        self._regions = [self._agent.register_memory(kv_caches[name], name=f"kv.{name}")
-                         for name in self._layout.names]
+        regions = [self._agent.register_memory(kv_caches[name], name=f"kv.{name}")
+                   for name in self._layout.names]
+        self._links = PeerLinks(self._agent, self._layout, regions, self._connect_timeout)
+        if self._mode == "pull":
+            self._reader = PullReader(self._agent, self._links, self._layout, self._tp_size)
+            self._lease_of_reads = ReadLease()
+        else:
+            self._writer = PushWriter(self._agent, self._links, self._layout, self._tp_rank,
+                                      self._tp_size, self._lease)
+            self._receiver = PushReceiver(self._agent, self._layout, self._push_timeout,
+                                          self._connect_timeout)
 
     def get_handshake_metadata(self):
         return KvxHandshake(self._engine_id, self._tp_rank, self._agent.listen_address,
                             self._layout.describe())
 
-    def _connect(self, address):
-        """Connects to the prefill worker at `address` (blocking: runs on a thread of its
-        own) and records (peer, its region ids in layer order, a region's length), or the
-        error."""
-        try:
-            peer = self._agent.connect(address, timeout=self._connect_timeout)
-            regions = self._agent.peer_regions(peer)
-            names = [f"kv.{name}" for name in self._layout.names]
-            missing = [n for n in names if n not in regions]
-            if missing:
-                raise kvx.NotFound(f"the prefill worker {peer} has no KV region {missing[0]}")
-            result = (peer, [regions[n]["id"] for n in names], regions[names[0]]["length"])
-        except kvx.Error as error:
-            result = error
-        with self._lock:
-            self._peers[address] = result
-            self._connecting.discard(address)
-
-    def _peer(self, address):
-        """The connected prefill worker at `address` (see _connect); None while a connect
-        runs in the background (started here: a connect never stalls an engine step); raises
-        how the connect failed (once: the next call tries again)."""
-        with self._lock:
-            known = self._peers.get(address)
-            if isinstance(known, kvx.Error):
-                del self._peers[address]
-                raise known
-            if known is not None and known[0] in self._agent.peers():
-                return known
-            if address in self._connecting:
-                return None
-            self._connecting.add(address)
-            self._peers.pop(address, None)
-        for key in [k for k in self._lists if k[0] == address]:
-            del self._lists[key]  # a reconnected peer's lists are made again
-        threading.Thread(target=self._connect, args=(address,), daemon=True,
-                         name="kvx-vllm-connect").start()
-        return None
-
-    def _connected(self, address):
-        known = self._peer(address)
-        if known is None:
-            raise kvx.PeerFailed(f"the prefill worker at {address} is connecting again")
-        return known
-
-    def _ready(self, spec):
-        """True when every prefill worker `spec` reads from is connected (raises a failed
-        connect)."""
-        ready = True
-        for _, address, _, _, _, _ in self._sources(spec):
-            ready = self._peer(address) is not None and ready
-        return ready
-
-    def _list(self, address, first_head, count, per_token, peer_heads):
-        """A prepared list: local (address None) or the prefill worker's at `address`."""
-        key = (address, first_head, count, per_token)
-        if key not in self._lists:
-            if address is None:
-                rows = self._layout.ranges(self._regions, first_head=first_head,
-                                           head_count=count, per_token=per_token)
-                self._lists[key] = self._agent.prepare_local_list(rows)
-            else:
-                peer, regions, length = self._connected(address)
-                num_blocks = length // (2 * self._layout.block_size * peer_heads *
-                                        self._layout.head_bytes)
-                rows = self._layout.ranges(regions, num_blocks=num_blocks, heads=peer_heads,
-                                           first_head=first_head, head_count=count,
-                                           per_token=per_token)
-                self._lists[key] = (self._agent.prepare_remote_list(peer, rows), num_blocks)
-        return self._lists[key]
-
     def _sources(self, spec):
-        """(prefill rank, its address, first head here, first head there, count, its heads)
-        for every prefill worker holding some of this worker's heads."""
+        """The prefill workers holding some of this worker's heads (Source)."""
         remote_tp = len(spec.remote_addresses)
         total = self._layout.heads * self._tp_size
         if total % remote_tp:
             raise kvx.InvalidArgument(f"{total} KV heads do not split over {remote_tp} "
                                       "prefill workers")
-        return [(rank, spec.remote_addresses[rank], here, there, count, total // remote_tp)
+        return [Source(spec.remote_addresses[rank], here, there, count, total // remote_tp)
                 for rank, here, there, count in
                 head_overlaps(self._tp_rank, self._tp_size, remote_tp, total)]
 
     def start_load_kv(self, forward_context, **kwargs):
         meta = self._get_connector_metadata()
-        with self._lock:
-            for request_id, deadline in meta.sends.items():
-                seen = self._read_early.pop(request_id, (0, None))
-                self._sending[request_id] = [deadline, seen[0], seen[1]]
-        self._waiting.extend([(self._notify_read, spec) for spec in meta.releases] +
-                             [(self._start_read, spec) for spec in meta.reads])
+        for request_id, deadline in meta.sends.items():
+            if self._writer is not None:
+                self._writer.finished(request_id, deadline)
+            else:
+                self._lease_of_reads.start(request_id, deadline)
+        for request_id, blocks in meta.saves.items():
+            self._writer.plan(request_id, blocks)
+        self._waiting.extend([(self._release, spec) for spec in meta.releases] +
+                             [(self._load, spec) for spec in meta.reads])
         self._advance()
 
     def _advance(self):
-        """Starts the reads and releases whose prefill workers are connected; fails those
+        """Starts the loads and releases whose prefill workers are connected; fails those
         whose connect failed."""
         waiting, self._waiting = self._waiting, []
         for action, spec in waiting:
             try:
-                if not self._ready(spec):
+                sources = self._sources(spec)
+                if not self._links.ready([s.address for s in sources]):
                     self._waiting.append((action, spec))
                     continue
+                action(spec, sources)
             except kvx.Error as error:
-                log.warning("kvx: could not reach the prefill of %s: %s", spec.request_id, error)
-                if action == self._start_read:
+                log.warning("kvx: the KV of %s cannot move: %s", spec.request_id, error)
+                if action == self._load:
                     self._failed_blocks.update(spec.local_block_ids)
                     self._done_recving.add(spec.request_id)
-                continue
-            action(spec)
 
-    def _note(self, spec):
-        expected = readers_per_prefill_rank(self._tp_size, len(spec.remote_addresses))
-        return f"{NOTE_PREFIX}{expected}:{spec.remote_request_id}"
+    def _release(self, spec, sources):
+        if self._reader is not None:
+            self._reader.release(spec, sources)
+        else:
+            self._send_destinations(spec, sources)
 
-    def _notify_read(self, spec):
-        try:
-            for _, address, _, _, _, _ in self._sources(spec):
-                peer, _, _ = self._connected(address)
-                self._agent.send_notification(peer, self._note(spec))
-        except kvx.Error as error:  # the prefill is gone: its lease frees its blocks
-            log.warning("kvx: could not release prefill blocks of %s: %s", spec.request_id, error)
+    def _load(self, spec, sources):
+        if self._reader is not None:
+            self._reader.read(spec, sources)
+        else:
+            peers = self._send_destinations(spec, sources)
+            self._receiver.expect(spec.request_id, spec.remote_request_id,
+                                  spec.local_block_ids, peers)
 
-    def _start_read(self, spec):
-        transfers = []
-        try:
-            if len(spec.local_block_ids) != len(spec.remote_block_ids):
-                raise kvx.InvalidArgument(
-                    f"request {spec.request_id}: {len(spec.local_block_ids)} local blocks for "
-                    f"{len(spec.remote_block_ids)} remote ones")
-            for _, address, here, there, count, peer_heads in self._sources(spec):
-                # Whole blocks where both sides hold the same heads; else a head range a token.
-                per_token = not (count == self._layout.heads == peer_heads)
-                entries = self._layout.block_size if per_token else 1
-                local = self._list(None, here, count, per_token, peer_heads)
-                remote, remote_blocks = self._list(address, there, count, per_token, peer_heads)
-                transfer = self._agent.make_transfer(
-                    kvx.READ, local, self._layout.indices(spec.local_block_ids, per_block=entries),
-                    remote, self._layout.indices(spec.remote_block_ids, remote_blocks, entries),
-                    notification=self._note(spec))
-                self._agent.post(transfer)
-                transfers.append(transfer)
-            self._reading[spec.request_id] = (transfers, spec.local_block_ids)
-        except kvx.Error as error:
-            log.warning("kvx: reading the KV of %s failed: %s", spec.request_id, error)
-            for transfer in transfers:
-                self._agent.cancel(transfer)
-                self._agent.release(transfer)
-            self._failed_blocks.update(spec.local_block_ids)
-            self._done_recving.add(spec.request_id)
+    def _send_destinations(self, spec, sources):
+        """Push: tells each prefill worker holding some of the heads where the blocks go."""
+        text = messages.dest(messages.Destination(
+            spec.remote_request_id, spec.request_id, spec.local_block_ids, spec.skip,
+            self._tp_rank, self._tp_size, self._layout.describe()))
+        peers = [self._links.connected(source.address) for source in sources]
+        for peer in peers:
+            self._agent.send_notification(peer, text)
+        return peers
 
     def wait_for_layer_load(self, layer_name):
-        return  # reads run between steps (asynchronous loading), not per layer
+        return  # reads and pushes land between steps (asynchronous loading), not per layer
 
     def save_kv_layer(self, layer_name, kv_layer, attn_metadata, **kwargs):
-        return  # pull: the decode reads the prefill's blocks when it is ready
+        if self._writer is None:
+            return  # pull: the decode reads the prefill's blocks when it is ready
+        if getattr(kv_layer, "is_cuda", False):
+            import torch
+            torch.cuda.current_stream(kv_layer.device).synchronize()  # the layer is written
+        self._writer.layer_saved(self._layout.names.index(layer_name))
 
     def wait_for_save(self):
-        return
+        return  # pushes complete between steps; get_finished says when the blocks may go
+
+    def _take_notifications(self):
+        for peer, payload in self._agent.take_notifications():
+            parsed = messages.parse(payload)
+            if parsed is None:
+                continue
+            kind, fields = parsed
+            if kind == "read" and self._lease_of_reads is not None:
+                self._lease_of_reads.on_read(*fields)
+            elif self._writer is None:
+                continue
+            elif kind == "dest":
+                self._writer.on_dest(peer, fields)
+            elif kind == "cancel":
+                self._writer.on_cancel(peer, *fields)
+            elif kind == "pushed":
+                self._receiver.on_pushed(*fields)
+            elif kind == "push-failed":
+                self._receiver.on_failed(*fields)
+            elif kind == "cancelled":
+                self._receiver.on_cancelled(peer, fields)
 
     def get_finished(self, finished_req_ids):
-        done_sending = set()
-        if self._agent is not None:
-            self._advance()
-        for request_id, (transfers, blocks) in list(self._reading.items()):
-            states = [self._agent.poll(t) for t in transfers]
-            if all(state in ("done", "failed") for state, _ in states):
-                failures = [why for state, why in states if state == "failed"]
-                if failures:
-                    log.warning("kvx: reading the KV of %s failed: %s", request_id, failures[0])
-                    self._failed_blocks.update(blocks)
-                for transfer in transfers:
-                    self._agent.release(transfer)
-                del self._reading[request_id]
-                self._done_recving.add(request_id)
-        if self._agent is not None:
-            for _, payload in self._agent.take_notifications():
-                text = payload.decode(errors="replace")
-                if not text.startswith(NOTE_PREFIX):
-                    continue
-                expected, _, request_id = text[len(NOTE_PREFIX):].partition(":")
-                with self._lock:
-                    if request_id in self._sending:
-                        entry = self._sending[request_id]
-                        entry[1] += 1
-                        entry[2] = int(expected)
-                    else:
-                        seen = self._read_early.get(request_id, (0, None))
-                        self._read_early[request_id] = (seen[0] + 1, int(expected))
+        if self._agent is None:
+            return None, None
+        self._advance()
+        self._take_notifications()
         now = time.monotonic()
-        with self._lock:
-            for request_id, (deadline, seen, expected) in list(self._sending.items()):
-                read = expected is not None and seen >= expected
-                if read or deadline <= now:
-                    if not read:
-                        log.warning("kvx: the lease of %s's prefill blocks ended unread",
-                                    request_id)
-                    done_sending.add(request_id)
-                    del self._sending[request_id]
+        if self._reader is not None:
+            ended = self._reader.poll()
+            done_sending = self._lease_of_reads.poll(now)
+        else:
+            ended = self._receiver.poll(now)
+            done_sending = self._writer.poll(now)
+        for request_id, blocks, failure in ended:
+            if failure is not None:
+                log.warning("kvx: moving the KV of %s failed: %s", request_id, failure)
+                self._failed_blocks.update(blocks)
+            self._done_recving.add(request_id)
         done_recving, self._done_recving = self._done_recving, set()
         return (done_sending or None), (done_recving or None)
 

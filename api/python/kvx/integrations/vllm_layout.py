@@ -9,6 +9,8 @@ of that token (contiguous within the token). Both sides build lists the same way
 own num_blocks and heads, so that entry i of one pairs with entry i of the other."""
 import numpy as np
 
+import kvx
+
 
 class KvLayout:
     """The layers of one worker's KV cache, in the order both sides agree on (layer names
@@ -73,15 +75,34 @@ class KvLayout:
             rows[:, 2] = length
         return table
 
-    def indices(self, blocks, num_blocks=None, per_block=1):
-        """uint32 list indices of `blocks` in every layer, K and V (layer-major), for a list
-        with `per_block` entries a block."""
+    def indices(self, blocks, num_blocks=None, per_block=1, layers=None):
+        """uint32 list indices of `blocks` in every layer (or those numbered in `layers`), K
+        and V (layer-major), for a list with `per_block` entries a block."""
         num_blocks = self.num_blocks if num_blocks is None else num_blocks
         blocks = np.asarray(blocks, dtype=np.uint32)
-        base = (np.arange(len(self.names) * 2, dtype=np.uint32) * num_blocks)[:, None]
+        layers = np.arange(len(self.names), dtype=np.uint32) if layers is None \
+            else np.asarray(layers, dtype=np.uint32)
+        rows = (layers[:, None] * 2 + np.arange(2, dtype=np.uint32)[None, :]).reshape(-1)
+        base = (rows * num_blocks)[:, None]
         first = ((base + blocks[None, :]) * per_block).reshape(-1)
         entries = np.arange(per_block, dtype=np.uint32)
         return (first[:, None] + entries[None, :]).reshape(-1).astype(np.uint32)
+
+
+def check_compatible(mine, theirs):
+    """Raises kvx.InvalidArgument unless two workers' caches (KvLayout.describe) can move
+    blocks between them: the same layers, block size, head size and type, and the same heads
+    over all TP ranks (each may split them differently)."""
+    if not theirs:
+        raise kvx.InvalidArgument("the other instance's KV cache layout is not known")
+    for key in ("layers", "block_size", "head_bytes", "dtype"):
+        if mine[key] != theirs.get(key):
+            raise kvx.InvalidArgument(f"KV caches differ in {key}: {mine[key]} here, "
+                                      f"{theirs.get(key)} there")
+    here, there = mine["heads"] * mine["tp_size"], theirs["heads"] * theirs["tp_size"]
+    if here != there:
+        raise kvx.InvalidArgument(f"KV caches differ in their heads over all TP ranks: {here} "
+                                  f"here, {there} there")
 
 
 def head_overlaps(my_rank, my_tp, peer_tp, heads_total):

@@ -1,0 +1,129 @@
+"""Pull for kvx's vLLM connector (vllm.py, mode "pull", the default): the decode worker reads
+a request's blocks from the prefill workers holding its heads, in one transfer per prefill
+worker whose notification tells that worker its blocks may go; blocks never read go when
+their lease ends."""
+import dataclasses
+import logging
+
+import kvx
+from kvx.integrations import vllm_messages as messages
+from kvx.integrations.vllm_layout import check_compatible, readers_per_prefill_rank
+
+log = logging.getLogger("kvx.vllm")
+
+
+@dataclasses.dataclass
+class Source:
+    """A prefill worker holding some of a decode worker's heads."""
+    address: str
+    first_head_here: int
+    first_head_there: int
+    count: int
+    heads_there: int      # its heads a token
+
+
+class PullReader:
+    """The decode worker's side. Thread: the worker's."""
+
+    def __init__(self, agent, links, layout, tp_size):
+        self._agent = agent
+        self._links = links
+        self._layout = layout
+        self._tp_size = tp_size
+        self._reading = {}  # request id -> ([transfer ids], local block ids)
+
+    def note(self, spec):
+        """The `read` message of `spec`'s prefill request."""
+        return messages.read(readers_per_prefill_rank(self._tp_size,
+                                                      len(spec.remote_addresses)),
+                             spec.remote_request_id)
+
+    def release(self, spec, sources):
+        """Nothing to read (a whole prefix hit): the prefill workers may free the blocks."""
+        try:
+            for source in sources:
+                self._agent.send_notification(self._links.connected(source.address),
+                                              self.note(spec))
+        except kvx.Error as error:  # the prefill is gone: its lease frees its blocks
+            log.warning("kvx: could not release prefill blocks of %s: %s", spec.request_id,
+                        error)
+
+    def read(self, spec, sources):
+        """Posts the reads of `spec`; raises (nothing left in flight) if one cannot start."""
+        transfers = []
+        try:
+            if len(spec.local_block_ids) != len(spec.remote_block_ids):
+                raise kvx.InvalidArgument(
+                    f"request {spec.request_id}: {len(spec.local_block_ids)} local blocks for "
+                    f"{len(spec.remote_block_ids)} remote ones")
+            if spec.remote_layout is not None:
+                check_compatible(self._layout.describe(), spec.remote_layout)
+            for source in sources:
+                # Whole blocks where both sides hold the same heads; else a head range a token.
+                per_token = not (source.count == self._layout.heads == source.heads_there)
+                entries = self._layout.block_size if per_token else 1
+                local = self._links.local_list(source.first_head_here, source.count, per_token)
+                remote, remote_blocks = self._links.remote_list(
+                    self._links.connected(source.address), source.first_head_there,
+                    source.count, per_token, source.heads_there)
+                transfer = self._agent.make_transfer(
+                    kvx.READ, local, self._layout.indices(spec.local_block_ids,
+                                                          per_block=entries),
+                    remote, self._layout.indices(spec.remote_block_ids, remote_blocks, entries),
+                    notification=self.note(spec))
+                transfers.append(transfer)
+                self._agent.post(transfer)
+            self._reading[spec.request_id] = (transfers, spec.local_block_ids)
+        except kvx.Error:
+            for transfer in transfers:
+                self._agent.cancel(transfer)
+                self._agent.release(transfer)
+            raise
+
+    def poll(self):
+        """[(request id, its blocks, the failure or None)] of reads that ended."""
+        done = []
+        for request_id, (transfers, blocks) in list(self._reading.items()):
+            states = [self._agent.poll(t) for t in transfers]
+            if all(state in ("done", "failed") for state, _ in states):
+                failures = [why for state, why in states if state == "failed"]
+                for transfer in transfers:
+                    self._agent.release(transfer)
+                del self._reading[request_id]
+                done.append((request_id, blocks, failures[0] if failures else None))
+        return done
+
+
+class ReadLease:
+    """The prefill worker's side: a finished request's blocks wait for their readers, or for
+    the lease to end. Thread: the worker's."""
+
+    def __init__(self):
+        self._sending = {}  # request id -> [lease deadline, reads seen, reads expected]
+        self._early = {}    # request id -> (reads seen, expected) before its lease began
+
+    def start(self, request_id, deadline):
+        seen, expected = self._early.pop(request_id, (0, None))
+        self._sending[request_id] = [deadline, seen, expected]
+
+    def on_read(self, expected, request_id):
+        if request_id in self._sending:
+            entry = self._sending[request_id]
+            entry[1] += 1
+            entry[2] = expected
+        else:
+            seen, _ = self._early.get(request_id, (0, None))
+            self._early[request_id] = (seen + 1, expected)
+
+    def poll(self, now):
+        """The requests whose blocks may go (done sending)."""
+        done = set()
+        for request_id, (deadline, seen, expected) in list(self._sending.items()):
+            read = expected is not None and seen >= expected
+            if read or deadline <= now:
+                if not read:
+                    log.warning("kvx: the lease of %s's prefill blocks ended unread",
+                                request_id)
+                done.add(request_id)
+                del self._sending[request_id]
+        return done

@@ -1,0 +1,306 @@
+"""Push for kvx's vLLM connector (vllm.py, mode "push"): the prefill worker writes each layer
+of a request's blocks into the decode worker's blocks as soon as the layer is computed.
+
+  - the decode worker, once its blocks are allocated, tells each prefill worker holding some
+    of its heads where they go (a `dest` message: its block ids, its TP rank and size, its
+    cache layout);
+  - the prefill worker writes every layer computed so far (save_kv_layer) into those blocks,
+    the next layers as they come, each write carrying a `pushed` message counting the
+    (layer, block) pairs it placed; the decode's request is done when every pair of every
+    prefill worker holding its heads has arrived;
+  - a dest that comes after the layers were computed gets them in one write; one that comes
+    before the prefill scheduled the request waits for it (until the lease ends);
+  - the prefill's blocks go (done sending) once every decode worker reading from it has
+    received them, or when the lease ends with some never asked for;
+  - a write that fails tells the decode (push-failed) once none of the request's writes is
+    in flight; a decode that gives up waiting asks for a cancel and counts its blocks failed
+    only once the prefill answered that no byte will land any more (or, with no answer,
+    once it dropped the link to that prefill, which stops any write still coming).
+Chunked prefill is not pushed: the blocks written are those allocated when the request was
+first scheduled (a whole prompt); use pull for chunked prefill."""
+import dataclasses
+import logging
+import time
+
+import kvx
+from kvx.integrations import vllm_messages as messages
+from kvx.integrations.vllm_layout import check_compatible, head_overlaps, readers_per_prefill_rank
+
+log = logging.getLogger("kvx.vllm")
+
+
+@dataclasses.dataclass
+class _Reader:
+    peer: str
+    dest: messages.Destination
+    written: int = 0          # layers written so far
+    transfers: list = dataclasses.field(default_factory=list)
+    failure: str = None
+    told: bool = False        # the decode was told the outcome (failure or cancel)
+
+
+@dataclasses.dataclass
+class _Save:
+    blocks: list              # the prefill's blocks of the request, in order
+    computed: int = 0         # layers computed so far
+    deadline: float = None    # the lease's end, once the request finished (request_finished)
+    readers: dict = dataclasses.field(default_factory=dict)  # (peer, its request) -> _Reader
+    expected: int = None      # readers expected (known from the first dest)
+
+
+class PushWriter:
+    """The prefill worker's side. Thread: the worker's."""
+
+    def __init__(self, agent, links, layout, tp_rank, tp_size, lease):
+        self._agent = agent
+        self._links = links
+        self._layout = layout
+        self._tp_rank, self._tp_size = tp_rank, tp_size
+        self._lease = lease
+        self._saves = {}      # prefill request -> _Save
+        self._early = {}      # prefill request -> ([(peer, Destination)], forget after)
+
+    def plan(self, request_id, blocks):
+        """The request was scheduled here with these blocks: its layers come next."""
+        save = _Save(list(blocks))
+        self._saves[request_id] = save
+        for peer, dest in self._early.pop(request_id, ([], None))[0]:
+            self._add_reader(request_id, save, peer, dest)
+
+    def finished(self, request_id, deadline):
+        """The request finished (vLLM keeps its blocks until done_sending): the lease runs."""
+        if request_id in self._saves:
+            self._saves[request_id].deadline = deadline
+
+    def layer_saved(self, layer_index):
+        """Layer `layer_index` of the requests planned this step is in their blocks."""
+        for request_id, save in self._saves.items():
+            if save.computed == layer_index:
+                save.computed = layer_index + 1
+                for reader in save.readers.values():
+                    self._write(request_id, save, reader)
+
+    def on_dest(self, peer, dest):
+        save = self._saves.get(dest.request)
+        if save is None:
+            entries, _ = self._early.get(dest.request, ([], None))
+            self._early[dest.request] = (entries + [(peer, dest)],
+                                         time.monotonic() + self._lease)
+            return
+        self._add_reader(dest.request, save, peer, dest)
+
+    def on_cancel(self, peer, request_id, decode_request):
+        """The decode gave up: no byte lands after the `cancelled` answer."""
+        save = self._saves.get(request_id)
+        reader = save.readers.get((peer, decode_request)) if save else None
+        if reader is None:  # not scheduled here yet: its dest must not be served later
+            entries, until = self._early.get(request_id, ([], None))
+            self._early[request_id] = (
+                [(p, d) for p, d in entries if (p, d.reply_to) != (peer, decode_request)],
+                until or time.monotonic() + self._lease)
+            reader = _Reader(peer, messages.Destination(request_id, decode_request, [], 0, 0,
+                                                        0, {}))
+            if save is not None:
+                save.readers[(peer, decode_request)] = reader
+        for transfer in reader.transfers:
+            self._agent.cancel(transfer)
+            self._agent.release(transfer)
+        reader.transfers, reader.failure, reader.told = [], "cancelled by the decode", True
+        self._send(peer, messages.cancelled(decode_request))
+
+    def _add_reader(self, request_id, save, peer, dest):
+        reader = _Reader(peer, dest)
+        save.readers[(peer, dest.reply_to)] = reader
+        save.expected = readers_per_prefill_rank(dest.tp_size, self._tp_size)
+        try:
+            check_compatible(self._layout.describe(), dest.layout)
+            if dest.skip + len(dest.blocks) > len(save.blocks):
+                raise kvx.InvalidArgument(
+                    f"request {request_id} has {len(save.blocks)} blocks here; the decode "
+                    f"asked for {len(dest.blocks)} after the first {dest.skip}")
+        except kvx.Error as error:
+            reader.failure = str(error)
+            return
+        self._write(request_id, save, reader)
+
+    def _write(self, request_id, save, reader):
+        """Writes the layers computed and not yet written to `reader`."""
+        layers = list(range(reader.written, save.computed))
+        if not layers or reader.failure or not reader.dest.blocks:
+            return
+        reader.written = save.computed
+        dest = reader.dest
+        try:
+            total = self._layout.heads * self._tp_size
+            decode_heads = total // dest.tp_size
+            for rank, here, there, count in head_overlaps(self._tp_rank, self._tp_size,
+                                                          dest.tp_size, total):
+                if rank != dest.tp_rank:
+                    continue
+                per_token = not (count == self._layout.heads == decode_heads)
+                entries = self._layout.block_size if per_token else 1
+                local = self._links.local_list(here, count, per_token)
+                remote, remote_blocks = self._links.remote_list(reader.peer, there, count,
+                                                                per_token, decode_heads)
+                mine = save.blocks[dest.skip:dest.skip + len(dest.blocks)]
+                transfer = self._agent.make_transfer(
+                    kvx.WRITE, local,
+                    self._layout.indices(mine, per_block=entries, layers=layers), remote,
+                    self._layout.indices(dest.blocks, remote_blocks, entries, layers=layers),
+                    notification=messages.pushed(len(layers) * len(dest.blocks), dest.reply_to))
+                reader.transfers.append(transfer)
+                self._agent.post(transfer)
+        except kvx.Error as error:
+            reader.failure = str(error)
+            self._links.forget(reader.peer)  # made again for the next request, if it came back
+
+    def _settled(self, reader):
+        """True once none of `reader`'s writes is in flight (failures recorded)."""
+        pending = []
+        for transfer in reader.transfers:
+            state, why = self._agent.poll(transfer)
+            if state in ("done", "failed"):
+                if state == "failed" and reader.failure is None:
+                    reader.failure = why or "the write failed"
+                self._agent.release(transfer)
+            else:
+                pending.append(transfer)
+        reader.transfers = pending
+        return not pending
+
+    def poll(self, now):
+        """The requests whose blocks may go (done sending)."""
+        for request_id, (_, until) in list(self._early.items()):
+            if until <= now:
+                del self._early[request_id]
+        done = set()
+        for request_id, save in list(self._saves.items()):
+            settled = True
+            for reader in save.readers.values():
+                if not self._settled(reader):
+                    settled = False
+                elif reader.failure and not reader.told:
+                    log.warning("kvx: pushing the KV of %s failed: %s", request_id,
+                                reader.failure)
+                    self._send(reader.peer, messages.push_failed(reader.dest.reply_to,
+                                                                 reader.failure))
+                    reader.told = True
+            if not settled or save.deadline is None:
+                continue
+            complete = all(r.failure or not r.dest.blocks or
+                           r.written == len(self._layout.names) for r in save.readers.values())
+            served = save.expected is not None and len(save.readers) >= save.expected
+            if (served and complete) or save.deadline <= now:
+                if not served:
+                    log.warning("kvx: the lease of %s's prefill blocks ended before every "
+                                "decode worker asked for them", request_id)
+                for reader in save.readers.values():
+                    if reader.dest.blocks and reader.written < len(self._layout.names) and \
+                            not reader.told:
+                        self._send(reader.peer, messages.push_failed(
+                            reader.dest.reply_to, "the prefill's lease on its blocks ended"))
+                done.add(request_id)
+                del self._saves[request_id]
+        return done
+
+    def _send(self, peer, text):
+        try:
+            self._agent.send_notification(peer, text)
+        except kvx.Error as error:  # the decode is gone: it counts its blocks failed itself
+            log.info("kvx: could not tell %s: %s", peer, error)
+
+
+@dataclasses.dataclass
+class _Arrival:
+    blocks: list              # this worker's blocks the prefill writes
+    peers: list               # the prefill workers writing them
+    expected: int             # (layer, block) pairs to come, over all of them
+    deadline: float
+    arrived: int = 0
+    failure: str = None
+    cancel_deadline: float = None  # set once a cancel was asked for
+    cancelled: set = dataclasses.field(default_factory=set)  # peers that answered it
+
+
+class PushReceiver:
+    """The decode worker's side: a request's blocks arrive from the prefill workers holding
+    its heads. Thread: the worker's."""
+
+    def __init__(self, agent, layout, timeout, cancel_timeout):
+        self._agent = agent
+        self._layout = layout
+        self._timeout = timeout
+        self._cancel_timeout = cancel_timeout
+        self._arrivals = {}   # decode request -> _Arrival
+        self._remote = {}     # decode request -> the prefill's request id
+
+    def expect(self, request_id, remote_request_id, blocks, peers):
+        """The dest went to `peers`: each writes every layer of `blocks` (its heads)."""
+        self._arrivals[request_id] = _Arrival(
+            list(blocks), list(peers), len(self._layout.names) * len(blocks) * len(peers),
+            time.monotonic() + self._timeout)
+        self._remote[request_id] = remote_request_id
+
+    def on_pushed(self, units, request_id):
+        arrival = self._arrivals.get(request_id)
+        if arrival is not None:
+            arrival.arrived += units
+
+    def on_failed(self, request_id, why):
+        """A prefill worker wrote nothing more for it (and has nothing in flight)."""
+        arrival = self._arrivals.get(request_id)
+        if arrival is not None and arrival.failure is None:
+            arrival.failure = why
+            self._cancel_others(request_id, arrival)
+
+    def on_cancelled(self, peer, request_id):
+        arrival = self._arrivals.get(request_id)
+        if arrival is not None:
+            arrival.cancelled.add(peer)
+
+    def _cancel_others(self, request_id, arrival):
+        """Asks every prefill worker of the request to stop (a failed one answers as well)."""
+        if arrival.cancel_deadline is not None:
+            return
+        arrival.cancel_deadline = time.monotonic() + self._cancel_timeout
+        for peer in arrival.peers:
+            try:
+                self._agent.send_notification(peer, messages.cancel(self._remote[request_id],
+                                                                    request_id))
+            except kvx.Error:
+                pass  # gone: its link is down, nothing more lands from it
+
+    def poll(self, now):
+        """[(request id, its blocks, the failure or None)] of requests done receiving."""
+        done = []
+        peers = set(self._agent.peers())
+        for request_id, arrival in list(self._arrivals.items()):
+            if arrival.failure is None and arrival.arrived >= arrival.expected:
+                done.append((request_id, arrival.blocks, None))
+                del self._arrivals[request_id]
+                del self._remote[request_id]
+                continue
+            gone = [p for p in arrival.peers if p not in peers]
+            if arrival.failure is None and gone:
+                arrival.failure = f"the prefill worker {gone[0]} left during the push"
+            if arrival.failure is None and arrival.deadline <= now:
+                arrival.failure = f"the push did not arrive within {self._timeout:g} s"
+            if arrival.failure is None:
+                continue
+            self._cancel_others(request_id, arrival)
+            # No byte may land once the blocks are handed back: each prefill worker answered
+            # the cancel or is no longer linked (a removed peer's writes are dropped).
+            waiting = [p for p in arrival.peers if p in peers and p not in arrival.cancelled]
+            if waiting and arrival.cancel_deadline > now:
+                continue
+            for peer in waiting:
+                log.warning("kvx: the prefill worker %s did not answer a cancel of %s; "
+                            "dropping the link to it", peer, request_id)
+                try:
+                    self._agent.disconnect(peer)
+                except kvx.Error:
+                    pass
+            done.append((request_id, arrival.blocks, arrival.failure))
+            del self._arrivals[request_id]
+            del self._remote[request_id]
+        return done

@@ -1,0 +1,53 @@
+"""The prefill instance in another process and the waits vllm_connector_test.py and
+vllm_push_test.py share."""
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from engine_process import EngineProcess  # noqa: E402
+
+PREFILL_BLOCKS, DECODE_BLOCKS = 64, 48
+
+
+class PrefillProcess(EngineProcess):
+    """vllm_prefill_engine.py: `addresses` are its workers' kvx addresses by TP rank."""
+
+    def __init__(self, data_path, lease=30.0, tp_size=1, mode="pull"):
+        super().__init__("vllm_prefill_engine.py", data_path, PREFILL_BLOCKS, lease, tp_size,
+                         mode)
+        self.addresses = json.loads(self.expect("READY").split(" ", 1)[1])
+
+    def prefill(self, request_id, tokens, seed):
+        self.command(f"prefill {request_id} {tokens} {seed}")
+        return json.loads(self.expect("PARAMS ").split(" ", 1)[1])
+
+    def push(self, request_id, tokens, seed):
+        """Computes the request layer by layer (mode push), then finishes it."""
+        self.command(f"push {request_id} {tokens} {seed}")
+        self.expect(f"COMPUTED {request_id}")
+
+
+def wait_stopped(pid, timeout=10):
+    """Returns once the kernel shows process `pid` stopped (state T)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat") as stat:
+            if stat.read().rsplit(")", 1)[1].split()[0] == "T":
+                return
+        time.sleep(0.001)
+    raise AssertionError(f"process {pid} did not stop within {timeout} s")
+
+
+def run_until(engine, request_id, timeout=20):
+    """Engine steps until `request_id` finished receiving: the failed blocks seen meanwhile."""
+    failed = set()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _, recving, errors = engine.step()
+        failed |= errors
+        if request_id in recving:
+            return failed
+        time.sleep(0.002)
+    raise AssertionError(f"{request_id} did not finish receiving within {timeout} s")

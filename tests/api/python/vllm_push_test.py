@@ -1,0 +1,178 @@
+# kvx-test-labels: python ucx multiprocess
+"""kvx's vLLM connector in push mode (kvx.integrations.vllm_push), driven in the order vLLM
+calls it across a prefill instance in another process (vllm_prefill_engine.py) and a decode
+instance here, every byte of every pushed block compared. The decode gets each request first
+and tells the prefill workers where its blocks are; the prefill computes the request layer by
+layer, each layer filled just before save_kv_layer, and writes it then. Over shm, tcp and the
+socket transport: the decode's blocks known before the prefill computes (written layer by
+layer) and after (written at once); a prefix hit (only the rest is written); a whole prefix
+hit (nothing written, the prefill's blocks released); TP 2 to 4 and 4 to 2; caches of another
+shape (refused by the prefill, the blocks failed); a decode that never comes (the lease frees
+the prefill's blocks); a prefill that never writes (the decode cancels, and hands its blocks
+back failed only once the prefill answered); a prefill killed during the push. Prints
+kvx-test-skipped without torch."""
+import os
+import signal
+import sys
+import time
+import unittest
+
+try:
+    import torch  # noqa: F401
+except ImportError:
+    print("kvx-test-skipped: python3-torch is not installed")
+    sys.exit(0)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from fake_vllm import BLOCK_SIZE, Blocks, Engine, Request, blocks_for  # noqa: E402
+from vllm_harness import DECODE_BLOCKS, PrefillProcess, run_until  # noqa: E402
+
+
+def push_params(prefill, request_id):
+    """What a push proxy hands the decode with the request."""
+    return {"do_remote_prefill": True, "remote_addresses": prefill.addresses,
+            "remote_request_id": request_id}
+
+
+def decode_engine(name, data_path, tp_size=1, **extra):
+    return Engine("kv_consumer", name, DECODE_BLOCKS, tp_size=tp_size, data_path=data_path,
+                  mode="push", **extra)
+
+
+class VllmPush(unittest.TestCase):
+    def allocate(self, decode, request, tokens, computed_blocks=0):
+        """vLLM's decode scheduler calls for a new request: its new blocks."""
+        computed = computed_blocks * BLOCK_SIZE
+        count, load_async = decode.scheduler.get_num_new_matched_tokens(request, computed)
+        self.assertEqual((count, load_async), (tokens - computed, True) if tokens > computed
+                         else (0, False))
+        prefix = decode.allocate(computed_blocks)
+        new = decode.allocate(blocks_for(tokens) - computed_blocks) if count else []
+        decode.scheduler.update_state_after_alloc(request, Blocks(prefix + new, new), count)
+        return new
+
+    def push_request(self, decode, prefill, request_id, tokens, seed, computed_blocks=0,
+                     decode_first=True):
+        """One request pushed: the decode's new blocks and its failed blocks."""
+        request = Request(request_id, tokens, push_params(prefill, "p-" + request_id))
+        if not decode_first:
+            prefill.push("p-" + request_id, tokens, seed)  # computed before any dest came
+        blocks = self.allocate(decode, request, tokens, computed_blocks)
+        if decode_first:
+            for _ in range(5):
+                decode.step()  # the dest goes out (the connect ran earlier)
+            prefill.push("p-" + request_id, tokens, seed)
+        failed = run_until(decode, request_id) if blocks else set()
+        for _ in range(3 if not blocks else 0):
+            decode.step()
+        return blocks, failed
+
+    def exchange(self, data_path, prefill_tp=1, decode_tp=1):
+        prefill = PrefillProcess(data_path, tp_size=prefill_tp, mode="push")
+        decode = decode_engine("push-decode", data_path, tp_size=decode_tp)
+        try:
+            cases = ((40, True), (5 * BLOCK_SIZE, False), (7, True), (9 * BLOCK_SIZE + 1, False))
+            for i, (tokens, decode_first) in enumerate(cases):
+                blocks, failed = self.push_request(decode, prefill, f"r{i}", tokens, i + 1,
+                                                   decode_first=decode_first)
+                self.assertEqual(failed, set())
+                self.assertEqual(len(blocks), blocks_for(tokens))
+                self.assertTrue(decode.matches(blocks, seed=i + 1), f"request r{i}")
+                prefill.expect(f"FREED p-r{i}")
+            blocks, failed = self.push_request(decode, prefill, "hit", 6 * BLOCK_SIZE, seed=9,
+                                               computed_blocks=2)
+            self.assertEqual((failed, len(blocks)), (set(), 4))
+            self.assertTrue(decode.matches(blocks, seed=9, first_position=2))
+            prefill.expect("FREED p-hit")
+            blocks, failed = self.push_request(decode, prefill, "all", 3 * BLOCK_SIZE, seed=4,
+                                               computed_blocks=3, decode_first=False)
+            self.assertEqual((blocks, failed), ([], set()))
+            prefill.expect("FREED p-all")
+        finally:
+            decode.close()
+            prefill.stop()
+        self.assertEqual(prefill.process.returncode, 0)
+
+    def test_shm(self):
+        self.exchange("shm")
+
+    def test_tcp(self):
+        self.exchange("tcp")
+
+    def test_socket(self):
+        self.exchange("socket")
+
+    def test_tensor_parallel_2_to_4(self):
+        self.exchange("shm", prefill_tp=2, decode_tp=4)
+
+    def test_tensor_parallel_4_to_2(self):
+        self.exchange("tcp", prefill_tp=4, decode_tp=2)
+
+    def test_caches_of_another_shape(self):
+        prefill = PrefillProcess("tcp", lease=1.0, mode="push")
+        decode = decode_engine("push-narrow", "tcp", head_dim=16)
+        try:
+            blocks, failed = self.push_request(decode, prefill, "narrow", 3 * BLOCK_SIZE, 7)
+            self.assertEqual(failed, set(blocks))
+            self.assertTrue(all(not t.any() for t in decode.kv_caches[0].values()))
+            prefill.expect("FREED p-narrow", timeout=10)
+        finally:
+            decode.close()
+            prefill.stop()
+
+    def test_a_decode_that_never_comes(self):
+        prefill = PrefillProcess("tcp", lease=0.5, mode="push")
+        try:
+            started = time.monotonic()
+            prefill.push("orphan", 3 * BLOCK_SIZE, seed=2)
+            prefill.expect("FREED orphan", timeout=10)
+            self.assertGreaterEqual(time.monotonic() - started, 0.5)
+        finally:
+            prefill.stop()
+
+    def test_a_prefill_that_never_writes(self):
+        """The prefill never gets the request: the decode's push times out, it cancels, and
+        its blocks come back failed once the prefill answered; a late push of that request
+        writes nothing."""
+        prefill = PrefillProcess("tcp", mode="push")
+        decode = decode_engine("push-late", "tcp", push_timeout=1.0)
+        try:
+            request = Request("late", 2 * BLOCK_SIZE, push_params(prefill, "p-late"))
+            blocks = self.allocate(decode, request, 2 * BLOCK_SIZE)
+            started = time.monotonic()
+            self.assertEqual(run_until(decode, "late"), set(blocks))
+            self.assertGreaterEqual(time.monotonic() - started, 1.0)
+            # The prefill answered the cancel: the link to it was kept.
+            self.assertIn("vllm-prefill-0-tp0", decode.workers[0]._agent.peers())
+            prefill.push("p-late", 2 * BLOCK_SIZE, seed=3)
+            for _ in range(50):
+                decode.step()
+                time.sleep(0.002)
+            self.assertTrue(all(not t.any() for t in decode.kv_caches[0].values()))
+        finally:
+            decode.close()
+            prefill.stop()
+
+    def test_a_prefill_killed_during_the_push(self):
+        prefill = PrefillProcess("tcp", mode="push")
+        decode = decode_engine("push-kill", "tcp")
+        try:
+            blocks, failed = self.push_request(decode, prefill, "warm", BLOCK_SIZE, seed=6)
+            self.assertEqual(failed, set())
+            request = Request("mid", 12 * BLOCK_SIZE, push_params(prefill, "p-mid"))
+            blocks = self.allocate(decode, request, 12 * BLOCK_SIZE)
+            for _ in range(5):
+                decode.step()
+            os.kill(prefill.process.pid, signal.SIGKILL)
+            prefill.process.wait(timeout=10)
+            started = time.monotonic()
+            self.assertEqual(run_until(decode, "mid"), set(blocks))
+            self.assertLess(time.monotonic() - started, 15)
+        finally:
+            decode.close()
+            prefill.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()
