@@ -1,5 +1,6 @@
 """Just enough of SGLang for the connector tests: KVArgs over host buffers (one per layer and
-K/V, page size 1: one token's K or V per item), filled and checked by page."""
+K/V, page size 1: one token's K or V per item; two aux buffers of AUX_SLOTS request slots),
+filled and checked by page and by slot."""
 import types
 
 import numpy as np
@@ -7,18 +8,31 @@ import numpy as np
 from kvx.integrations.sglang import KvxKVManager
 
 LAYERS, ITEM = 3, 512  # bytes of one token's K (or V) in one layer
+AUX_SLOTS, AUX_ITEMS = 16, (8, 24)  # request slots; bytes of a slot in each aux buffer
 
 
 class Buffers:
     def __init__(self, pages):
         self.pages = pages
         self.arrays = [np.zeros(pages * ITEM, dtype=np.uint8) for _ in range(2 * LAYERS)]
+        self.aux = [np.zeros(AUX_SLOTS * item, dtype=np.uint8) for item in AUX_ITEMS]
 
     def args(self):
         return types.SimpleNamespace(
             engine_rank=0, kv_data_ptrs=[a.ctypes.data for a in self.arrays],
             kv_data_lens=[a.nbytes for a in self.arrays], kv_item_lens=[ITEM] * len(self.arrays),
+            aux_data_ptrs=[a.ctypes.data for a in self.aux],
+            aux_data_lens=[a.nbytes for a in self.aux], aux_item_lens=list(AUX_ITEMS),
             kv_memory_kind="host", gpu_id=0, page_size=1)
+
+    def fill_aux(self, slot, seed):
+        for b, (array, item) in enumerate(zip(self.aux, AUX_ITEMS)):
+            array[slot * item:(slot + 1) * item] = pattern(seed, 100 + b, 0)[:item]
+
+    def aux_matches(self, slot, seed):
+        return all(np.array_equal(array[slot * item:(slot + 1) * item],
+                                  pattern(seed, 100 + b, 0)[:item])
+                   for b, (array, item) in enumerate(zip(self.aux, AUX_ITEMS)))
 
     def fill(self, pages, seed):
         for b, array in enumerate(self.arrays):
@@ -35,6 +49,6 @@ def pattern(seed, buffer, position):
     return ((np.arange(ITEM, dtype=np.uint64) + start) % 253).astype(np.uint8)
 
 
-def manager(mode, pages, data_path):
+def manager(mode, pages, data_path, **options):
     buffers = Buffers(pages)
-    return buffers, KvxKVManager(buffers.args(), mode, data_path=data_path)
+    return buffers, KvxKVManager(buffers.args(), mode, data_path=data_path, **options)

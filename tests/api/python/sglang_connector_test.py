@@ -3,9 +3,11 @@
 disaggregation calls it: a prefill instance in another process (sglang_prefill_engine.py)
 with a sender per request, and a decode instance here with a receiver per request, their poll
 states checked at each step. Page size 1, decode pages scattered (sent as coalesced runs),
-chunked sends, every byte of every page compared, over shm, tcp and the socket transport; an
-abort on the decode side fails the prefill's sender; a prefill killed during a request fails
-the decode's receiver."""
+chunked sends, every byte of every page and of the request's aux slot compared, over shm, tcp
+and the socket transport; an abort on the decode side fails the prefill's sender and returns
+once the prefill answered (or, from a stopped prefill, once the link to it was dropped); a
+receiver whose pages never come times out; a prefill killed during a request fails the
+decode's receiver."""
 import os
 import signal
 import sys
@@ -15,8 +17,9 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from engine_process import EngineProcess  # noqa: E402
-from fake_sglang import manager  # noqa: E402
+from fake_sglang import AUX_SLOTS, manager  # noqa: E402
 from kvx.integrations.sglang import KVPoll, KvxKVReceiver, _expand, _runs  # noqa: E402
+from kvx.integrations.sglang_runs import paired_runs  # noqa: E402
 
 import kvx  # noqa: E402
 
@@ -43,6 +46,10 @@ class SglangConnector(unittest.TestCase):
         self.assertEqual(_runs([4, 5, 6, 9, 2, 3]), [[4, 3], [9, 1], [2, 2]])
         self.assertEqual(list(_expand([[4, 3], [9, 1], [2, 2]])), [4, 5, 6, 9, 2, 3])
         self.assertEqual(_runs([]), [])
+        # One descriptor per run consecutive on both sides.
+        starts, dst, counts = paired_runs([7, 8, 9, 3, 4], [20, 21, 30, 31, 32])
+        self.assertEqual((list(starts), list(dst), list(counts)), ([7, 9, 3], [20, 30, 31],
+                                                                   [2, 1, 2]))
 
     def exchange(self, data_path):
         prefill = PrefillProcess(data_path)
@@ -64,9 +71,11 @@ class SglangConnector(unittest.TestCase):
         # Scattered decode pages: runs of several lengths, out of order.
         dst = ([p for p in range(100 + room, 100 + room + pages // 2)] +
                [p for p in range(10, 10 + pages - pages // 2)][::-1])
-        receiver.send_metadata(dst)
+        slot = (room + 5) % AUX_SLOTS
+        receiver.send_metadata(dst, aux_index=slot)
         self.assertEqual(poll_until(receiver, (KVPoll.Success, KVPoll.Failed)), KVPoll.Success)
         self.assertTrue(buffers.matches(dst, seed), f"room {room}")
+        self.assertTrue(buffers.aux_matches(slot, seed), f"room {room}'s aux slot")
         self.assertEqual(prefill.expect(f"SENT {room}"), f"SENT {room} {KVPoll.Success}")
 
     def test_shm(self):
@@ -86,13 +95,59 @@ class SglangConnector(unittest.TestCase):
             receiver = KvxKVReceiver(mgr, prefill.address, 7)
             receiver.init(0)
             receiver.send_metadata([1, 2, 3])
-            receiver.abort()
+            receiver.abort()  # returns once the prefill answered
+            self.assertTrue(receiver.answered)
+            self.assertIn(receiver.peer, mgr.agent.peers())
             self.assertEqual(receiver.poll(), KVPoll.Failed)
             with self.assertRaises(kvx.Cancelled):
                 receiver.failure_exception()
             self.assertEqual(prefill.expect("SENT 7"), f"SENT 7 {KVPoll.Failed}")
             # The prefill goes on serving the next request.
             self.command_and_check(prefill, buffers, mgr, 8, 5, 5, seed=1)
+        finally:
+            mgr.close()
+            prefill.stop()
+
+    def test_decode_abort_against_a_stopped_prefill(self):
+        """No answer within abort_timeout: the link is dropped, which stops any write."""
+        prefill = PrefillProcess("tcp")
+        buffers, mgr = manager("decode", DECODE_PAGES, "tcp", abort_timeout=0.5)
+        try:
+            prefill.command("hold 11")
+            receiver = KvxKVReceiver(mgr, prefill.address, 11)
+            receiver.init(0)
+            receiver.send_metadata([4, 5])
+            prefill.expect("WAITING 11")
+            os.kill(prefill.process.pid, signal.SIGSTOP)
+            started = time.monotonic()
+            receiver.abort()
+            self.assertGreaterEqual(time.monotonic() - started, 0.5)
+            self.assertFalse(receiver.answered)
+            self.assertNotIn(receiver.peer, mgr.agent.peers())
+            os.kill(prefill.process.pid, signal.SIGCONT)
+            # The prefill's sender sees its decode gone.
+            self.assertEqual(prefill.expect("SENT 11"), f"SENT 11 {KVPoll.Failed}")
+        finally:
+            os.kill(prefill.process.pid, signal.SIGCONT)
+            mgr.close()
+            prefill.stop()
+
+    def test_pages_that_never_come(self):
+        prefill = PrefillProcess("tcp")
+        buffers, mgr = manager("decode", DECODE_PAGES, "tcp", transfer_timeout=1.0)
+        try:
+            prefill.command("hold 12")
+            receiver = KvxKVReceiver(mgr, prefill.address, 12)
+            receiver.init(0)
+            receiver.send_metadata([6, 7, 8])
+            started = time.monotonic()
+            self.assertEqual(poll_until(receiver, (KVPoll.Failed, KVPoll.Success)),
+                             KVPoll.Failed)
+            self.assertGreaterEqual(time.monotonic() - started, 1.0)
+            with self.assertRaises(kvx.TimedOut):
+                receiver.failure_exception()
+            self.assertTrue(receiver.answered)  # the prefill cancelled before the pages went
+            self.assertEqual(prefill.expect("SENT 12"), f"SENT 12 {KVPoll.Failed}")
         finally:
             mgr.close()
             prefill.stop()

@@ -1,9 +1,12 @@
 """A prefill SGLang instance for sglang_connector_test.py, in a process of its own. Prints
 "BOOTSTRAP <address>", then per command on stdin:
     send ROOM PAGES SEED CHUNK   a sender for ROOM: waits for the decode's metadata, fills
-                                 PAGES pages of its own with the pattern of SEED, sends them in
-                                 chunks of CHUNK pages, and prints "SENT ROOM <final poll>"
-    hold ROOM                    a sender that waits (20 s at most) and prints its final poll
+                                 PAGES pages of its own and its aux slot ROOM % AUX_SLOTS with
+                                 the pattern of SEED, sends them in chunks of CHUNK pages, and
+                                 prints "SENT ROOM <final poll>"
+    hold ROOM                    a sender that prints "WAITING ROOM" once the decode's
+                                 metadata came, then waits for its end (20 s at most) and
+                                 prints "SENT ROOM <final poll>"
     quit                         exits 0
 Usage: sglang_prefill_engine.py DATA_PATH"""
 import os
@@ -11,7 +14,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fake_sglang import manager  # noqa: E402
+from fake_sglang import AUX_SLOTS, manager  # noqa: E402
 from kvx.integrations.sglang import KVPoll, KvxKVSender  # noqa: E402
 
 OWN_PAGES = 256
@@ -37,7 +40,10 @@ def main():
         room = int(words[1])
         sender = KvxKVSender(mgr, mgr.bootstrap_address, room)
         if words[0] == "hold":
-            state = wait_for(sender, (KVPoll.Failed,))
+            state = wait_for(sender, (KVPoll.WaitingForInput, KVPoll.Failed))
+            if state == KVPoll.WaitingForInput:
+                print("WAITING", room, flush=True)
+                state = wait_for(sender, (KVPoll.Failed,))
             print("SENT", room, state, flush=True)
             continue
         pages, seed, chunk = int(words[2]), int(words[3]), int(words[4])
@@ -46,7 +52,8 @@ def main():
             own = list(range(next_page, next_page + pages))[::-1]  # not in order on purpose
             next_page = (next_page + pages) % (OWN_PAGES - 64)
             buffers.fill(own, seed)
-            sender.init(pages)
+            buffers.fill_aux(room % AUX_SLOTS, seed)
+            sender.init(pages, aux_index=room % AUX_SLOTS)
             for start in range(0, pages, chunk):
                 sender.send(own[start:start + chunk])
             state = wait_for(sender, (KVPoll.Success, KVPoll.Failed))

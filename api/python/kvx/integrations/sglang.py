@@ -3,66 +3,78 @@ and receiver with SGLang's poll states (KVPoll), after sglang.srt.disaggregation
 
 How it moves KV (push, as SGLang's other backends do):
   - each side's manager registers its KV buffers (KVArgs.kv_data_ptrs/lens/item_lens: one
-    buffer per layer and K/V, one item per page) with a kvx agent and prepares one list of
-    every (buffer, page) once; a prefill manager's kvx control channel listens on the
-    bootstrap address, so the bootstrap is kvx's own handshake (KvxBootstrapServer holds
-    nothing);
-  - a decode receiver connects to that address (init), then sends the pages it allocated for
-    the request as a kvx notification (send_metadata; indices coalesced into runs);
+    buffer per layer and K/V, one item per page) and its aux buffers (aux_data_ptrs/lens/
+    item_lens: per-request metadata, one item per request slot) with a kvx agent; a prefill
+    manager's kvx control channel listens on the bootstrap address, so the bootstrap is kvx's
+    own handshake (KvxBootstrapServer holds nothing);
+  - a decode receiver connects to that address (init) and sends the pages it allocated for
+    the request, as runs of consecutive pages, and its aux slot (send_metadata);
   - the prefill sender, once that arrived (poll: WaitingForInput), writes each chunk of pages
-    it is given (send) into those pages of every buffer, in one transfer per chunk from the
-    prepared lists; the last chunk's transfer carries the notification that tells the
-    receiver every byte is in place (poll: Success);
-  - abort() on either side cancels what is in flight and tells the other side, whose poll
-    says Failed; a peer that dies makes the other side's poll say Failed.
-Not yet: tensor parallelism that differs between prefill and decode, aux and state buffers.
+    it is given (send) into those pages of every buffer, one descriptor per run of pages
+    consecutive on both sides (with page size 1, a page is a token), the last chunk with the
+    request's aux item; each chunk's notification counts its pages, and the receiver's poll
+    says Success once every page and the aux item arrived;
+  - abort() on the prefill side cancels what is in flight, then tells the receiver (Failed);
+    abort() on the decode side asks the prefill to cancel and returns once it answered that
+    nothing more will land (or, after abort_timeout without an answer, once the link to it
+    was dropped, which stops its writes): SGLang reuses the pages right after;
+  - a peer that dies makes the other side's poll say Failed; a receiver that waited
+    transfer_timeout for its pages aborts as above and says Failed.
+Not yet: tensor parallelism that differs between prefill and decode; state buffers (Mamba,
+SWA: a send_metadata with state_indices fails with kvx.InvalidArgument).
 Memory kind: KVArgs.kv_memory_kind ("cuda" when absent, as SGLang's pools are GPU memory; its
-device is KVArgs.gpu_id).
+device is KVArgs.gpu_id); aux buffers are host memory, as SGLang's metadata buffers are.
 """
 import json
 import threading
+import time
 
 import numpy as np
 
 import kvx
+from kvx.integrations.sglang_receiver import KvxKVReceiver
+from kvx.integrations.sglang_runs import expand as _expand, runs as _runs  # noqa: F401 (tests)
+from kvx.integrations.sglang_sender import KvxKVSender
+from kvx.integrations.sglang_states import KVPoll
 
-
-class KVPoll:
-    Failed = 0
-    Bootstrapping = 1
-    WaitingForInput = 2
-    Transferring = 3
-    Success = 4
-
+__all__ = ["KVPoll", "KvxBootstrapServer", "KvxKVManager", "KvxKVReceiver", "KvxKVSender",
+           "_expand", "_runs"]
 
 PREFIX = "kvx-sgl:"
+_EARLY_SECONDS = 60.0  # how long a message for a room not opened here is kept
 
 
-def _runs(indices):
-    """[[start, length], ...] of sorted-or-not page indices, consecutive ones merged."""
-    indices = np.asarray(indices, dtype=np.int64)
-    if indices.size == 0:
-        return []
-    breaks = np.nonzero(np.diff(indices) != 1)[0] + 1
-    starts = np.concatenate([[0], breaks])
-    ends = np.concatenate([breaks, [indices.size]])
-    return [[int(indices[s]), int(e - s)] for s, e in zip(starts, ends)]
+class _Buffers:
+    """One kind of buffer (KV or aux) of one side: region ids, item lengths, items each."""
 
+    def __init__(self, regions, item_lens, lengths):
+        self.regions = list(regions)
+        self.item_lens = list(item_lens)
+        self.items = [length // item for length, item in zip(lengths, self.item_lens)]
 
-def _expand(runs):
-    if not runs:
-        return np.zeros(0, dtype=np.int64)
-    return np.concatenate([np.arange(s, s + n, dtype=np.int64) for s, n in runs])
+    def rows(self, starts, counts):
+        """uint64 rows (region, offset, length): for every buffer, the runs of items at
+        `starts` of `counts` items each."""
+        starts = np.asarray(starts, dtype=np.uint64)
+        counts = np.asarray(counts, dtype=np.uint64)
+        parts = [np.stack([np.full(starts.size, region, np.uint64), starts * item,
+                           counts * item], axis=1)
+                 for region, item in zip(self.regions, self.item_lens)]
+        return np.concatenate(parts) if parts else np.zeros((0, 3), dtype=np.uint64)
 
 
 class KvxKVManager:
     """One engine's kvx agent and KV buffers. `mode` is "prefill" or "decode";
-    `bootstrap_address` is where a prefill manager listens ("host:port")."""
+    `bootstrap_address` is where a prefill manager listens ("host:port"). Thread-safe: every
+    member runs under one lock (SGLang polls from its scheduler thread)."""
 
-    def __init__(self, args, mode, bootstrap_address="127.0.0.1:0", data_path=None):
+    def __init__(self, args, mode, bootstrap_address="127.0.0.1:0", data_path=None,
+                 abort_timeout=5.0, transfer_timeout=300.0):
         if mode not in ("prefill", "decode"):
             raise ValueError(f"mode must be 'prefill' or 'decode', not {mode!r}")
         self.mode = mode
+        self.abort_timeout = abort_timeout
+        self.transfer_timeout = transfer_timeout
         kind = getattr(args, "kv_memory_kind", "cuda")
         device = getattr(args, "gpu_id", 0) if kind == "cuda" else -1
         options = {"listen_address": bootstrap_address}
@@ -70,16 +82,21 @@ class KvxKVManager:
             options["data_path"] = data_path
         rank = getattr(args, "engine_rank", 0)
         self.agent = kvx.Agent(f"sglang-{mode}-{rank}-{id(self):x}", **options)
-        self.item_lens = list(args.kv_item_lens)
-        self.pages = [length // item for length, item in zip(args.kv_data_lens, self.item_lens)]
-        self.regions = [self.agent.register_memory((ptr, length, device), name=f"kv.{i}")
-                        for i, (ptr, length) in enumerate(zip(args.kv_data_ptrs,
-                                                              args.kv_data_lens))]
-        self.local_list = self.agent.prepare_local_list(self._rows(self.regions, self.pages))
-        self._lock = threading.Lock()
-        self._peers = {}       # address or peer name -> peer name
-        self._remote = {}      # peer name -> (remote list, its pages per buffer)
-        self._inbox = {}       # (kind, room) -> (peer, payload)
+        self.lock = threading.RLock()
+        self.kv = _Buffers(
+            [self.agent.register_memory((ptr, length, device), name=f"kv.{i}")
+             for i, (ptr, length) in enumerate(zip(args.kv_data_ptrs, args.kv_data_lens))],
+            args.kv_item_lens, args.kv_data_lens)
+        aux_ptrs = list(getattr(args, "aux_data_ptrs", None) or [])
+        aux_lens = list(getattr(args, "aux_data_lens", None) or [])
+        self.aux = _Buffers(
+            [self.agent.register_memory((ptr, length, -1), name=f"aux.{i}")
+             for i, (ptr, length) in enumerate(zip(aux_ptrs, aux_lens))],
+            list(getattr(args, "aux_item_lens", None) or []), aux_lens)
+        self._peers = {}       # bootstrap address -> peer name
+        self._remote = {}      # peer name -> (its KV _Buffers, its aux _Buffers)
+        self._rooms = {}       # room -> the sender or receiver of it here
+        self._early = {}       # room -> ([(kind, peer, body)], kept until)
 
     @property
     def bootstrap_address(self):
@@ -88,58 +105,91 @@ class KvxKVManager:
     def register_to_bootstrap(self):
         return  # the prefill's kvx control channel is the bootstrap
 
-    def _rows(self, regions, pages):
-        rows = [np.stack([np.full(n, r, np.uint64), np.arange(n, dtype=np.uint64) * item,
-                          np.full(n, item, np.uint64)], axis=1)
-                for r, n, item in zip(regions, pages, self.item_lens)]
-        return np.concatenate(rows)
-
-    def indices(self, pages, pages_per_buffer):
-        """List indices of `pages` in every buffer, buffer-major."""
-        pages = np.asarray(pages, dtype=np.uint32)
-        offsets = np.concatenate([[0], np.cumsum(pages_per_buffer)[:-1]]).astype(np.uint32)
-        return (offsets[:, None] + pages[None, :]).reshape(-1).astype(np.uint32)
-
     def connect(self, address):
-        with self._lock:
+        with self.lock:
             peer = self._peers.get(address)
-        if peer is None or peer not in self.agent.peers():
-            peer = self.agent.connect(address, timeout=10)
-            with self._lock:
+            if peer is None or peer not in self.agent.peers():
+                peer = self.agent.connect(address, timeout=10)
                 self._peers[address] = peer
-        return peer
+                self._remote.pop(peer, None)
+            return peer
 
     def remote(self, peer):
-        """The remote list of `peer`'s buffers (prepared once)."""
-        with self._lock:
+        """`peer`'s KV and aux buffers (_Buffers), checked against this side's."""
+        with self.lock:
             known = self._remote.get(peer)
-        if known is not None:
-            return known
-        regions = self.agent.peer_regions(peer)
-        names = [f"kv.{i}" for i in range(len(self.regions))]
-        if any(n not in regions for n in names):
-            raise kvx.NotFound(f"{peer} does not expose the {len(names)} KV buffers this "
-                               "engine has")
-        pages = [regions[n]["length"] // item for n, item in zip(names, self.item_lens)]
-        remote_list = self.agent.prepare_remote_list(
-            peer, self._rows([regions[n]["id"] for n in names], pages))
-        with self._lock:
-            self._remote[peer] = (remote_list, pages)
-        return self._remote[peer]
+            if known is not None:
+                return known
+            regions = self.agent.peer_regions(peer)
+            sides = []
+            for prefix, mine in (("kv", self.kv), ("aux", self.aux)):
+                names = [f"{prefix}.{i}" for i in range(len(mine.regions))]
+                missing = [n for n in names if n not in regions]
+                if missing or f"{prefix}.{len(names)}" in regions:
+                    raise kvx.NotFound(f"{peer} does not expose the {len(names)} {prefix} "
+                                       "buffers this engine has")
+                sides.append(_Buffers([regions[n]["id"] for n in names], mine.item_lens,
+                                      [regions[n]["length"] for n in names]))
+            self._remote[peer] = tuple(sides)
+            return self._remote[peer]
+
+    def note(self, kind, room, body=None):
+        """A message for `room`'s other side: see sglang_sender.py for the kinds."""
+        return PREFIX + json.dumps({"kind": kind, "room": room, "body": body})
 
     def send_note(self, peer, kind, room, body=None):
-        payload = {"kind": kind, "room": room, "body": body}
-        self.agent.send_notification(peer, PREFIX + json.dumps(payload))
+        self.agent.send_notification(peer, self.note(kind, room, body))
 
-    def take(self, kind, room):
-        """The (peer, body) of a message of `kind` for `room`, if one came."""
-        with self._lock:
-            for _, raw in self.agent.take_notifications():
+    # ---- rooms ----
+    def attach(self, room, party):
+        """`party` (sender or receiver) handles `room`'s messages from now on; those that came
+        before are handed over."""
+        with self.lock:
+            self._rooms[room] = party
+            for kind, peer, body in self._early.pop(room, ([], None))[0]:
+                party.on_message(kind, peer, body)
+
+    def detach(self, room, party):
+        with self.lock:
+            if self._rooms.get(room) is party:
+                del self._rooms[room]
+
+    def pump(self):
+        """Hands the notifications received to their rooms."""
+        with self.lock:
+            now = time.monotonic()
+            for room in [r for r, (_, until) in self._early.items() if until <= now]:
+                del self._early[room]
+            for peer, raw in self.agent.take_notifications():
                 text = raw.decode(errors="replace")
-                if text.startswith(PREFIX):
+                if not text.startswith(PREFIX):
+                    continue
+                try:
                     message = json.loads(text[len(PREFIX):])
-                    self._inbox[(message["kind"], message["room"])] = (None, message["body"])
-            return self._inbox.pop((kind, room), None)
+                    kind, room, body = message["kind"], message["room"], message.get("body")
+                except (ValueError, KeyError, TypeError):
+                    continue
+                if kind == "abort" and self.mode == "prefill":
+                    self._abort_from_decode(peer, room)
+                    continue
+                party = self._rooms.get(room)
+                if party is not None:
+                    party.on_message(kind, peer, body)
+                else:
+                    entries, _ = self._early.get(room, ([], None))
+                    self._early[room] = (entries + [(kind, peer, body)], now + _EARLY_SECONDS)
+
+    def _abort_from_decode(self, peer, room):
+        """The decode gave up on `room`: nothing lands after the `aborted` answer."""
+        party = self._rooms.get(room)
+        if party is not None:
+            party.on_message("abort", peer, None)  # cancels what it has in flight
+        else:  # not opened here yet: a sender opened later fails at once
+            self._early[room] = ([("abort", peer, None)], time.monotonic() + _EARLY_SECONDS)
+        try:
+            self.send_note(peer, "aborted", room)
+        except kvx.Error:
+            pass  # the decode is gone
 
     def alive(self, peer):
         return peer in self.agent.peers()
@@ -153,153 +203,3 @@ class KvxBootstrapServer:
 
     def __init__(self, host=None, port=None):
         self.host, self.port = host, port
-
-
-class KvxKVSender:
-    """The prefill side of one request (`bootstrap_room`)."""
-
-    def __init__(self, mgr, bootstrap_addr, bootstrap_room, dest_tp_ranks=None, pp_rank=0):
-        self.mgr, self.room = mgr, bootstrap_room
-        self.peer = None
-        self.dst_pages = None
-        self.total = None
-        self.sent = 0
-        self.transfers = []
-        self.error = None
-        self.finished = False
-
-    def init(self, num_kv_indices, aux_index=None):
-        self.total = int(num_kv_indices)
-
-    def _arrived(self):
-        if self.dst_pages is None and self.error is None:
-            got = self.mgr.take("meta", self.room)
-            if got is not None:
-                body = got[1]
-                self.peer = body["peer"]
-                self.dst_pages = _expand(body["runs"])
-        return self.dst_pages is not None
-
-    def send(self, kv_indices, state_indices=None, token_position_offset=0):
-        if not self._arrived():
-            raise kvx.FailedPrecondition(f"room {self.room}: no decode metadata yet (poll() "
-                                         "says WaitingForInput once it came)")
-        pages = np.asarray(kv_indices, dtype=np.int64)
-        dst = self.dst_pages[self.sent:self.sent + pages.size]
-        if dst.size != pages.size:
-            raise kvx.InvalidArgument(f"room {self.room}: {self.sent + pages.size} pages sent, "
-                                      f"the decode side allocated {self.dst_pages.size}")
-        self.sent += pages.size
-        last = self.total is None or self.sent >= self.total
-        try:
-            remote_list, remote_pages = self.mgr.remote(self.peer)
-            note = PREFIX + json.dumps({"kind": "done", "room": self.room, "body": None}) \
-                if last else None
-            transfer = self.mgr.agent.make_transfer(
-                kvx.WRITE, self.mgr.local_list, self.mgr.indices(pages, self.mgr.pages),
-                remote_list, self.mgr.indices(dst, remote_pages), notification=note)
-            self.mgr.agent.post(transfer)
-            self.transfers.append(transfer)
-            self.finished = last
-        except kvx.Error as error:
-            self.error = error
-
-    def poll(self):
-        if self.error is None and self.mgr.take("abort", self.room) is not None:
-            self.error = kvx.Cancelled(f"room {self.room}: the decode side aborted")
-        if self.error is not None:
-            return KVPoll.Failed
-        if not self._arrived():
-            return KVPoll.Failed if self.error is not None else KVPoll.Bootstrapping
-        if not self.transfers and not self.finished:
-            return KVPoll.WaitingForInput
-        states = [self.mgr.agent.poll(t) for t in self.transfers]
-        for state, why in states:
-            if state == "failed":
-                self.error = kvx.PeerFailed(f"room {self.room}: {why}")
-                return KVPoll.Failed
-        if self.finished and all(state == "done" for state, _ in states):
-            return KVPoll.Success
-        return KVPoll.Transferring
-
-    def failure_exception(self):
-        raise self.error or kvx.InternalError(f"room {self.room} did not fail")
-
-    def abort(self):
-        for t in self.transfers:
-            try:
-                self.mgr.agent.cancel(t)
-            except kvx.Error:
-                pass
-        if self.peer is not None:
-            try:
-                self.mgr.send_note(self.peer, "abort", self.room)
-            except kvx.Error:
-                pass
-        self.error = self.error or kvx.Cancelled(f"room {self.room}: aborted")
-
-    def clear(self):
-        for t in self.transfers:
-            try:
-                self.mgr.agent.release(t)
-            except kvx.Error:
-                pass
-        self.transfers = []
-
-
-class KvxKVReceiver:
-    """The decode side of one request: the prefill at `bootstrap_addr`, room
-    `bootstrap_room`."""
-
-    def __init__(self, mgr, bootstrap_addr, bootstrap_room=None):
-        self.mgr, self.address, self.room = mgr, bootstrap_addr, bootstrap_room
-        self.peer = None
-        self.state = KVPoll.Bootstrapping
-        self.error = None
-
-    def init(self, prefill_dp_rank=0):
-        try:
-            self.peer = self.mgr.connect(self.address)
-            self.mgr.remote(self.peer)  # the prefill exposes matching buffers
-            self.state = KVPoll.WaitingForInput
-        except kvx.Error as error:
-            self.error, self.state = error, KVPoll.Failed
-
-    def send_metadata(self, kv_indices, aux_index=None, state_indices=None,
-                      decode_prefix_len=None):
-        if self.state != KVPoll.WaitingForInput:
-            raise kvx.FailedPrecondition(f"room {self.room}: send_metadata after init() only")
-        try:
-            self.mgr.send_note(self.peer, "meta", self.room,
-                               {"peer": self.mgr.agent.name, "runs": _runs(kv_indices)})
-            self.state = KVPoll.Transferring
-        except kvx.Error as error:
-            self.error, self.state = error, KVPoll.Failed
-
-    def poll(self):
-        if self.state == KVPoll.Transferring:
-            if self.mgr.take("done", self.room) is not None:
-                self.state = KVPoll.Success
-            elif self.mgr.take("abort", self.room) is not None:
-                self.error = kvx.Cancelled(f"room {self.room}: the prefill side aborted")
-                self.state = KVPoll.Failed
-            elif not self.mgr.alive(self.peer):
-                self.error = kvx.PeerFailed(f"room {self.room}: the prefill {self.peer} is gone")
-                self.state = KVPoll.Failed
-        return self.state
-
-    def failure_exception(self):
-        raise self.error or kvx.InternalError(f"room {self.room} did not fail")
-
-    def abort(self):
-        if self.peer is not None and self.state in (KVPoll.WaitingForInput,
-                                                    KVPoll.Transferring):
-            try:
-                self.mgr.send_note(self.peer, "abort", self.room)
-            except kvx.Error:
-                pass
-        self.error = self.error or kvx.Cancelled(f"room {self.room}: aborted")
-        self.state = KVPoll.Failed
-
-    def clear(self):
-        return

@@ -1,0 +1,125 @@
+"""The decode side of one SGLang request (sglang.py; the messages: sglang_sender.py)."""
+import time
+
+import kvx
+from kvx.integrations.sglang_runs import runs
+from kvx.integrations.sglang_states import KVPoll
+
+
+class KvxKVReceiver:
+    """The decode side of one request: the prefill at `bootstrap_addr`, room
+    `bootstrap_room`."""
+
+    def __init__(self, mgr, bootstrap_addr, bootstrap_room=None):
+        self.mgr, self.address, self.room = mgr, bootstrap_addr, bootstrap_room
+        self.peer = None
+        self.state = KVPoll.Bootstrapping
+        self.error = None
+        self.expected = None   # pages to arrive
+        self.arrived = 0
+        self.aux_expected = False
+        self.aux_arrived = False
+        self.deadline = None
+        self.answered = False  # the prefill answered an abort: nothing more lands
+        mgr.attach(bootstrap_room, self)
+
+    def init(self, prefill_dp_rank=0):
+        try:
+            self.peer = self.mgr.connect(self.address)
+            self.mgr.remote(self.peer)  # the prefill exposes matching buffers
+            self.state = KVPoll.WaitingForInput
+        except kvx.Error as error:
+            self._fail(error)
+
+    def send_metadata(self, kv_indices, aux_index=None, state_indices=None,
+                      decode_prefix_len=None):
+        with self.mgr.lock:
+            if self.state != KVPoll.WaitingForInput:
+                raise kvx.FailedPrecondition(f"room {self.room}: send_metadata after init() "
+                                             "only")
+            try:
+                if state_indices is not None and len(state_indices):
+                    raise kvx.InvalidArgument("kvx's SGLang backend does not move state "
+                                              "buffers (Mamba, SWA)")
+                self.expected = len(kv_indices)
+                self.aux_expected = aux_index is not None and bool(self.mgr.aux.regions)
+                self.deadline = time.monotonic() + self.mgr.transfer_timeout
+                self.mgr.send_note(self.peer, "meta", self.room,
+                                   {"peer": self.mgr.agent.name, "runs": runs(kv_indices),
+                                    "aux": None if aux_index is None else int(aux_index)})
+                self.state = KVPoll.Transferring
+            except kvx.Error as error:
+                self._fail(error)
+
+    def on_message(self, kind, peer, body):
+        if peer != self.peer:
+            return
+        if kind == "chunk":
+            self.arrived += int(body["pages"])
+            self.aux_arrived = self.aux_arrived or bool(body.get("aux"))
+        elif kind == "aborted":
+            self.answered = True
+        elif kind == "abort" and self.state == KVPoll.Transferring:
+            self.answered = True  # it cancelled its writes before saying so
+            self._fail(kvx.Cancelled(f"room {self.room}: the prefill side aborted"))
+        elif kind == "failed" and self.state == KVPoll.Transferring:
+            self.answered = True
+            self._fail(kvx.PeerFailed(f"room {self.room}: the prefill's write failed: "
+                                      f"{body.get('why')}"))
+
+    def _fail(self, error):
+        self.error = self.error or error
+        self.state = KVPoll.Failed
+        self.mgr.detach(self.room, self)
+
+    def poll(self):
+        with self.mgr.lock:
+            self.mgr.pump()
+            if self.state != KVPoll.Transferring:
+                return self.state
+            if self.arrived >= self.expected and (self.aux_arrived or not self.aux_expected):
+                self.state = KVPoll.Success
+                self.mgr.detach(self.room, self)
+            elif not self.mgr.alive(self.peer):
+                self._fail(kvx.PeerFailed(f"room {self.room}: the prefill {self.peer} is gone"))
+            elif time.monotonic() >= self.deadline:
+                self._stop_writes()
+                self._fail(kvx.TimedOut(f"room {self.room}: the KV did not arrive within "
+                                        f"{self.mgr.transfer_timeout:g} s"))
+            return self.state
+
+    def failure_exception(self):
+        raise self.error or kvx.InternalError(f"room {self.room} did not fail")
+
+    def _stop_writes(self):
+        """Returns once no byte of this room lands any more: the prefill answered an abort,
+        or (after abort_timeout) the link to it was dropped."""
+        if self.answered or not self.mgr.alive(self.peer):
+            return
+        try:
+            self.mgr.send_note(self.peer, "abort", self.room)
+            deadline = time.monotonic() + self.mgr.abort_timeout
+            while not self.answered and time.monotonic() < deadline and \
+                    self.mgr.alive(self.peer):
+                self.mgr.pump()
+                time.sleep(0.001)
+        except kvx.Error:
+            pass
+        if not self.answered and self.mgr.alive(self.peer):
+            try:
+                self.mgr.agent.disconnect(self.peer)
+            except kvx.Error:
+                pass
+
+    def abort(self):
+        """SGLang frees the request's pages once this returns: see _stop_writes."""
+        with self.mgr.lock:
+            if self.state == KVPoll.Transferring:
+                self._stop_writes()
+            self.error = self.error or kvx.Cancelled(f"room {self.room}: aborted")
+            self.state = KVPoll.Failed
+            self.mgr.detach(self.room, self)
+
+    def clear(self):
+        with self.mgr.lock:
+            self.mgr.detach(self.room, self)
