@@ -29,9 +29,10 @@ from ._kvx import (  # noqa: E402,F401
 )
 from .memory import Memory, describe_memory  # noqa: E402,F401
 from .agent import Agent, READ, WRITE  # noqa: E402,F401
+from .kv_agent import KvAgent  # noqa: E402,F401
 
 __all__ = [
-    "Agent", "Memory", "describe_memory", "READ", "WRITE",
+    "Agent", "KvAgent", "Memory", "describe_memory", "READ", "WRITE",
     "Error", "InvalidArgument", "NotFound", "AlreadyExists", "FailedPrecondition",
     "ResourceExhausted", "TimedOut", "Cancelled", "PeerFailed", "ProtocolError",
     "Unauthenticated", "TransportError", "Unimplemented", "InternalError",

@@ -4,11 +4,11 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "api/python/src/binding_support.h"
 #include "api/python/src/index_arrays.h"
 #include "api/python/src/status_errors.h"
 #include "kvx/agent.h"
@@ -17,21 +17,6 @@ namespace kvx::python {
 namespace {
 
 namespace py = pybind11;
-using std::chrono::milliseconds;
-
-milliseconds toMillis(double seconds, const char* what) {
-  if (!(seconds >= 0) || seconds > 1e9) {
-    raise(invalidArgument(std::string(what) + " must be a number of seconds >= 0, not " +
-                          std::to_string(seconds)));
-  }
-  return milliseconds(static_cast<std::int64_t>(seconds * 1000.0 + 0.5));
-}
-
-MemoryKind kindFrom(const std::string& text) {
-  std::optional<MemoryKind> kind = parseMemoryKind(text);
-  if (!kind) raise(invalidArgument("memory kind '" + text + "' is neither 'host' nor 'cuda'"));
-  return *kind;
-}
 
 TransferOp opFrom(const std::string& text) {
   if (text == "read") return TransferOp::kRead;
@@ -41,73 +26,15 @@ TransferOp opFrom(const std::string& text) {
 
 py::bytes bytesOf(const std::string& text) { return py::bytes(text.data(), text.size()); }
 
-// Runs `call` with the GIL released (kvx may block in it; other Python threads go on).
-template <typename Call>
-auto unlocked(Call&& call) {
-  py::gil_scoped_release released;
-  return call();
-}
+using PyAgent = AgentHandle<Agent>;
 
-// Holds the agent; close() drops it, calls in flight on other threads keep it until they end.
-class PyAgent {
- public:
-  explicit PyAgent(std::unique_ptr<Agent> agent)
-      : agent_(std::move(agent)), name_(agent_->name()) {}
-
-  std::shared_ptr<Agent> get() const {
-    std::lock_guard lock(mutex_);
-    if (!agent_) raise(failedPrecondition("agent '" + name_ + "' is closed"));
-    return agent_;
-  }
-
-  void close() {
-    std::shared_ptr<Agent> last;
-    {
-      std::lock_guard lock(mutex_);
-      last = std::move(agent_);
-    }
-    py::gil_scoped_release released;
-    last.reset();  // joins kvx's threads (unless a call in flight still holds it)
-  }
-
-  const std::string& name() const { return name_; }
-
- private:
-  mutable std::mutex mutex_;
-  std::shared_ptr<Agent> agent_;
-  std::string name_;
-};
-
-std::unique_ptr<PyAgent> makeAgent(const std::string& name, const std::string& listenAddress,
-                                   const std::optional<std::string>& dataPath,
-                                   const std::optional<std::string>& netDevices,
-                                   const std::optional<std::string>& authToken,
-                                   const std::optional<std::string>& gpuPath, bool callerProgress,
-                                   std::optional<double> connectTimeout,
-                                   std::optional<double> peerTimeout,
-                                   std::optional<double> heartbeatInterval) {
-  AgentOptions options;
-  options.name = name;
-  options.listenAddress = listenAddress;
-  if (dataPath && !selectDataPath(options, *dataPath)) {
-    raise(invalidArgument("unknown data path '" + *dataPath + "' (shm, tcp or socket)"));
-  }
-  if (netDevices) options.ucxNetDevices = *netDevices;
-  if (authToken) options.authToken = *authToken;
-  if (gpuPath) {
-    std::optional<GpuPath> path = parseGpuPath(*gpuPath);
-    if (!path) raise(invalidArgument("GPU path '" + *gpuPath + "' is not auto, direct or staged"));
-    options.gpuPath = *path;
-  }
-  if (callerProgress) options.progressMode = ProgressMode::kCaller;
-  if (connectTimeout) options.connectTimeout = toMillis(*connectTimeout, "connect_timeout");
-  if (peerTimeout) options.peerTimeout = toMillis(*peerTimeout, "peer_timeout");
-  if (heartbeatInterval) {
-    options.heartbeatInterval = toMillis(*heartbeatInterval, "heartbeat_interval");
-  }
+std::unique_ptr<PyAgent> makeAgent(const std::string& name, const py::kwargs& kwargs) {
+  py::dict options(kwargs);
+  AgentOptions agentOptions = takeAgentOptions(name, options);
+  refuseUnknown(options, "Agent()");
   Result<std::unique_ptr<Agent>> agent =
-      unlocked([&] { return Agent::create(std::move(options)); });
-  return std::make_unique<PyAgent>(take(std::move(agent)));
+      unlocked([&] { return Agent::create(std::move(agentOptions)); });
+  return std::make_unique<PyAgent>(take(std::move(agent)), name);
 }
 
 py::dict regionDict(const RegionInfo& region) {
@@ -125,11 +52,7 @@ py::dict regionDict(const RegionInfo& region) {
 
 void addAgent(py::module_& module) {
   py::class_<PyAgent>(module, "Agent")
-      .def(py::init(&makeAgent), py::arg("name"), py::arg("listen_address") = "127.0.0.1:0",
-           py::arg("data_path") = py::none(), py::arg("net_devices") = py::none(),
-           py::arg("auth_token") = py::none(), py::arg("gpu_path") = py::none(),
-           py::arg("caller_progress") = false, py::arg("connect_timeout") = py::none(),
-           py::arg("peer_timeout") = py::none(), py::arg("heartbeat_interval") = py::none())
+      .def(py::init(&makeAgent), py::arg("name"))
       .def_property_readonly("name", &PyAgent::name)
       .def_property_readonly("listen_address",
                              [](const PyAgent& a) { return a.get()->listenAddress(); })

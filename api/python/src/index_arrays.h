@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "kvx/kv_types.h"
 #include "kvx/memory.h"
 
 namespace kvx::python {
@@ -24,8 +25,16 @@ struct ArrayView {
 
 // A C-contiguous, one-dimensional array of 32-bit unsigned integers.
 ArrayView<std::uint32_t> indexArray(const pybind11::handle& object, const char* what);
+// A C-contiguous, one-dimensional array of 64-bit unsigned integers (block ids, hashes).
+ArrayView<std::uint64_t> valueArray(const pybind11::handle& object, const char* what);
 // A C-contiguous table of 64-bit unsigned integers, N x 3 (or 3N flat): region, offset,
 // length per row.
 std::vector<MemoryRange> rangeTable(const pybind11::handle& object, const char* what);
+// The same shape of table, rows of (block, layer, K=0/V=1): KvAgent segments.
+std::vector<KvSegmentRef> segmentTable(const pybind11::handle& object, const char* what);
+// A C-contiguous buffer of bytes (any item type) of exactly `bytes` bytes; `writable` for
+// one kvx fills.
+pybind11::buffer_info byteBuffer(const pybind11::handle& object, const char* what,
+                                 std::size_t bytes, bool writable);
 
 }  // namespace kvx::python

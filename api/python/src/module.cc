@@ -3,11 +3,13 @@
 
 #include "api/python/src/agent_binding.h"
 #include "api/python/src/dlpack_memory.h"
+#include "api/python/src/kv_agent_binding.h"
 #include "api/python/src/status_errors.h"
 
 PYBIND11_MODULE(_kvx, module) {
   module.doc() = "kvx's compiled core; use the kvx package";
   kvx::python::addErrors(module);
   kvx::python::addAgent(module);
+  kvx::python::addKvAgent(module);
   kvx::python::addDlpack(module);
 }
