@@ -139,8 +139,8 @@ class SglangConnector(unittest.TestCase):
             prefill.command("hold 12")
             receiver = KvxKVReceiver(mgr, prefill.address, 12)
             receiver.init(0)
+            started = time.monotonic()  # the timeout runs from send_metadata
             receiver.send_metadata([6, 7, 8])
-            started = time.monotonic()
             self.assertEqual(poll_until(receiver, (KVPoll.Failed, KVPoll.Success)),
                              KVPoll.Failed)
             self.assertGreaterEqual(time.monotonic() - started, 1.0)
