@@ -38,6 +38,20 @@ Result<AllocatedRegion> Agent::allocateMemory(const AllocationSpec& spec) {
   return region;
 }
 
+Status Agent::copyIntoRegion(RegionId region, std::uint64_t offset,
+                             std::span<const std::byte> bytes, Deadline deadline) {
+  return impl_->engine->copyIntoRegion(region, offset, bytes, deadline);
+}
+
+Status Agent::copyFromRegion(RegionId region, std::uint64_t offset, std::span<std::byte> out,
+                             Deadline deadline) {
+  return impl_->engine->copyFromRegion(region, offset, out, deadline);
+}
+
+Status Agent::copyRegionPieces(std::span<const RegionCopy> pieces, bool into, Deadline deadline) {
+  return impl_->engine->copyRegionPieces(pieces, into, deadline);
+}
+
 Status Agent::deregisterMemory(RegionId region) {
   KVX_ASSIGN_OR_RETURN(RegionInfo info, impl_->engine->regionInfo(region));
   KVX_RETURN_IF_ERROR(impl_->engine->deregisterMemory(region));

@@ -20,6 +20,7 @@
 #include "cli/protocol_output.h"
 #include "cli/workload_source.h"
 #include "engine/gpu/gpu_runtime.h"
+#include "process/agent_protocol.h"
 
 namespace kvx::cli {
 namespace {
@@ -31,7 +32,7 @@ void printLine(const std::string& line) { ProtocolOutput::writeLine(line); }
 void printStats(nlohmann::json stats, const KvAgent& agent) {
   stats["name"] = agent.name();
   stats["role"] = std::string(toString(agent.role()));
-  printLine("STATS " + stats.dump());
+  printLine(process::statsLine(stats.dump()));
 }
 
 // Where the pool lives and how its GPU memory moves, for the reports (what `kvx bench` shows
@@ -259,12 +260,12 @@ int runAgentCommand(CLI::App& app, AgentConfig& config, StopSignal& stop) {
     }
     spdlog::error("cannot start the {} agent '{}': {}", config.role, config.name, s.toString());
     // On stdout too, so that a parent (kvx bench) can report the reason and its code.
-    printLine("STATS " + nlohmann::json{{"name", config.name},
-                                        {"role", config.role},
-                                        {"error", s.toString()},
-                                        {"code", std::string(toString(s.code()))},
-                                        {"message", s.message()}}
-                             .dump());
+    printLine(process::statsLine(nlohmann::json{
+        {"name", config.name},
+        {"role", config.role},
+        {"error", s.toString()},
+        {"code", std::string(toString(s.code()))},
+        {"message", s.message()}}.dump()));
     return 1;
   }
   std::unique_ptr<KvAgent> agent = std::move(created).value();
@@ -283,7 +284,7 @@ int runAgentCommand(CLI::App& app, AgentConfig& config, StopSignal& stop) {
     spdlog::info("TP rank {} of {}: global KV heads [{}, {}) of {}", tp->rank, tp->size,
                  tp->heads().first, tp->heads().end(), tp->totalHeads);
   }
-  printLine("LISTENING " + agent->listenAddress());
+  printLine(process::listeningLine(agent->listenAddress()));
   return config.role == "decode" ? runDecode(*agent, config, *tp, stop)
                                  : runPrefill(*agent, config, *tp, stop);
 }

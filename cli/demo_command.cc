@@ -14,13 +14,14 @@
 #include "cli/demo_report.h"
 #include "cli/gpu_memory_options.h"
 #include "cli/prefill_report.h"
-#include "examples/pair_transfer/child_process.h"
 #include "kvx/transfer.h"
+#include "process/agent_protocol.h"
+#include "process/child_process.h"
 
 namespace kvx::cli {
 namespace {
 
-using pair_transfer::ChildProcess;
+using kvx::process::ChildProcess;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -33,28 +34,17 @@ Result<std::string> startAgent(const std::vector<std::string>& args,
   auto spawned = ChildProcess::spawnSelf(args);
   if (!spawned.isOk()) return spawned.status();
   child.emplace(std::move(spawned).value());
-  auto line = child->readLine(kStartTimeout);
-  if (!line.isOk()) return line.status().withContext("waiting for LISTENING");
-  const std::string prefix = "LISTENING ";
-  if (line->rfind(prefix, 0) != 0) {
-    return protocolError("expected 'LISTENING <address>', got '" + *line + "'");
-  }
-  return line->substr(prefix.size());
+  auto address = process::readListeningAddress(*child, deadlineIn(kStartTimeout));
+  if (!address.isOk()) return address.status().withContext("waiting for LISTENING");
+  return address;
 }
 
 // Reads lines until a "STATS {json}" one; null json when there is none by the timeout.
 nlohmann::json readStats(ChildProcess& child, milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    auto line = child.readLine(std::chrono::duration_cast<milliseconds>(deadline - Clock::now()) +
-                               milliseconds(1));
-    if (!line.isOk()) return nullptr;
-    if (line->rfind("STATS ", 0) == 0) {
-      auto parsed = nlohmann::json::parse(line->substr(6), nullptr, false);
-      return parsed.is_discarded() ? nlohmann::json() : parsed;
-    }
-  }
-  return nullptr;
+  auto stats = process::readStats(child, deadlineIn(timeout));
+  if (!stats.isOk()) return nullptr;
+  auto parsed = nlohmann::json::parse(*stats, nullptr, false);
+  return parsed.is_discarded() ? nlohmann::json() : parsed;
 }
 
 // Waits for the prefill agents to end their replay; SIGTERMs them on a stop or at the deadline.

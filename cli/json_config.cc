@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/channel/json_reader.h"
 #include "files/bounded_file.h"
+#include "json/json_reader.h"
 
 namespace kvx::cli {
 namespace {
@@ -11,7 +11,7 @@ namespace {
 // The JSON object of a config file's text; CLI::ConversionError with the reason otherwise.
 // Nesting is bounded before parsing (a deep file would overflow the parser's stack).
 nlohmann::json parseConfigText(const std::string& text) {
-  auto parsed = agent::channel::parseJson(text, "the file");
+  auto parsed = jsonio::parseJson(text, "the file");
   if (!parsed.isOk()) throw CLI::ConversionError(parsed.status().message());
   if (!parsed->is_object()) {
     throw CLI::ConversionError("the file must hold one JSON object, not " +

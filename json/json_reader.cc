@@ -1,11 +1,11 @@
-#include "agent/channel/json_reader.h"
+#include "json/json_reader.h"
 
 #include <algorithm>
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <utility>
 
-namespace kvx::agent::channel {
+namespace kvx::jsonio {
 namespace {
 
 using nlohmann::json;
@@ -317,4 +317,4 @@ std::string toHex(const std::vector<std::uint8_t>& bytes) {
   return text;
 }
 
-}  // namespace kvx::agent::channel
+}  // namespace kvx::jsonio

@@ -20,7 +20,7 @@
 #include "kvx/result.h"
 #include "kvx/status.h"
 
-namespace kvx::agent::channel {
+namespace kvx::jsonio {
 
 // Nesting deeper than this is rejected before parsing; real messages nest 4 levels.
 inline constexpr std::size_t kMaxJsonDepth = 32;
@@ -96,4 +96,4 @@ std::string utf8Prefix(std::string_view text, std::size_t maxBytes);
 // Lowercase hex of `bytes`.
 std::string toHex(const std::vector<std::uint8_t>& bytes);
 
-}  // namespace kvx::agent::channel
+}  // namespace kvx::jsonio

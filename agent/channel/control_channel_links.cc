@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "agent/channel/control_channel_impl.h"
-#include "agent/channel/json_reader.h"
 #include "agent/metadata/metadata_codec.h"
+#include "json/json_reader.h"
 
 namespace kvx::agent::channel {
 
@@ -162,9 +162,10 @@ void ControlChannel::Impl::onEstablishedMessage(std::uint64_t /*id*/, Link& link
   if (std::holds_alternative<Heartbeat>(message)) return;  // the connection noted the bytes
   if (auto* update = std::get_if<MetadataUpdate>(&message)) {
     if (update->metadata.name != link.peer) {
-      failLink(link, fieldError("metadata_update.metadata.name",
-                                "the name given at the handshake " + quoteForError(link.peer),
-                                quoteForError(update->metadata.name)));
+      failLink(link, jsonio::fieldError(
+                         "metadata_update.metadata.name",
+                         "the name given at the handshake " + jsonio::quoteForError(link.peer),
+                         jsonio::quoteForError(update->metadata.name)));
       return;
     }
     if (!handlers_.onMetadataUpdate) return;
@@ -175,7 +176,7 @@ void ControlChannel::Impl::onEstablishedMessage(std::uint64_t /*id*/, Link& link
     }
   } else if (auto* goodbye = std::get_if<Goodbye>(&message)) {
     spdlog::info("{}: {} said goodbye: {}", logName_, link.describe(),
-                 quoteForError(goodbye->reason, 200));
+                 jsonio::quoteForError(goodbye->reason, 200));
     link.state = Link::State::kClosing;
     link.connection->close(cancelled("peer '" + link.peer + "' said goodbye: " + goodbye->reason));
   } else if (auto* error = std::get_if<ErrorMessage>(&message)) {
@@ -255,7 +256,7 @@ Status ControlChannel::Impl::disconnectPeer(const std::string& peer) {
     sayGoodbye(link, "disconnected", cancelled("disconnected from '" + peer + "' locally"),
                std::min<std::chrono::milliseconds>(options_.readTimeout, std::chrono::seconds(1)));
   }
-  if (found == 0) return notFound("no connected peer named " + quoteForError(peer));
+  if (found == 0) return notFound("no connected peer named " + jsonio::quoteForError(peer));
   return Status::ok();
 }
 
@@ -266,7 +267,7 @@ Result<Clock::time_point> ControlChannel::Impl::lastHeardFromPeer(const std::str
     const Clock::time_point heard = link.connection->lastReceived();
     if (!latest || heard > *latest) latest = heard;
   }
-  if (!latest) return notFound("no connected peer named " + quoteForError(peer));
+  if (!latest) return notFound("no connected peer named " + jsonio::quoteForError(peer));
   return *latest;
 }
 

@@ -2,11 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/channel/json_reader.h"
+#include "json/json_reader.h"
 
 namespace kvx::agent::handoff {
 
-using channel::JsonReader;
+using jsonio::JsonReader;
 using nlohmann::json;
 
 namespace {
@@ -100,7 +100,7 @@ struct Encoder {
   }
 };
 
-Result<std::vector<BlockExtent>> readExtents(const JsonReader& r, std::string_view key) {
+Result<std::vector<BlockExtent>> readExtents(const jsonio::JsonReader& r, std::string_view key) {
   KVX_ASSIGN_OR_RETURN(const json* list, r.array(key, kMaxList));
   std::vector<BlockExtent> out;
   out.reserve(list->size());
@@ -108,22 +108,22 @@ Result<std::vector<BlockExtent>> readExtents(const JsonReader& r, std::string_vi
     const json& e = (*list)[i];
     if (!e.is_array() || e.size() != 2 || !e[0].is_number_unsigned() ||
         !e[1].is_number_unsigned() || e[1].get<std::uint64_t>() == 0) {
-      return channel::fieldError(r.fieldPath(key) + "[" + std::to_string(i) + "]",
-                                 "[first, count > 0]", channel::jsonTypeName(e));
+      return jsonio::fieldError(r.fieldPath(key) + "[" + std::to_string(i) + "]",
+                                "[first, count > 0]", jsonio::jsonTypeName(e));
     }
     out.push_back({e[0].get<std::uint64_t>(), e[1].get<std::uint64_t>()});
   }
   return out;
 }
 
-Result<std::vector<std::uint64_t>> readIds(const JsonReader& r, std::string_view key) {
+Result<std::vector<std::uint64_t>> readIds(const jsonio::JsonReader& r, std::string_view key) {
   KVX_ASSIGN_OR_RETURN(const json* list, r.array(key, kMaxList));
   std::vector<std::uint64_t> out;
   out.reserve(list->size());
   for (std::size_t i = 0; i < list->size(); ++i) {
     if (!(*list)[i].is_number_unsigned()) {
-      return channel::fieldError(r.fieldPath(key) + "[" + std::to_string(i) + "]",
-                                 "unsigned integer", channel::jsonTypeName((*list)[i]));
+      return jsonio::fieldError(r.fieldPath(key) + "[" + std::to_string(i) + "]",
+                                "unsigned integer", jsonio::jsonTypeName((*list)[i]));
     }
     out.push_back((*list)[i].get<std::uint64_t>());
   }
@@ -135,18 +135,18 @@ struct WireStatus {
   Status status;
 };
 
-Result<WireStatus> readStatus(const JsonReader& r) {
-  KVX_ASSIGN_OR_RETURN(JsonReader why, r.child("why"));
+Result<WireStatus> readStatus(const jsonio::JsonReader& r) {
+  KVX_ASSIGN_OR_RETURN(jsonio::JsonReader why, r.child("why"));
   KVX_ASSIGN_OR_RETURN(std::uint64_t code,
                        why.unsignedInteger("code", 1, static_cast<int>(StatusCode::kInternal)));
   KVX_ASSIGN_OR_RETURN(std::string message, why.string("message", 4096));
   return WireStatus{Status(static_cast<StatusCode>(code), std::move(message))};
 }
 
-Result<kv::PoolDescription> readPool(const JsonReader& r) {
-  KVX_ASSIGN_OR_RETURN(JsonReader pool, r.child("pool"));
+Result<kv::PoolDescription> readPool(const jsonio::JsonReader& r) {
+  KVX_ASSIGN_OR_RETURN(jsonio::JsonReader pool, r.child("pool"));
   kv::PoolDescription out;
-  KVX_ASSIGN_OR_RETURN(JsonReader shape, pool.child("shape"));
+  KVX_ASSIGN_OR_RETURN(jsonio::JsonReader shape, pool.child("shape"));
   auto parsed = kv::shapeFromJson(shape.value().dump());
   if (!parsed.isOk()) return protocolError(shape.path() + ": " + parsed.status().message());
   out.shape = std::move(parsed).value();
@@ -162,10 +162,12 @@ Result<kv::PoolDescription> readPool(const JsonReader& r) {
   return out;
 }
 
-Result<std::string> readReq(const JsonReader& r) { return r.string("req", kMaxRequestIdBytes); }
+Result<std::string> readReq(const jsonio::JsonReader& r) {
+  return r.string("req", kMaxRequestIdBytes);
+}
 
-Status readSlice(const JsonReader& place, PlaceMsg& m) {
-  KVX_ASSIGN_OR_RETURN(JsonReader r, place.child("slice"));
+Status readSlice(const jsonio::JsonReader& place, PlaceMsg& m) {
+  KVX_ASSIGN_OR_RETURN(jsonio::JsonReader r, place.child("slice"));
   constexpr std::uint64_t kMaxHeads = 1u << 20;
   KVX_ASSIGN_OR_RETURN(std::uint64_t srcFirst, r.unsignedInteger("srcFirst", 0, kMaxHeads));
   KVX_ASSIGN_OR_RETURN(std::uint64_t dstFirst, r.unsignedInteger("dstFirst", 0, kMaxHeads));
@@ -174,7 +176,7 @@ Status readSlice(const JsonReader& place, PlaceMsg& m) {
   KVX_ASSIGN_OR_RETURN(m.group, r.string("group", kMaxRequestIdBytes));
   if (!m.group.empty()) {
     Status valid = checkRequestId(m.group);
-    if (!valid.isOk()) return channel::fieldError(r.fieldPath("group"), "a request id", m.group);
+    if (!valid.isOk()) return jsonio::fieldError(r.fieldPath("group"), "a request id", m.group);
   }
   m.srcHeadFirst = static_cast<std::uint32_t>(srcFirst);
   m.dstHeadFirst = static_cast<std::uint32_t>(dstFirst);
@@ -183,12 +185,12 @@ Status readSlice(const JsonReader& place, PlaceMsg& m) {
   return Status::ok();
 }
 
-Result<KvMessage> decodeObject(const JsonReader& r, const std::string& type) {
+Result<KvMessage> decodeObject(const jsonio::JsonReader& r, const std::string& type) {
   if (type == "hello") {
     HelloMsg m;
     KVX_ASSIGN_OR_RETURN(std::string role, r.string("role", 16));
     auto parsed = parseKvRole(role);
-    if (!parsed) return channel::fieldError(r.fieldPath("role"), "prefill or decode", role);
+    if (!parsed) return jsonio::fieldError(r.fieldPath("role"), "prefill or decode", role);
     m.role = *parsed;
     KVX_ASSIGN_OR_RETURN(m.pool, readPool(r));
     KVX_ASSIGN_OR_RETURN(m.freeBlocks, r.unsignedInteger("free"));
@@ -196,7 +198,7 @@ Result<KvMessage> decodeObject(const JsonReader& r, const std::string& type) {
     KVX_ASSIGN_OR_RETURN(std::optional<std::string> mode, r.optionalString("mode", 16));
     if (mode) {  // older agents do not send it: they push
       auto parsedMode = parseKvMode(*mode);
-      if (!parsedMode) return channel::fieldError(r.fieldPath("mode"), "push or pull", *mode);
+      if (!parsedMode) return jsonio::fieldError(r.fieldPath("mode"), "push or pull", *mode);
       m.mode = *parsedMode;
     }
     KVX_ASSIGN_OR_RETURN(std::optional<std::uint64_t> session,
@@ -212,7 +214,7 @@ Result<KvMessage> decodeObject(const JsonReader& r, const std::string& type) {
     KVX_ASSIGN_OR_RETURN(m.prefixHashes, readIds(r, "prefix"));
     KVX_ASSIGN_OR_RETURN(std::string mode, r.string("mode", 16));
     auto parsed = parseKvMode(mode);
-    if (!parsed) return channel::fieldError(r.fieldPath("mode"), "push or pull", mode);
+    if (!parsed) return jsonio::fieldError(r.fieldPath("mode"), "push or pull", mode);
     m.mode = *parsed;
     KVX_ASSIGN_OR_RETURN(m.layerwise, r.boolean("layerwise"));
     KVX_ASSIGN_OR_RETURN(m.leaseMs, r.unsignedInteger("leaseMs", 1));
@@ -270,7 +272,7 @@ Result<KvMessage> decodeObject(const JsonReader& r, const std::string& type) {
     KVX_ASSIGN_OR_RETURN(m.freeBlocks, r.unsignedInteger("free"));
     return KvMessage(m);
   }
-  return protocolError("kv message: unknown type " + channel::quoteForError(type));
+  return protocolError("kv message: unknown type " + jsonio::quoteForError(type));
 }
 
 }  // namespace
@@ -283,13 +285,13 @@ Status checkRequestId(std::string_view id) {
   try {
     (void)json(std::string(id)).dump(-1, ' ', false, json::error_handler_t::strict);
   } catch (const json::exception&) {
-    return invalidArgument("request id " + channel::quoteForError(id) + " is not valid UTF-8");
+    return invalidArgument("request id " + jsonio::quoteForError(id) + " is not valid UTF-8");
   }
   return Status::ok();
 }
 
 std::string encode(const KvMessage& message) {
-  return channel::dumpJson(std::visit(Encoder{}, message));
+  return jsonio::dumpJson(std::visit(Encoder{}, message));
 }
 
 Result<KvMessage> decode(std::string_view text) {
@@ -297,8 +299,8 @@ Result<KvMessage> decode(std::string_view text) {
     return protocolError("kv message of " + std::to_string(text.size()) + " bytes exceeds " +
                          std::to_string(kMaxMessageBytes));
   }
-  KVX_ASSIGN_OR_RETURN(json document, channel::parseJson(text, "kv message"));
-  KVX_ASSIGN_OR_RETURN(JsonReader r, JsonReader::object(document, "kv"));
+  KVX_ASSIGN_OR_RETURN(json document, jsonio::parseJson(text, "kv message"));
+  KVX_ASSIGN_OR_RETURN(jsonio::JsonReader r, jsonio::JsonReader::object(document, "kv"));
   KVX_ASSIGN_OR_RETURN(std::string type, r.string("t", 16));
   return decodeObject(r, type);
 }

@@ -1,7 +1,5 @@
 #include "agent/kv/kv_pool.h"
 
-#include "agent/agent_impl.h"
-
 namespace kvx::agent::kv {
 
 namespace {
@@ -122,13 +120,13 @@ Result<MemoryRange> KvPool::segmentRange(std::uint64_t block, std::uint32_t laye
 Status KvPool::writeSegment(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
                             std::span<const std::byte> bytes, Deadline deadline) const {
   KVX_ASSIGN_OR_RETURN(MemoryRange range, segmentRange(block, layer, kv, bytes.size()));
-  return engineOf(agent_).copyIntoRegion(range.region, range.offset, bytes, deadline);
+  return agent_.copyIntoRegion(range.region, range.offset, bytes, deadline);
 }
 
 Status KvPool::readSegment(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
                            std::span<std::byte> out, Deadline deadline) const {
   KVX_ASSIGN_OR_RETURN(MemoryRange range, segmentRange(block, layer, kv, out.size()));
-  return engineOf(agent_).copyFromRegion(range.region, range.offset, out, deadline);
+  return agent_.copyFromRegion(range.region, range.offset, out, deadline);
 }
 
 Status KvPool::writeSegments(std::span<const KvSegmentRef> refs, std::span<const std::byte> bytes,
@@ -151,7 +149,7 @@ Status KvPool::copySegments(std::span<const KvSegmentRef> refs, std::byte* host,
                            std::to_string(refs.size() * segmentBytes) + " bytes; got " +
                            std::to_string(bytes));
   }
-  std::vector<engine::RegionPiece> pieces;
+  std::vector<RegionCopy> pieces;
   pieces.reserve(refs.size());
   for (std::size_t i = 0; i < refs.size(); ++i) {
     const KvSegmentRef& r = refs[i];
@@ -159,7 +157,7 @@ Status KvPool::copySegments(std::span<const KvSegmentRef> refs, std::byte* host,
     if (!range.isOk()) return range.status().withContext("segment " + std::to_string(i));
     pieces.push_back({range->region, range->offset, host + i * segmentBytes, segmentBytes});
   }
-  return engineOf(agent_).copyRegionPieces(pieces, into, deadline);
+  return agent_.copyRegionPieces(pieces, into, deadline);
 }
 
 std::vector<MemoryRange> KvPool::allSegmentRanges() const {

@@ -7,15 +7,15 @@
 #include <utility>
 
 #include "agent/channel/frame.h"
-#include "agent/channel/json_reader.h"
 #include "agent/channel/message_type.h"
+#include "json/json_reader.h"
 
 namespace kvx::agent::metadata {
 namespace {
 
-using channel::fieldError;
-using channel::JsonReader;
-using channel::quoteForError;
+using jsonio::fieldError;
+using jsonio::JsonReader;
+using jsonio::quoteForError;
 using nlohmann::json;
 
 bool isNameChar(char c) {
@@ -28,18 +28,18 @@ Status validateToken(std::string_view text, std::string_view path, std::size_t m
   bool ok = text.size() >= minBytes && text.size() <= maxBytes;
   for (char c : text) ok = ok && isNameChar(c);
   if (ok) return Status::ok();
-  return fieldError(
+  return jsonio::fieldError(
       path, std::to_string(minBytes) + ".." + std::to_string(maxBytes) + " bytes of [A-Za-z0-9._-]",
-      quoteForError(text) + " (" + std::to_string(text.size()) + " bytes)");
+      jsonio::quoteForError(text) + " (" + std::to_string(text.size()) + " bytes)");
 }
 
 Status validateRegionName(std::string_view name, std::string_view path) {
   bool ok = !name.empty() && name.size() <= kMaxRegionNameBytes;
   for (char c : name) ok = ok && static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
   if (ok) return Status::ok();
-  return fieldError(
+  return jsonio::fieldError(
       path, "1.." + std::to_string(kMaxRegionNameBytes) + " bytes without control characters",
-      quoteForError(name) + " (" + std::to_string(name.size()) + " bytes)");
+      jsonio::quoteForError(name) + " (" + std::to_string(name.size()) + " bytes)");
 }
 
 std::string regionPath(std::string_view path, std::size_t index) {
@@ -48,35 +48,38 @@ std::string regionPath(std::string_view path, std::size_t index) {
 
 Status validateRegion(const engine::RegionMetadata& region, const std::string& path) {
   const RegionInfo& info = region.info;
-  if (!info.id.isValid()) return fieldError(path + ".id", "non-zero region id", "0");
+  if (!info.id.isValid()) return jsonio::fieldError(path + ".id", "non-zero region id", "0");
   KVX_RETURN_IF_ERROR(validateRegionName(info.name, path + ".name"));
-  if (info.length == 0) return fieldError(path + ".length", "length > 0", "0");
+  if (info.length == 0) return jsonio::fieldError(path + ".length", "length > 0", "0");
   if (info.address > std::numeric_limits<std::uint64_t>::max() - info.length) {
-    return fieldError(path + ".length",
-                      "a length that does not overflow address " + std::to_string(info.address),
-                      std::to_string(info.length));
+    return jsonio::fieldError(
+        path + ".length", "a length that does not overflow address " + std::to_string(info.address),
+        std::to_string(info.length));
   }
   if (info.device < -1 || info.device > kMaxDevice) {
-    return fieldError(path + ".device", "integer in [-1, " + std::to_string(kMaxDevice) + "]",
-                      std::to_string(info.device));
+    return jsonio::fieldError(path + ".device",
+                              "integer in [-1, " + std::to_string(kMaxDevice) + "]",
+                              std::to_string(info.device));
   }
   if (info.kind == MemoryKind::kCuda && info.device < 0) {
-    return fieldError(path + ".device", "a CUDA device ordinal >= 0 for kind 'cuda'",
-                      std::to_string(info.device));
+    return jsonio::fieldError(path + ".device", "a CUDA device ordinal >= 0 for kind 'cuda'",
+                              std::to_string(info.device));
   }
   if (info.kind != MemoryKind::kHost && info.kind != MemoryKind::kCuda) {
-    return fieldError(path + ".kind", "memory kind", std::to_string(static_cast<int>(info.kind)));
+    return jsonio::fieldError(path + ".kind", "memory kind",
+                              std::to_string(static_cast<int>(info.kind)));
   }
   if (region.packedKey.size() > kMaxPackedKeyBytes) {
-    return fieldError(path + ".packedKey",
-                      "at most " + std::to_string(kMaxPackedKeyBytes) + " bytes",
-                      std::to_string(region.packedKey.size()) + " bytes");
+    return jsonio::fieldError(path + ".packedKey",
+                              "at most " + std::to_string(kMaxPackedKeyBytes) + " bytes",
+                              std::to_string(region.packedKey.size()) + " bytes");
   }
   return Status::ok();
 }
 
 Result<engine::RegionMetadata> regionFromJson(const json& value, std::string path) {
-  KVX_ASSIGN_OR_RETURN(JsonReader reader, JsonReader::object(value, std::move(path)));
+  KVX_ASSIGN_OR_RETURN(jsonio::JsonReader reader,
+                       jsonio::JsonReader::object(value, std::move(path)));
   engine::RegionMetadata region;
   RegionInfo& info = region.info;
   KVX_ASSIGN_OR_RETURN(std::uint64_t id, reader.unsignedInteger("id", 1));
@@ -86,7 +89,9 @@ Result<engine::RegionMetadata> regionFromJson(const json& value, std::string pat
   KVX_ASSIGN_OR_RETURN(info.length, reader.unsignedInteger("length", 1));
   KVX_ASSIGN_OR_RETURN(std::string kind, reader.string("kind", 16));
   const std::optional<MemoryKind> parsed = parseMemoryKind(kind);
-  if (!parsed) return fieldError(reader.fieldPath("kind"), "'host' or 'cuda'", quoteForError(kind));
+  if (!parsed)
+    return jsonio::fieldError(reader.fieldPath("kind"), "'host' or 'cuda'",
+                              jsonio::quoteForError(kind));
   info.kind = *parsed;
   KVX_ASSIGN_OR_RETURN(std::int64_t device, reader.integer("device", -1, kMaxDevice));
   info.device = static_cast<int>(device);
@@ -107,13 +112,14 @@ Status validateMetadata(const engine::PeerMetadata& metadata, std::string_view p
   KVX_RETURN_IF_ERROR(
       validateToken(metadata.transport, root + ".transport", 0, kMaxTransportNameBytes));
   if (metadata.dataAddress.size() > kMaxDataAddressBytes) {
-    return fieldError(root + ".dataAddress",
-                      "at most " + std::to_string(kMaxDataAddressBytes) + " bytes",
-                      std::to_string(metadata.dataAddress.size()) + " bytes");
+    return jsonio::fieldError(root + ".dataAddress",
+                              "at most " + std::to_string(kMaxDataAddressBytes) + " bytes",
+                              std::to_string(metadata.dataAddress.size()) + " bytes");
   }
   if (metadata.regions.size() > kMaxRegions) {
-    return fieldError(root + ".regions", "at most " + std::to_string(kMaxRegions) + " regions",
-                      std::to_string(metadata.regions.size()));
+    return jsonio::fieldError(root + ".regions",
+                              "at most " + std::to_string(kMaxRegions) + " regions",
+                              std::to_string(metadata.regions.size()));
   }
   std::unordered_map<std::uint64_t, std::size_t> ids;
   std::unordered_map<std::string_view, std::size_t> names;
@@ -123,15 +129,16 @@ Status validateMetadata(const engine::PeerMetadata& metadata, std::string_view p
     KVX_RETURN_IF_ERROR(validateRegion(region, path_i));
     auto [idIt, idFresh] = ids.emplace(region.info.id.value, i);
     if (!idFresh) {
-      return fieldError(path_i + ".id", "a unique region id",
-                        std::to_string(region.info.id.value) + ", also used by regions[" +
-                            std::to_string(idIt->second) + "]");
+      return jsonio::fieldError(path_i + ".id", "a unique region id",
+                                std::to_string(region.info.id.value) + ", also used by regions[" +
+                                    std::to_string(idIt->second) + "]");
     }
     auto [nameIt, nameFresh] = names.emplace(region.info.name, i);
     if (!nameFresh) {
-      return fieldError(path_i + ".name", "a unique region name",
-                        quoteForError(region.info.name) + ", also used by regions[" +
-                            std::to_string(nameIt->second) + "]");
+      return jsonio::fieldError(path_i + ".name", "a unique region name",
+                                jsonio::quoteForError(region.info.name) +
+                                    ", also used by regions[" + std::to_string(nameIt->second) +
+                                    "]");
     }
   }
   return Status::ok();
@@ -147,12 +154,12 @@ json metadataToJson(const engine::PeerMetadata& metadata) {
                        {"kind", std::string(toString(region.info.kind))},
                        {"device", region.info.device},
                        {"exposed", region.info.exposed},
-                       {"packedKey", channel::toHex(region.packedKey)}});
+                       {"packedKey", jsonio::toHex(region.packedKey)}});
   }
   json out = {{"name", metadata.name},
               {"incarnation", metadata.incarnation},
               {"transport", metadata.transport},
-              {"dataAddress", channel::toHex(metadata.dataAddress)},
+              {"dataAddress", jsonio::toHex(metadata.dataAddress)},
               {"regions", std::move(regions)}};
   // Optional: older agents neither send nor expect it (their peers then refuse transfers
   // that would need it).
@@ -161,14 +168,15 @@ json metadataToJson(const engine::PeerMetadata& metadata) {
     out["stagingWindow"] = {{"address", window.address},
                             {"slotBytes", window.slotBytes},
                             {"slots", window.slots},
-                            {"packedKey", channel::toHex(window.packedKey)}};
+                            {"packedKey", jsonio::toHex(window.packedKey)}};
   }
   return out;
 }
 
 Result<engine::PeerMetadata> metadataFromJson(const json& value, std::string_view path) {
   try {
-    KVX_ASSIGN_OR_RETURN(JsonReader reader, JsonReader::object(value, std::string(path)));
+    KVX_ASSIGN_OR_RETURN(jsonio::JsonReader reader,
+                         jsonio::JsonReader::object(value, std::string(path)));
     engine::PeerMetadata metadata;
     KVX_ASSIGN_OR_RETURN(metadata.name, reader.string("name", kMaxAgentNameBytes));
     KVX_ASSIGN_OR_RETURN(metadata.incarnation, reader.unsignedInteger("incarnation"));
@@ -183,7 +191,7 @@ Result<engine::PeerMetadata> metadataFromJson(const json& value, std::string_vie
       metadata.regions.push_back(std::move(region));
     }
     if (reader.value().contains("stagingWindow")) {
-      KVX_ASSIGN_OR_RETURN(JsonReader window, reader.child("stagingWindow"));
+      KVX_ASSIGN_OR_RETURN(jsonio::JsonReader window, reader.child("stagingWindow"));
       engine::StagingWindowMetadata& out = metadata.stagingWindow;
       KVX_ASSIGN_OR_RETURN(out.address, window.unsignedInteger("address"));
       KVX_ASSIGN_OR_RETURN(out.slotBytes,
@@ -193,9 +201,10 @@ Result<engine::PeerMetadata> metadataFromJson(const json& value, std::string_vie
       out.slots = static_cast<std::uint32_t>(slots);
       KVX_ASSIGN_OR_RETURN(out.packedKey, window.hexBytes("packedKey", kMaxPackedKeyBytes));
       if (out.address + out.slotBytes * out.slots < out.address) {
-        return fieldError(window.path(), "a window that does not wrap the address space",
-                          std::to_string(out.slots) + " x " + std::to_string(out.slotBytes) +
-                              " bytes at " + std::to_string(out.address));
+        return jsonio::fieldError(window.path(), "a window that does not wrap the address space",
+                                  std::to_string(out.slots) + " x " +
+                                      std::to_string(out.slotBytes) + " bytes at " +
+                                      std::to_string(out.address));
       }
     }
     KVX_RETURN_IF_ERROR(validateMetadata(metadata, path));
@@ -207,7 +216,7 @@ Result<engine::PeerMetadata> metadataFromJson(const json& value, std::string_vie
 
 std::vector<std::uint8_t> encodeMetadataBlob(const engine::PeerMetadata& metadata) {
   return channel::encodeFrame(channel::MessageType::kMetadataBlob,
-                              channel::dumpJson(metadataToJson(metadata)));
+                              jsonio::dumpJson(metadataToJson(metadata)));
 }
 
 Result<engine::PeerMetadata> decodeMetadataBlob(std::span<const std::uint8_t> blob,
@@ -227,7 +236,7 @@ Result<engine::PeerMetadata> decodeMetadataBlob(std::span<const std::uint8_t> bl
                          " is not " +
                          std::to_string(static_cast<int>(channel::MessageType::kMetadataBlob)));
   }
-  KVX_ASSIGN_OR_RETURN(json value, channel::parseJson(frame->payload, "metadata blob payload"));
+  KVX_ASSIGN_OR_RETURN(json value, jsonio::parseJson(frame->payload, "metadata blob payload"));
   return metadataFromJson(value, "metadata");
 }
 

@@ -11,6 +11,7 @@
 #include "bench/bare/request_loop.h"
 #include "bench/bare/target_link.h"
 #include "bench/bare/target_protocol.h"
+#include "process/child_process.h"
 
 namespace kvx::bench {
 namespace {
@@ -143,7 +144,10 @@ Result<BareUcpResult> runBareUcpInitiator(const BareUcpOptions& o,
   const Deadline deadline = deadlineIn(o.timeoutSeconds);
   std::vector<std::string> args = toArguments(o);
   args.insert(args.end(), {"--role", "target", "--quiet"});
-  KVX_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::spawn(targetBinary, args, false));
+  KVX_ASSIGN_OR_RETURN(
+      process::ChildProcess child,
+      process::ChildProcess::spawn(
+          targetBinary, args, {.stdinPipe = true, .captureStderr = false, .killWithParent = true}));
   TargetLink target(std::move(child));
   KVX_RETURN_IF_ERROR(pinToCpu(o.initiatorCpu));
 

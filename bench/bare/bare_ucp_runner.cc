@@ -1,7 +1,7 @@
 #include "bench/bare/bare_ucp_runner.h"
 
 #include "bench/bare/bare_ucp_cli.h"
-#include "bench/bare/child_process.h"
+#include "process/child_process.h"
 
 namespace kvx::bench {
 namespace {
@@ -23,10 +23,13 @@ Result<BareUcpResult> runBareUcp(const BareUcpOptions& options, const std::strin
   std::vector<std::string> args = toArguments(options);
   args.push_back("--quiet");
   const std::string what = "kvx-bare-ucp (" + binaryPath + ")";
-  KVX_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::spawn(binaryPath, args, true));
+  KVX_ASSIGN_OR_RETURN(
+      process::ChildProcess child,
+      process::ChildProcess::spawn(
+          binaryPath, args, {.stdinPipe = true, .captureStderr = true, .killWithParent = true}));
   child.closeStdin();
   const Deadline deadline = deadlineIn(options.timeoutSeconds) + kMargin;
-  Result<ChildProcess::Output> output = child.readToEnd(deadline);
+  Result<process::ChildProcess::Output> output = child.readToEnd(deadline);
   if (!output.isOk()) return output.status().withContext(what);
   KVX_ASSIGN_OR_RETURN(const int code, child.waitExit(deadline));
   if (code != kExitOk && code != kExitVerifyFailed) {

@@ -6,7 +6,7 @@
 
 namespace kvx::bench {
 
-TargetLink::TargetLink(ChildProcess child)
+TargetLink::TargetLink(process::ChildProcess child)
     : child_(std::move(child)), channel_(child_.stdoutFd(), child_.stdinFd()) {}
 
 Status TargetLink::send(TargetMessage type, Deadline deadline,

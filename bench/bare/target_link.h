@@ -11,16 +11,16 @@
 #include <span>
 #include <vector>
 
-#include "bench/bare/child_process.h"
 #include "bench/bare/pipe_channel.h"
 #include "bench/bare/target_protocol.h"
 #include "kvx/result.h"
+#include "process/child_process.h"
 
 namespace kvx::bench {
 
 class TargetLink {
  public:
-  explicit TargetLink(ChildProcess child);
+  explicit TargetLink(process::ChildProcess child);
 
   Status send(TargetMessage type, Deadline deadline, std::span<const std::uint8_t> payload = {});
   // The payload of the next message, which must be of `type`.
@@ -34,7 +34,7 @@ class TargetLink {
  private:
   Status withExit(Status status);
 
-  ChildProcess child_;
+  process::ChildProcess child_;
   PipeChannel channel_;
 };
 

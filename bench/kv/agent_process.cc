@@ -4,6 +4,8 @@
 
 #include <fstream>
 
+#include "process/agent_protocol.h"
+
 namespace kvx::bench {
 
 using std::chrono::milliseconds;
@@ -33,7 +35,7 @@ Result<AgentProcess> AgentProcess::start(const std::string& binary, std::string 
                                          milliseconds timeout) {
   args.insert(args.begin(), "agent");
   args.insert(args.end(), {"--name", name, "--report", reportPath});
-  auto spawned = pair_transfer::ChildProcess::spawn(binary, args);
+  auto spawned = kvx::process::ChildProcess::spawn(binary, args);
   if (!spawned.isOk()) return spawned.status().withContext("starting agent '" + name + "'");
   AgentProcess process(std::move(name), std::move(spawned).value(), std::move(reportPath));
   const auto deadline = Clock::now() + timeout;
@@ -48,11 +50,13 @@ Result<AgentProcess> AgentProcess::start(const std::string& binary, std::string 
       return line.status().withContext("agent '" + process.name_ +
                                        "' exited before listening (see its log above)");
     }
-    if (line->rfind("LISTENING ", 0) == 0) {
-      process.address_ = line->substr(10);
+    const process::AgentLine said = process::parseAgentLine(*line);
+    if (said.kind == process::AgentLine::Kind::kListening) {
+      process.address_ = said.payload;
       return process;
     }
-    if (line->rfind("STATS ", 0) == 0) return startFailure(process.name_, line->substr(6));
+    if (said.kind == process::AgentLine::Kind::kStats)
+      return startFailure(process.name_, said.payload);
   }
 }
 

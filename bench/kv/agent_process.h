@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/pair_transfer/child_process.h"
+#include "process/child_process.h"
 #include "kvx/result.h"
 #include "kvx/transfer.h"
 
@@ -38,11 +38,11 @@ class AgentProcess {
   Result<nlohmann::json> report() const;
 
  private:
-  AgentProcess(std::string name, pair_transfer::ChildProcess child, std::string reportPath)
+  AgentProcess(std::string name, kvx::process::ChildProcess child, std::string reportPath)
       : name_(std::move(name)), child_(std::move(child)), reportPath_(std::move(reportPath)) {}
 
   std::string name_;
-  std::optional<pair_transfer::ChildProcess> child_;
+  std::optional<kvx::process::ChildProcess> child_;
   std::string reportPath_;
   std::string address_;
 };

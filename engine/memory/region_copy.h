@@ -25,15 +25,8 @@ namespace kvx::engine {
 // every copy its engines run (the engine closes its copy engines before the registry goes).
 using CopyEngineOf = std::function<Result<gpu::CopyEngine*>(int device)>;
 
-// One piece of a batched copy: `length` host bytes at `host` <-> [offset, +length) of the
-// region `region`. The host bytes are read (into a region) or written (out of one) only by
-// the calling thread.
-struct RegionPiece {
-  RegionId region;
-  std::uint64_t offset = 0;
-  std::byte* host = nullptr;
-  std::size_t length = 0;
-};
+// One piece of a batched copy (kvx/memory.h).
+using RegionPiece = RegionCopy;
 
 Status copyIntoRegion(MemoryRegistry& registry, const CopyEngineOf& engineOf, RegionId id,
                       std::uint64_t offset, std::span<const std::byte> bytes, Deadline deadline);

@@ -8,11 +8,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "examples/pair_transfer/child_process.h"
+#include "process/child_process.h"
 #include "tests/support/kvx_binary.h"
 
+using kvx::process::ChildProcess;
 using kvx::test::kvxBinary;
-using pair_transfer::ChildProcess;
 using std::chrono::seconds;
 
 namespace {

@@ -16,14 +16,14 @@
 #include <thread>
 #include <tuple>
 
-#include "examples/pair_transfer/child_process.h"
+#include "process/child_process.h"
 #include "tests/support/kvx_binary.h"
 #include "tests/support/listening_line.h"
 #include "tests/support/sanitizer_build.h"
 
+using kvx::process::ChildProcess;
 using kvx::test::kvxBinary;
 using kvx::test::readListeningAddress;
-using pair_transfer::ChildProcess;
 using std::chrono::seconds;
 
 namespace {

@@ -10,13 +10,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "examples/pair_transfer/child_process.h"
+#include "process/child_process.h"
 #include "tests/support/kvx_binary.h"
 #include "tests/support/listening_line.h"
 #include "workload/trace_writer.h"
 
+using kvx::process::ChildProcess;
 using kvx::test::kvxBinary;
-using pair_transfer::ChildProcess;
 using std::chrono::seconds;
 
 namespace {

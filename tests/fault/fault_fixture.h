@@ -23,8 +23,9 @@
 #include <vector>
 
 #include "cli/kv_content.h"
-#include "examples/pair_transfer/child_process.h"
 #include "kvx/kv_agent.h"
+#include "process/agent_protocol.h"
+#include "process/child_process.h"
 #include "tests/support/failed_assertions.h"
 #include "tests/support/kvx_binary.h"
 #include "workload/trace_record.h"
@@ -32,7 +33,7 @@
 namespace kvx::test::fault {
 
 using namespace std::chrono_literals;
-using pair_transfer::ChildProcess;
+using kvx::process::ChildProcess;
 
 // A small model keeps process start and pool population quick: 8 layers of 2 KV heads x 64
 // dims, 16 tokens a block = 64 KiB a block.
@@ -90,11 +91,9 @@ inline std::string readFile(const std::string& path) {
 // The STATS line that a `kvx agent` process told to stop prints, within 30 s each line;
 // the process is left to exit.
 inline nlohmann::json readStats(ChildProcess& process) {
-  for (;;) {
-    auto line = process.readLine(30s);
-    REQUIRE(line.isOk());
-    if (line->rfind("STATS ", 0) == 0) return nlohmann::json::parse(line->substr(6));
-  }
+  auto stats = kvx::process::readStats(process, kvx::deadlineIn(30s));
+  REQUIRE(stats.isOk());
+  return nlohmann::json::parse(*stats);
 }
 
 // A `kvx agent --role decode --verify` process; its stderr (debug log) goes to `log`.

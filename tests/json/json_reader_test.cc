@@ -1,5 +1,5 @@
 // kvx-test-labels: unit
-#include "agent/channel/json_reader.h"
+#include "json/json_reader.h"
 
 #include <catch2/catch.hpp>
 #include <limits>
@@ -7,7 +7,7 @@
 
 using kvx::StatusCode;
 using nlohmann::json;
-using namespace kvx::agent::channel;
+using namespace kvx::jsonio;
 
 TEST_CASE("jsonTypeName uses the words of the error messages") {
   CHECK(jsonTypeName(json(nullptr)) == "null");

@@ -9,14 +9,14 @@
 #include <utility>
 #include <vector>
 
-#include "examples/pair_transfer/child_process.h"
+#include "process/child_process.h"
 #include "tests/support/kvx_binary.h"
 
 namespace kvx::test {
 
 inline std::pair<int, std::string> runKvx(const std::vector<std::string>& args,
                                           std::chrono::seconds timeout) {
-  auto child = pair_transfer::ChildProcess::spawn(kvxBinary(), args);
+  auto child = kvx::process::ChildProcess::spawn(kvxBinary(), args);
   REQUIRE(child.isOk());
   std::string output;
   const auto deadline = std::chrono::steady_clock::now() + timeout;

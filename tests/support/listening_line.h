@@ -7,17 +7,19 @@
 #include <chrono>
 #include <string>
 
-#include "examples/pair_transfer/child_process.h"
+#include "process/agent_protocol.h"
+#include "process/child_process.h"
 
 namespace kvx::test {
 
-inline std::string readListeningAddress(pair_transfer::ChildProcess& agent,
+inline std::string readListeningAddress(kvx::process::ChildProcess& agent,
                                         std::chrono::seconds timeout = std::chrono::seconds(30)) {
   auto line = agent.readLine(timeout);
   INFO("the agent's first line: " << (line.isOk() ? *line : line.status().toString()));
   REQUIRE(line.isOk());
-  REQUIRE_THAT(*line, Catch::StartsWith("LISTENING "));
-  return line->substr(10);
+  const process::AgentLine said = process::parseAgentLine(*line);
+  REQUIRE(said.kind == process::AgentLine::Kind::kListening);
+  return said.payload;
 }
 
 }  // namespace kvx::test

@@ -18,7 +18,7 @@ TargetProcess startTarget(const std::string& transport, std::uint64_t bytes, boo
       "--role",    "target", "--transport", transport, "--bytes", std::to_string(bytes),
       "--segment", "1",      "--timeout",   "300"};
   if (allocate) args.push_back("--allocate");
-  auto child = pair_transfer::ChildProcess::spawn(pairTransferBinary(), args);
+  auto child = kvx::process::ChildProcess::spawn(pairTransferBinary(), args);
   REQUIRE(child.isOk());
   auto line = child->readLine(std::chrono::seconds(30));
   INFO((line.isOk() ? *line : line.status().toString()));

@@ -7,12 +7,12 @@
 #include <optional>
 #include <string>
 
-#include "examples/pair_transfer/child_process.h"
+#include "process/child_process.h"
 
 namespace kvx::test {
 
 struct TargetProcess {
-  pair_transfer::ChildProcess process;
+  kvx::process::ChildProcess process;
   std::string address;  // control address "127.0.0.1:port"
 };
 

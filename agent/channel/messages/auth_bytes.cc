@@ -6,16 +6,16 @@
 namespace kvx::agent::channel {
 
 std::string authBytesToHex(const AuthBytes& bytes) {
-  return toHex(std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
+  return jsonio::toHex(std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
 }
 
-Result<AuthBytes> readAuthBytes(const JsonReader& reader, std::string_view key) {
+Result<AuthBytes> readAuthBytes(const jsonio::JsonReader& reader, std::string_view key) {
   KVX_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, reader.hexBytes(key, kAuthBytes));
   if (bytes.size() != kAuthBytes) {
-    return fieldError(reader.fieldPath(key),
-                      std::to_string(kAuthBytes) + " bytes (" + std::to_string(2 * kAuthBytes) +
-                          " hex characters)",
-                      std::to_string(bytes.size()) + " bytes");
+    return jsonio::fieldError(reader.fieldPath(key),
+                              std::to_string(kAuthBytes) + " bytes (" +
+                                  std::to_string(2 * kAuthBytes) + " hex characters)",
+                              std::to_string(bytes.size()) + " bytes");
   }
   AuthBytes result{};
   std::copy(bytes.begin(), bytes.end(), result.begin());

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "agent/channel/json_reader.h"
+#include "json/json_reader.h"
 #include "kvx/result.h"
 
 namespace kvx::agent::channel {
@@ -22,6 +22,6 @@ std::string authBytesToHex(const AuthBytes& bytes);
 
 // The field `key` of `reader` as exactly kAuthBytes bytes; PROTOCOL_ERROR naming the field
 // otherwise ("auth_begin.nonce: expected 32 bytes (64 hex characters), got 3 bytes").
-Result<AuthBytes> readAuthBytes(const JsonReader& reader, std::string_view key);
+Result<AuthBytes> readAuthBytes(const jsonio::JsonReader& reader, std::string_view key);
 
 }  // namespace kvx::agent::channel

@@ -10,7 +10,8 @@ nlohmann::json AuthChallenge::toJson() const {
 }
 
 Result<AuthChallenge> AuthChallenge::fromJson(const nlohmann::json& value) {
-  KVX_ASSIGN_OR_RETURN(JsonReader reader, JsonReader::object(value, std::string(toString(kType))));
+  KVX_ASSIGN_OR_RETURN(jsonio::JsonReader reader,
+                       jsonio::JsonReader::object(value, std::string(toString(kType))));
   AuthChallenge message;
   KVX_ASSIGN_OR_RETURN(message.nonce, readAuthBytes(reader, "nonce"));
   KVX_ASSIGN_OR_RETURN(message.proof, readAuthBytes(reader, "proof"));

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "agent/channel/json_reader.h"
+#include "json/json_reader.h"
 
 namespace kvx::agent::channel {
 namespace {
@@ -22,7 +22,7 @@ StatusCode parseStatusCode(std::string_view name) {
 
 ErrorMessage ErrorMessage::fromStatus(const Status& status) {
   return ErrorMessage{std::string(toString(status.code())),
-                      utf8Prefix(status.message(), kMaxMessageBytes)};
+                      jsonio::utf8Prefix(status.message(), kMaxMessageBytes)};
 }
 
 Status ErrorMessage::toStatus(std::string_view context) const {
@@ -33,20 +33,22 @@ Status ErrorMessage::toStatus(std::string_view context) const {
 }
 
 nlohmann::json ErrorMessage::toJson() const {
-  return {{"code", code}, {"message", utf8Prefix(message, kMaxMessageBytes)}};
+  return {{"code", code}, {"message", jsonio::utf8Prefix(message, kMaxMessageBytes)}};
 }
 
 Result<ErrorMessage> ErrorMessage::fromJson(const nlohmann::json& value) {
-  KVX_ASSIGN_OR_RETURN(JsonReader reader, JsonReader::object(value, std::string(toString(kType))));
+  KVX_ASSIGN_OR_RETURN(jsonio::JsonReader reader,
+                       jsonio::JsonReader::object(value, std::string(toString(kType))));
   ErrorMessage result;
   KVX_ASSIGN_OR_RETURN(result.code, reader.string("code", kMaxCodeBytes));
   for (char c : result.code) {
     if (!((c >= 'A' && c <= 'Z') || c == '_')) {
-      return fieldError(reader.fieldPath("code"), "a status code name [A-Z_]+",
-                        quoteForError(result.code));
+      return jsonio::fieldError(reader.fieldPath("code"), "a status code name [A-Z_]+",
+                                jsonio::quoteForError(result.code));
     }
   }
-  if (result.code.empty()) return fieldError(reader.fieldPath("code"), "a status code name", "''");
+  if (result.code.empty())
+    return jsonio::fieldError(reader.fieldPath("code"), "a status code name", "''");
   KVX_ASSIGN_OR_RETURN(result.message, reader.string("message", kMaxMessageBytes));
   return result;
 }

@@ -3,14 +3,14 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "agent/channel/json_reader.h"
+#include "json/json_reader.h"
 
 namespace kvx::agent::channel {
 
 nlohmann::json Heartbeat::toJson() const { return nlohmann::json::object(); }
 
 Result<Heartbeat> Heartbeat::fromJson(const nlohmann::json& value) {
-  KVX_RETURN_IF_ERROR(JsonReader::object(value, std::string(toString(kType))).status());
+  KVX_RETURN_IF_ERROR(jsonio::JsonReader::object(value, std::string(toString(kType))).status());
   return Heartbeat{};
 }
 

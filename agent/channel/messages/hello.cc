@@ -4,9 +4,9 @@
 #include <string>
 #include <utility>
 
-#include "agent/channel/json_reader.h"
 #include "agent/channel/messages/heartbeat.h"
 #include "agent/metadata/metadata_codec.h"
+#include "json/json_reader.h"
 
 namespace kvx::agent::channel {
 
@@ -18,8 +18,9 @@ nlohmann::json Hello::toJson() const {
 }
 
 Result<Hello> Hello::fromJson(const nlohmann::json& value) {
-  KVX_ASSIGN_OR_RETURN(JsonReader reader, JsonReader::object(value, std::string(toString(kType))));
-  KVX_ASSIGN_OR_RETURN(JsonReader field, reader.child("metadata"));
+  KVX_ASSIGN_OR_RETURN(jsonio::JsonReader reader,
+                       jsonio::JsonReader::object(value, std::string(toString(kType))));
+  KVX_ASSIGN_OR_RETURN(jsonio::JsonReader field, reader.child("metadata"));
   Hello message;
   KVX_ASSIGN_OR_RETURN(message.metadata,
                        agent::metadata::metadataFromJson(field.value(), field.path()));
@@ -32,8 +33,8 @@ Result<Hello> Hello::fromJson(const nlohmann::json& value) {
       const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
                       c == '.' || c == '_' || c == '-';
       if (!ok) {
-        return fieldError(reader.fieldPath("role"), "[A-Za-z0-9._-]*",
-                          quoteForError(*message.role));
+        return jsonio::fieldError(reader.fieldPath("role"), "[A-Za-z0-9._-]*",
+                                  jsonio::quoteForError(*message.role));
       }
     }
   }

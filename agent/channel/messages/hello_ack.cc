@@ -4,9 +4,9 @@
 #include <string>
 #include <utility>
 
-#include "agent/channel/json_reader.h"
 #include "agent/channel/messages/heartbeat.h"
 #include "agent/metadata/metadata_codec.h"
+#include "json/json_reader.h"
 
 namespace kvx::agent::channel {
 
@@ -17,8 +17,9 @@ nlohmann::json HelloAck::toJson() const {
 }
 
 Result<HelloAck> HelloAck::fromJson(const nlohmann::json& value) {
-  KVX_ASSIGN_OR_RETURN(JsonReader reader, JsonReader::object(value, std::string(toString(kType))));
-  KVX_ASSIGN_OR_RETURN(JsonReader field, reader.child("metadata"));
+  KVX_ASSIGN_OR_RETURN(jsonio::JsonReader reader,
+                       jsonio::JsonReader::object(value, std::string(toString(kType))));
+  KVX_ASSIGN_OR_RETURN(jsonio::JsonReader field, reader.child("metadata"));
   HelloAck message;
   KVX_ASSIGN_OR_RETURN(message.metadata,
                        agent::metadata::metadataFromJson(field.value(), field.path()));

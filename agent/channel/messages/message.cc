@@ -4,15 +4,16 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "agent/channel/json_reader.h"
+#include "json/json_reader.h"
 
 namespace kvx::agent::channel {
 namespace {
 
 template <typename T>
 Result<Message> decodeAs(const Frame& frame) {
-  KVX_ASSIGN_OR_RETURN(nlohmann::json value,
-                       parseJson(frame.payload, std::string(toString(T::kType)) + " payload"));
+  KVX_ASSIGN_OR_RETURN(
+      nlohmann::json value,
+      jsonio::parseJson(frame.payload, std::string(toString(T::kType)) + " payload"));
   KVX_ASSIGN_OR_RETURN(T message, T::fromJson(value));
   return Message(std::move(message));
 }
@@ -25,7 +26,7 @@ MessageType messageType(const Message& message) {
 
 std::vector<std::uint8_t> encodeMessage(const Message& message) {
   const std::string payload =
-      std::visit([](const auto& m) { return dumpJson(m.toJson()); }, message);
+      std::visit([](const auto& m) { return jsonio::dumpJson(m.toJson()); }, message);
   return encodeFrame(messageType(message), payload);
 }
 

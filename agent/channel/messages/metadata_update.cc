@@ -4,8 +4,8 @@
 #include <string>
 #include <utility>
 
-#include "agent/channel/json_reader.h"
 #include "agent/metadata/metadata_codec.h"
+#include "json/json_reader.h"
 
 namespace kvx::agent::channel {
 
@@ -14,8 +14,9 @@ nlohmann::json MetadataUpdate::toJson() const {
 }
 
 Result<MetadataUpdate> MetadataUpdate::fromJson(const nlohmann::json& value) {
-  KVX_ASSIGN_OR_RETURN(JsonReader reader, JsonReader::object(value, std::string(toString(kType))));
-  KVX_ASSIGN_OR_RETURN(JsonReader field, reader.child("metadata"));
+  KVX_ASSIGN_OR_RETURN(jsonio::JsonReader reader,
+                       jsonio::JsonReader::object(value, std::string(toString(kType))));
+  KVX_ASSIGN_OR_RETURN(jsonio::JsonReader field, reader.child("metadata"));
   MetadataUpdate message;
   KVX_ASSIGN_OR_RETURN(message.metadata,
                        agent::metadata::metadataFromJson(field.value(), field.path()));

@@ -59,6 +59,21 @@ class Agent final {
   // Fails with FAILED_PRECONDITION while a pending transfer uses the region.
   Status deregisterMemory(RegionId region);
   Result<RegionInfo> regionInfo(RegionId region) const;
+  // Copies `bytes` into local region `region` at `offset`, or the region's bytes there out
+  // into `out`: a memcpy for host memory, the copy engine of the region's device for CUDA
+  // memory (from or to a buffer of its own, so that the caller's memory is never touched
+  // after return). Synchronous; for filling and checking contents from the host (tests,
+  // benchmarks, a KV pool's segments), not a data path. NOT_FOUND for an unknown region;
+  // INVALID_ARGUMENT for a range outside it; TIMED_OUT when a copy is not done by `deadline`
+  // (it may still land; the region stays registered until it has).
+  Status copyIntoRegion(RegionId region, std::uint64_t offset, std::span<const std::byte> bytes,
+                        Deadline deadline);
+  Status copyFromRegion(RegionId region, std::uint64_t offset, std::span<std::byte> out,
+                        Deadline deadline);
+  // Many such copies at once, all into regions (`into`) or all out of them: every piece is
+  // submitted before the call waits (N small pieces of GPU memory cost about one copy-engine
+  // round trip).
+  Status copyRegionPieces(std::span<const RegionCopy> pieces, bool into, Deadline deadline);
 
   // ---- peers ----
   // Connects over the control channel to `address` ("host:port"), exchanges metadata both

@@ -4,6 +4,7 @@
 // peers may address it. The kind and device are part of every region from the start, so
 // that GPU memory and per-device rails fit without changing the vocabulary.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -71,6 +72,16 @@ struct MemoryRange {
   RegionId region;
   std::uint64_t offset = 0;
   std::uint64_t length = 0;
+};
+
+// One piece of a batched host copy (Agent::copyRegionPieces): `length` host bytes at `host`
+// <-> [offset, +length) of the local region `region`. The host bytes are read (into a
+// region) or written (out of one) only by the calling thread.
+struct RegionCopy {
+  RegionId region;
+  std::uint64_t offset = 0;
+  std::byte* host = nullptr;
+  std::size_t length = 0;
 };
 
 }  // namespace kvx

@@ -5,7 +5,7 @@
 #include "bench/kv/control/control_clock.h"
 #include "bench/kv/control/control_output.h"
 #include "bench/kv/control/control_step.h"
-#include "examples/pair_transfer/child_process.h"
+#include "process/child_process.h"
 
 namespace kvx::bench {
 namespace {
@@ -33,7 +33,7 @@ std::vector<ControlFigure> runStepProcess(const std::string& step, const std::st
   } else {
     args.insert(args.end(), {"--bare-binary", options.bareBinary});
   }
-  auto child = pair_transfer::ChildProcess::spawn(options.kvxBinary, args);
+  auto child = kvx::process::ChildProcess::spawn(options.kvxBinary, args);
   if (!child.isOk()) return fail("cannot start the step's process: " + child.status().toString());
   const Deadline deadline = Clock::now() + options.stepTimeout;
   std::string json;

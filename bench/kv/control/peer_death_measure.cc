@@ -8,8 +8,9 @@
 
 #include "bench/kv/control/control_agents.h"
 #include "bench/kv/control/control_clock.h"
-#include "examples/pair_transfer/child_process.h"
 #include "kvx/kv_agent.h"
+#include "process/agent_protocol.h"
+#include "process/child_process.h"
 
 namespace kvx::bench {
 namespace {
@@ -19,15 +20,6 @@ using std::chrono::seconds;
 
 constexpr const char* kPeerDeathGroup = "peer death";
 constexpr auto kPoll = std::chrono::microseconds(200);
-
-Result<std::string> readListening(pair_transfer::ChildProcess& child, Deadline deadline) {
-  while (true) {
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return timedOut("the decode agent did not print LISTENING in time");
-    KVX_ASSIGN_OR_RETURN(std::string line, child.readLine(left));
-    if (line.rfind("LISTENING ", 0) == 0) return line.substr(10);
-  }
-}
 
 Status submitOne(KvAgent& prefill, const std::string& id, std::uint64_t tokens) {
   KVX_ASSIGN_OR_RETURN(std::vector<std::uint64_t> blocks,
@@ -69,13 +61,14 @@ struct Kill {
 Result<Kill> killOnce(const std::string& transport, const PeerDeathOptions& o) {
   const std::uint64_t perRequest = (o.tokens + 15) / 16;
   const std::uint64_t decodeBlocks = 2 * perRequest * o.window + 16;
-  auto child = pair_transfer::ChildProcess::spawn(
+  auto child = kvx::process::ChildProcess::spawn(
       o.kvxBinary, {"agent", "--role", "decode", "--name", uniqueAgentName("control-victim"),
                     "--model", "llama3-8b", "--layout", "nhd", "--transport", transport, "--blocks",
                     std::to_string(decodeBlocks), "--listen", "127.0.0.1:0", "--log-level",
                     o.logLevel, "--no-populate"});
   if (!child.isOk()) return child.status().withContext("starting the decode agent");
-  KVX_ASSIGN_OR_RETURN(std::string address, readListening(*child, deadlineIn(seconds(60))));
+  KVX_ASSIGN_OR_RETURN(std::string address,
+                       process::readListeningAddress(*child, deadlineIn(seconds(60))));
   KVX_ASSIGN_OR_RETURN(auto created, KvAgent::create(controlKvOptions(
                                          "control-death-prefill", KvRole::kPrefill, transport,
                                          "llama3-8b", perRequest * (o.window + 1) + 16, false)));

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "agent/channel/frame.h"
-#include "agent/channel/json_reader.h"
+#include "json/json_reader.h"
 #include "tests/agent/metadata/sample_metadata.h"
 
 using kvx::StatusCode;
@@ -22,7 +22,7 @@ namespace {
 
 // Decodes `value` after a JSON text round trip, as a peer would send it.
 kvx::Result<kvx::engine::PeerMetadata> viaText(const json& value) {
-  auto parsed = kvx::agent::channel::parseJson(value.dump(), "test");
+  auto parsed = kvx::jsonio::parseJson(value.dump(), "test");
   REQUIRE(parsed.isOk());
   return md::metadataFromJson(*parsed, "metadata");
 }

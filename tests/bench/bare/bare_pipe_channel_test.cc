@@ -7,9 +7,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "bench/bare/child_process.h"
 #include "bench/bare/pipe_channel.h"
 #include "bench/bare/target_protocol.h"
+#include "process/child_process.h"
 
 using namespace kvx;
 using namespace kvx::bench;
@@ -110,7 +110,9 @@ TEST_CASE("target messages round-trip and truncation is refused", "[unit]") {
 }
 
 TEST_CASE("a child process reports its output and exit code", "[unit]") {
-  auto child = ChildProcess::spawn("/bin/sh", {"-c", "echo out; echo err >&2; exit 3"}, true);
+  auto child = process::ChildProcess::spawn(
+      "/bin/sh", {"-c", "echo out; echo err >&2; exit 3"},
+      {.stdinPipe = true, .captureStderr = true, .killWithParent = true});
   REQUIRE(child.isOk());
   auto output = child->readToEnd(soon(5000));
   REQUIRE(output.isOk());
@@ -122,7 +124,8 @@ TEST_CASE("a child process reports its output and exit code", "[unit]") {
 }
 
 TEST_CASE("a child that does not finish is killed at the deadline", "[unit]") {
-  auto child = ChildProcess::spawn("/bin/sleep", {"30"}, true);
+  auto child = process::ChildProcess::spawn(
+      "/bin/sleep", {"30"}, {.stdinPipe = true, .captureStderr = true, .killWithParent = true});
   REQUIRE(child.isOk());
   const auto start = steady_clock::now();
   CHECK(child->readToEnd(soon(100)).status().code() == StatusCode::kTimedOut);
@@ -131,7 +134,8 @@ TEST_CASE("a child that does not finish is killed at the deadline", "[unit]") {
 }
 
 TEST_CASE("a child that cannot start exits with 127", "[unit]") {
-  auto child = ChildProcess::spawn("/no/such/binary", {}, true);
+  auto child = process::ChildProcess::spawn(
+      "/no/such/binary", {}, {.stdinPipe = true, .captureStderr = true, .killWithParent = true});
   REQUIRE(child.isOk());
   auto code = child->waitExit(soon(5000));
   REQUIRE(code.isOk());

@@ -12,7 +12,7 @@
 
 #include "bench/bare/bare_ucp_cli.h"
 #include "bench/bare/bare_ucp_runner.h"
-#include "bench/bare/child_process.h"
+#include "process/child_process.h"
 
 using namespace kvx;
 using namespace kvx::bench;
@@ -103,13 +103,16 @@ std::vector<pid_t> processesWith(const std::string& marker) {
 }
 
 // Starts a long timed run with `seed` as a marker and waits until its target is up.
-ChildProcess startLongRun(const std::string& transport, const std::string& seed, pid_t& target) {
+process::ChildProcess startLongRun(const std::string& transport, const std::string& seed,
+                                   pid_t& target) {
   BareUcpOptions o = tiny(transport, BareOp::kPut, SlotPattern::kContiguous);
   o.notify = true;
   o.requests = 0;
   o.seconds = 20;
   o.seed = std::stoull(seed);
-  auto child = ChildProcess::spawn(bareBinary(), toArguments(o), true);
+  auto child = process::ChildProcess::spawn(
+      bareBinary(), toArguments(o),
+      {.stdinPipe = true, .captureStderr = true, .killWithParent = true});
   REQUIRE(child.isOk());
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   std::vector<pid_t> targets;
@@ -254,7 +257,7 @@ TEST_CASE("runBareUcp reports bad options and a missing binary as errors", "[ucx
 
 TEST_CASE("the target process dies with the initiator", "[ucx][multiprocess]") {
   pid_t target = -1;
-  ChildProcess initiator = startLongRun("tcp", "918273645", target);
+  process::ChildProcess initiator = startLongRun("tcp", "918273645", target);
   ::kill(initiator.pid(), SIGKILL);
   auto code = initiator.waitExit(std::chrono::steady_clock::now() + std::chrono::seconds(5));
   REQUIRE(code.isOk());
@@ -273,7 +276,7 @@ TEST_CASE("the initiator fails promptly when its target dies", "[ucx][multiproce
   // On shm the endpoint reports nothing for 20 s (keepalive): the pipe's EOF tells.
   const bool shm = GENERATE(true, false);
   pid_t target = -1;
-  ChildProcess initiator =
+  process::ChildProcess initiator =
       startLongRun(shm ? "shm" : "tcp", shm ? "918273646" : "918273647", target);
   const auto start = std::chrono::steady_clock::now();
   ::kill(target, SIGKILL);

@@ -30,7 +30,7 @@
 namespace kvx::test::netns {
 
 using fault::DecodeProcess;
-using pair_transfer::ChildProcess;
+using kvx::process::ChildProcess;
 
 inline constexpr auto kPrefillSideTimeout = 100s;
 

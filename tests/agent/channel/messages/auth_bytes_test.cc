@@ -13,7 +13,7 @@ using namespace kvx::agent::channel;
 namespace {
 
 kvx::Result<AuthBytes> read(const json& value) {
-  auto reader = JsonReader::object(value, "auth_begin");
+  auto reader = kvx::jsonio::JsonReader::object(value, "auth_begin");
   REQUIRE(reader.isOk());
   return readAuthBytes(*reader, "nonce");
 }
