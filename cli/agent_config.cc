@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "agent/kv/model_shape.h"
+#include "kv/pool/model_shape.h"
 #include "cli/block_order.h"
 #include "cli/gpu_memory_options.h"
 #include "cli/json_config.h"

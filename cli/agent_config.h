@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/kv/model_shape.h"
+#include "kv/pool/model_shape.h"
 #include "cli/cli_app_fwd.h"
 #include "cli/tensor_parallel.h"
 #include "kvx/kv_types.h"

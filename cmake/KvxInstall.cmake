@@ -7,7 +7,7 @@ include(CMakePackageConfigHelpers)
 install(DIRECTORY api/include/kvx DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 set_target_properties(kvx_shared PROPERTIES EXPORT_NAME kvx)
 set_target_properties(kvx PROPERTIES EXPORT_NAME kvx_static)
-install(TARGETS kvx_shared kvx kvx_c kvx_api kvx_engine kvx_agent EXPORT kvxTargets
+install(TARGETS kvx_shared kvx kvx_c kvx_api kvx_engine kvx_agent kvx_kv EXPORT kvxTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -1,4 +1,4 @@
-// Fuzz target for the KV hand-off message codec (agent/handoff/kv_message.h), including the
+// Fuzz target for the KV hand-off message codec (kv/handoff/kv_message.h), including the
 // pool description a hello carries (model shape, layout, regions; kv::validateDescription).
 //
 // Input: the text of one notification payload. Properties:
@@ -13,9 +13,9 @@
 #include <string>
 #include <variant>
 
-#include "agent/handoff/kv_message.h"
-#include "agent/kv/pool_description.h"
-#include "agent/kv/pool_layout.h"
+#include "kv/handoff/kv_message.h"
+#include "kv/pool/pool_description.h"
+#include "kv/pool/pool_layout.h"
 #include "fuzz/fuzz_check.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// Fuzz target for model shapes from JSON (agent/kv/model_shape.h): a peer's KV hello carries
+// Fuzz target for model shapes from JSON (kv/pool/model_shape.h): a peer's KV hello carries
 // one, and a user's configuration may give one. Properties:
 //   - a refusal is INVALID_ARGUMENT (NOT_FOUND for an unknown built-in name) with a message;
 //   - an accepted shape passes validateShape, and its sizes fit 64 bits as validateShape
@@ -11,7 +11,7 @@
 #include <limits>
 #include <string>
 
-#include "agent/kv/model_shape.h"
+#include "kv/pool/model_shape.h"
 #include "fuzz/fuzz_check.h"
 
 namespace {

@@ -14,8 +14,8 @@
 
 #include "agent/channel/frame.h"
 #include "agent/channel/messages/message.h"
-#include "agent/handoff/kv_message.h"
-#include "agent/kv/model_shape.h"
+#include "kv/handoff/kv_message.h"
+#include "kv/pool/model_shape.h"
 #include "agent/metadata/metadata_codec.h"
 #include "engine/notify/notification_header.h"
 #include "engine/staged/staging_message.h"

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <optional>
 
-#include "agent/kv/model_shape.h"
+#include "kv/pool/model_shape.h"
 #include "bench/kv/agent_process.h"
 #include "workload/trace_reader.h"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/kv/model_shape.h"
+#include "kv/pool/model_shape.h"
 #include "bench/kv/bench_case.h"
 #include "bench/kv/case_metrics.h"
 #include "kvx/result.h"

@@ -16,7 +16,7 @@ LAYERS = [
     ("files/", "files"), ("json/", "json"),
     ("engine/gpu/", "gpu"), ("engine/", "engine"),
     # The KV layer (kv pools, placement, hand-off, KvAgent) inside agent/.
-    ("agent/kv/", "kv"), ("agent/placement/", "kv"), ("agent/handoff/", "kv"),
+    ("kv/pool/", "kv"), ("kv/placement/", "kv"), ("kv/handoff/", "kv"),
     ("agent/kv_agent", "kv"), ("agent/peer_reconnector", "kv"),
     ("agent/", "control"),  # the control channel, metadata and the Agent facade
     ("workload/", "workload"), ("doctor/", "doctor"), ("process/", "process"),

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "agent/kv/block_extent.h"
+#include "kv/pool/block_extent.h"
 
 namespace Catch {
 template <>
