@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "kv/pool/model_shape.h"
 #include "cli/block_order.h"
 #include "cli/gpu_memory_options.h"
 #include "cli/json_config.h"
 #include "files/bounded_file.h"
+#include "kv/pool/model_shape.h"
 
 namespace kvx::cli {
 namespace {

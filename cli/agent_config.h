@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "kv/pool/model_shape.h"
 #include "cli/cli_app_fwd.h"
 #include "cli/tensor_parallel.h"
+#include "kv/pool/model_shape.h"
 #include "kvx/kv_types.h"
 #include "kvx/result.h"
 

@@ -13,10 +13,10 @@
 #include <string>
 #include <variant>
 
+#include "fuzz/fuzz_check.h"
 #include "kv/handoff/kv_message.h"
 #include "kv/pool/pool_description.h"
 #include "kv/pool/pool_layout.h"
-#include "fuzz/fuzz_check.h"
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include <limits>
 #include <string>
 
-#include "kv/pool/model_shape.h"
 #include "fuzz/fuzz_check.h"
+#include "kv/pool/model_shape.h"
 
 namespace {
 

@@ -14,8 +14,6 @@
 
 #include "agent/channel/frame.h"
 #include "agent/channel/messages/message.h"
-#include "kv/handoff/kv_message.h"
-#include "kv/pool/model_shape.h"
 #include "agent/metadata/metadata_codec.h"
 #include "engine/notify/notification_header.h"
 #include "engine/staged/staging_message.h"
@@ -25,6 +23,8 @@
 #include "engine/transport/transport_registry.h"
 #include "engine/transport/ucx/ucx_frame.h"
 #include "engine/transport/ucx/ucx_remote_key.h"
+#include "kv/handoff/kv_message.h"
+#include "kv/pool/model_shape.h"
 #include "workload/latency_stats.h"
 #include "workload/trace_writer.h"
 

@@ -15,10 +15,10 @@
 #include "kv/handoff/prefill_side.h"
 #include "kv/handoff/request_board.h"
 #include "kv/handoff/task_loop.h"
+#include "kv/peer_reconnector.h"
 #include "kv/pool/block_allocator.h"
 #include "kv/pool/free_block_canary.h"
 #include "kv/pool/kv_pool.h"
-#include "kv/peer_reconnector.h"
 #include "kvx/kv_agent.h"
 
 namespace kvx {

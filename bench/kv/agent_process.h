@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "process/child_process.h"
 #include "kvx/result.h"
 #include "kvx/transfer.h"
+#include "process/child_process.h"
 
 namespace kvx::bench {
 

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <optional>
 
-#include "kv/pool/model_shape.h"
 #include "bench/kv/agent_process.h"
+#include "kv/pool/model_shape.h"
 #include "workload/trace_reader.h"
 
 namespace kvx::bench {

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "kv/pool/model_shape.h"
 #include "bench/kv/bench_case.h"
 #include "bench/kv/case_metrics.h"
+#include "kv/pool/model_shape.h"
 #include "kvx/result.h"
 #include "kvx/transfer.h"
 

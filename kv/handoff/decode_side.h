@@ -31,8 +31,8 @@
 
 #include "kv/handoff/in_flight_moves.h"
 #include "kv/handoff/side_context.h"
-#include "kv/pool/prefix_cache.h"
 #include "kv/placement/lease_table.h"
+#include "kv/pool/prefix_cache.h"
 
 namespace kvx::agent::handoff {
 
