@@ -6,7 +6,7 @@
 
 #include "cli/agent_config.h"
 #include "cli/gpu_memory_options.h"
-#include "engine/memory/host_memory_room.h"
+#include "kvx/host_memory.h"
 #include "workload/trace_reader.h"
 
 namespace kvx::cli {
@@ -82,7 +82,7 @@ Status fitPoolsToTrace(const DemoOptions& o, const agent::kv::ModelShape& shape,
   const std::uint64_t decodeBlockBytes = shape.mla ? blockBytes : blockBytes / o.decodeTp;
   const std::uint64_t total = prefills * plan.prefillBlocks * prefillBlockBytes +
                               decodes * plan.decodeBlocks * decodeBlockBytes;
-  Status room = engine::checkHostMemoryRoom(total, engine::readHostMemoryRoom());
+  Status room = checkHostMemoryRoom(total, readHostMemoryRoom());
   if (!room.isOk()) {
     return Status(room.code(),
                   fmt::format("the pools ({} prefill of {} blocks, {} decode of {} blocks) for {}: "

@@ -7,9 +7,9 @@
 
 #include "engine/gpu/memory_probe.h"
 #include "engine/memory/gpu_allocated_memory.h"
-#include "engine/memory/host_memory_room.h"
 #include "engine/memory/page_population.h"
 #include "engine/memory/staged_only_memory.h"
+#include "kvx/host_memory.h"
 
 namespace kvx::engine {
 

@@ -18,10 +18,10 @@
 
 #include "engine/gpu/gpu_runtime.h"
 #include "engine/memory/address_range.h"
-#include "engine/memory/host_memory_room.h"
 #include "engine/memory/local_region.h"
 #include "engine/transport/transport.h"
 #include "kvx/agent_options.h"
+#include "kvx/host_memory.h"
 #include "kvx/memory.h"
 #include "kvx/result.h"
 
@@ -35,7 +35,7 @@ namespace kvx::engine {
 // are checked against what `gpu` says the memory is.
 //
 // Host memory the transport allocates is checked first against what the host can give
-// (host_memory_room.h), counting the regions allocated earlier without populating their
+// (kvx/host_memory.h), counting the regions allocated earlier without populating their
 // pages, which MemAvailable does not show yet: a pool of many regions that together exceed
 // the host is refused at the region that crosses the line, not granted.
 //

@@ -2,13 +2,11 @@
 
 #include <fmt/format.h>
 
-#include "engine/memory/host_memory_room.h"
+#include "kvx/host_memory.h"
 
 namespace kvx::bench {
 
-std::optional<std::uint64_t> availableMemoryBytes() {
-  return engine::readHostMemoryRoom().available;
-}
+std::optional<std::uint64_t> availableMemoryBytes() { return readHostMemoryRoom().available; }
 
 Status checkMemoryRoom(std::uint64_t bytes) {
   constexpr std::uint64_t kMargin = 1ull << 30;

@@ -1,12 +1,11 @@
 // kvx-test-labels: unit
-#include "engine/memory/host_memory_room.h"
+#include "kvx/host_memory.h"
 
 #include <catch2/catch.hpp>
 
 #include "tests/support/temp_file.h"
 
 using namespace kvx;
-using namespace kvx::engine;
 using kvx::test::TempFile;
 
 namespace {

@@ -1,8 +1,10 @@
 #pragma once
 
-// HostMemoryRoom: what the host can give a new host region of the transport's, read when it
-// is allocated, so that a pool larger than the machine is refused with the numbers instead of
-// being granted and then filled until the out-of-memory killer ends other processes:
+// HostMemoryRoom: what the host can give new host memory, so that a pool larger than the
+// machine is refused with the numbers instead of being granted and then filled until the
+// out-of-memory killer ends other processes. kvx reads it whenever it allocates a host
+// region (Agent::allocateMemory); a server or launcher can check a plan of several pools
+// before it starts them. The figures:
 //   - MemAvailable (/proc/meminfo): the pages a pool may come to use, populated or not;
 //   - where the region may be a POSIX shared-memory file (UCX falls back to one when the
 //     kernel refuses a System V segment: more than kernel.shmmax), the free space of the
@@ -18,7 +20,9 @@
 
 #include "kvx/status.h"
 
-namespace kvx::engine {
+// Declarations here are libkvx.so's exports (api/shared_library/).
+#pragma GCC visibility push(default)
+namespace kvx {
 
 struct HostMemoryRoom {
   std::optional<std::uint64_t> available;           // MemAvailable, bytes
@@ -39,4 +43,5 @@ HostMemoryRoom readHostMemoryRoom(const HostMemoryPaths& paths = {});
 Status checkHostMemoryRoom(std::uint64_t bytes, const HostMemoryRoom& room,
                            std::string_view detail = {});
 
-}  // namespace kvx::engine
+}  // namespace kvx
+#pragma GCC visibility pop

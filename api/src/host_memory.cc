@@ -1,4 +1,4 @@
-#include "engine/memory/host_memory_room.h"
+#include "kvx/host_memory.h"
 
 #include <sys/statvfs.h>
 
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-namespace kvx::engine {
+namespace kvx {
 namespace {
 
 std::string gib(std::uint64_t bytes) {
@@ -57,4 +57,4 @@ Status checkHostMemoryRoom(std::uint64_t bytes, const HostMemoryRoom& room,
   return Status::ok();
 }
 
-}  // namespace kvx::engine
+}  // namespace kvx
