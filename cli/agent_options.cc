@@ -1,8 +1,10 @@
-// AgentConfig: the `kvx agent` command-line options, their help, and their KVX_* variables.
+// The `kvx agent` command-line options, their help, and their KVX_* variables.
+#include "cli/agent_options.h"
+
 #include <CLI/CLI.hpp>
 #include <cctype>
 
-#include "cli/agent_config.h"
+#include "cli/json_config.h"
 
 namespace kvx::cli {
 namespace {
@@ -201,7 +203,7 @@ void addAgentOptions(CLI::App& app, AgentConfig& c) {
             decode)
       ->capture_default_str();
 
-  WorkloadConfig& w = c.workload;
+  daemon::WorkloadConfig& w = c.workload;
   const std::string workload = "Prefill workload";
   addOption(app, "--trace", w.trace, "replay a JSONL trace (Mooncake format)", workload);
   addFlag(app, "--synthetic", w.synthetic, "replay a generated trace (options below)", workload);
@@ -243,6 +245,29 @@ void addAgentOptions(CLI::App& app, AgentConfig& c) {
             "when the agent stops, write a JSON report here: prefill: every request (ids, "
             "timing, bytes); decode: every arrival",
             agent);
+}
+
+Status finishAgentConfig(CLI::App& app, AgentConfig& config) {
+  if (!config.configFile.empty()) KVX_RETURN_IF_ERROR(applyConfigFile(app, config.configFile));
+  return validateAgentConfig(config);
+}
+
+Result<AgentConfig> parseAgentConfig(const std::vector<std::string>& args) {
+  CLI::App app{"kvx agent"};
+  AgentConfig config;
+  addAgentOptions(app, config);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return invalidArgument(e.what());
+  }
+  KVX_RETURN_IF_ERROR(finishAgentConfig(app, config));
+  return config;
+}
+
+std::string configJson(const CLI::App& app) {
+  return JsonConfig().to_config(&app, true, false, "");
 }
 
 }  // namespace kvx::cli

@@ -17,7 +17,8 @@
 #include "bench/kv/control/control_scenario.h"
 #include "bench/kv/control/control_step.h"
 #include "bench/kv/run_header.h"
-#include "cli/gpu_memory_options.h"
+#include "cli/agents_gpu_options.h"
+#include "daemon/gpu_memory_options.h"
 
 namespace kvx::cli {
 namespace {
@@ -139,10 +140,11 @@ void addBenchOptions(CLI::App& app, BenchOptions& o) {
 }
 
 Status validateBenchOptions(const BenchOptions& o) {
-  return validateGpuMemoryOptions(o.memory, o.device, o.gpuPath, "this run's pools are");
+  return daemon::validateGpuMemoryOptions(o.memory, o.device, o.gpuPath, "this run's pools are");
 }
 
-int runBenchCommand(const BenchOptions& o, const std::string& commandLine, StopSignal& stop) {
+int runBenchCommand(const BenchOptions& o, const std::string& commandLine,
+                    daemon::StopSignal& stop) {
   if (!o.controlStep.empty()) return runControlStep(o);
   if (Status s = validateBenchOptions(o); !s.isOk()) {
     std::fprintf(stderr, "kvx bench: %s\n", s.message().c_str());

@@ -12,7 +12,7 @@
 #include "bench/kv/scenarios.h"
 #include "bench/kv/sweep.h"
 #include "cli/cli_app_fwd.h"
-#include "cli/signals.h"
+#include "daemon/signals.h"
 
 namespace kvx::cli {
 
@@ -52,6 +52,7 @@ Status validateBenchOptions(const BenchOptions& options);
 
 // 0 when every case ran, every request was released and every block verified; 1 otherwise;
 // 2 for usage errors.
-int runBenchCommand(const BenchOptions& options, const std::string& commandLine, StopSignal& stop);
+int runBenchCommand(const BenchOptions& options, const std::string& commandLine,
+                    daemon::StopSignal& stop);
 
 }  // namespace kvx::cli

@@ -11,9 +11,10 @@
 #include <fstream>
 #include <optional>
 
+#include "cli/agents_gpu_options.h"
 #include "cli/demo_report.h"
-#include "cli/gpu_memory_options.h"
-#include "cli/prefill_report.h"
+#include "daemon/gpu_memory_options.h"
+#include "daemon/prefill_report.h"
 #include "kvx/transfer.h"
 #include "process/agent_protocol.h"
 #include "process/child_process.h"
@@ -50,7 +51,7 @@ nlohmann::json readStats(ChildProcess& child, milliseconds timeout) {
 // Waits for the prefill agents to end their replay; SIGTERMs them on a stop or at the deadline.
 // Returns their exit codes.
 std::vector<int> awaitPrefills(std::vector<std::optional<ChildProcess>>& prefills,
-                               const DemoOptions& o, StopSignal& stop,
+                               const DemoOptions& o, daemon::StopSignal& stop,
                                std::vector<std::string>& problems) {
   const auto deadline = Clock::now() + seconds(o.timeoutSeconds);
   bool signalled = false;
@@ -177,7 +178,7 @@ void addDemoOptions(CLI::App& app, DemoOptions& o) {
                             "agent's data path with each peer is in the report)");
 }
 
-int runDemoCommand(const DemoOptions& o, StopSignal& stop) {
+int runDemoCommand(const DemoOptions& o, daemon::StopSignal& stop) {
   clearAgentEnvironment();
   auto planned = planDemo(o);
   if (!planned.isOk()) {
@@ -186,7 +187,7 @@ int runDemoCommand(const DemoOptions& o, StopSignal& stop) {
   }
   const DemoPlan& plan = *planned;
   if (!o.json.empty()) {
-    if (Status s = prepareOutputFile(o.json, "--json"); !s.isOk()) {
+    if (Status s = daemon::prepareOutputFile(o.json, "--json"); !s.isOk()) {
       std::fprintf(stderr, "kvx demo: %s\n", s.message().c_str());
       return 2;
     }
@@ -256,7 +257,7 @@ int runDemoCommand(const DemoOptions& o, StopSignal& stop) {
   std::fflush(stdout);
   bool jsonWritten = true;
   if (!o.json.empty()) {
-    if (Status s = writeJsonFile(o.json, report.json()); !s.isOk()) {
+    if (Status s = daemon::writeJsonFile(o.json, report.json()); !s.isOk()) {
       std::fprintf(stderr, "kvx demo: FAIL: --json: %s\n", s.message().c_str());
       jsonWritten = false;
     }

@@ -11,7 +11,7 @@
 
 #include "cli/cli_app_fwd.h"
 #include "cli/demo_plan.h"
-#include "cli/signals.h"
+#include "daemon/signals.h"
 
 namespace kvx::cli {
 
@@ -19,6 +19,6 @@ void addDemoOptions(CLI::App& app, DemoOptions& options);
 
 // Returns the exit code: 0 only when every request succeeded, no block was corrupt and every
 // pool got all its blocks back.
-int runDemoCommand(const DemoOptions& options, StopSignal& stop);
+int runDemoCommand(const DemoOptions& options, daemon::StopSignal& stop);
 
 }  // namespace kvx::cli

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "cli/agent_config.h"
-#include "cli/gpu_memory_options.h"
+#include "daemon/agent_config.h"
+#include "daemon/gpu_memory_options.h"
 #include "kvx/host_memory.h"
 #include "workload/trace_reader.h"
 
@@ -96,7 +96,8 @@ Status fitPoolsToTrace(const DemoOptions& o, const agent::kv::ModelShape& shape,
 }  // namespace
 
 Result<DemoPlan> planDemo(const DemoOptions& o) {
-  KVX_RETURN_IF_ERROR(validateGpuMemoryOptions(o.memory, o.device, o.gpuPath, "the pools are"));
+  KVX_RETURN_IF_ERROR(
+      daemon::validateGpuMemoryOptions(o.memory, o.device, o.gpuPath, "the pools are"));
   // The agents read --requests 0 as "no limit" (the whole synthetic workload): a demo of no
   // request is a mistake, not that.
   if (o.requests == 0) return invalidArgument("--requests must be at least 1");
@@ -104,7 +105,7 @@ Result<DemoPlan> planDemo(const DemoOptions& o) {
   plan.prefillTp = o.prefillTp;
   plan.decodeTp = o.decodeTp;
   const bool tp = plan.tensorParallel();
-  auto shape = loadModelShape(o.model);
+  auto shape = daemon::loadModelShape(o.model);
   if (!shape.isOk()) return shape.status();
   std::uint64_t rankBlockBytes = shape->segmentBytes() * shape->kvCount() * shape->layers;
   std::uint32_t parts = 1;  // requests a prefill rank sends per prompt

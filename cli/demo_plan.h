@@ -46,7 +46,7 @@ struct DemoOptions {
   std::uint64_t timeoutSeconds = 300;
   std::string logLevel = "warn";
   std::string json;
-  // Where every agent's pool lives and how its GPU memory moves (cli/gpu_memory_options.h).
+  // Where every agent's pool lives and how its GPU memory moves (daemon/gpu_memory_options.h).
   std::string memory = "host";
   int device = -1;
   std::string gpuPath = "auto";

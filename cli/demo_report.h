@@ -21,7 +21,7 @@ struct DecodeOutcome {
 
 struct PrefillOutcome {
   std::string name;
-  nlohmann::json report;  // the --report object (cli/prefill_report.h); null when none
+  nlohmann::json report;  // the --report object (daemon/prefill_report.h); null when none
   int exitCode = -1;
 };
 

@@ -9,11 +9,11 @@
 #include <sstream>
 
 #include "cli/agent_command.h"
-#include "cli/agent_config.h"
+#include "cli/agent_options.h"
 #include "cli/bench_command.h"
 #include "cli/demo_command.h"
 #include "cli/doctor_command.h"
-#include "cli/signals.h"
+#include "daemon/signals.h"
 
 namespace {
 
@@ -34,7 +34,7 @@ class HelpFormatter : public CLI::Formatter {
 
 int main(int argc, char** argv) {
   // Before any thread starts: every thread inherits the blocked SIGINT/SIGTERM.
-  auto stop = kvx::cli::StopSignal::install();
+  auto stop = kvx::daemon::StopSignal::install();
   if (!stop.isOk()) {
     std::fprintf(stderr, "kvx: %s\n", stop.status().toString().c_str());
     return 1;
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
       "Start with `kvx demo`; run agents yourself with `kvx agent`."};
   app.formatter(std::make_shared<HelpFormatter>());
   app.require_subcommand(1);
-  kvx::cli::AgentConfig agentConfig;
+  kvx::daemon::AgentConfig agentConfig;
   CLI::App* agent = app.add_subcommand("agent", "run one prefill or decode agent");
   kvx::cli::addAgentOptions(*agent, agentConfig);
   kvx::cli::DemoOptions demoOptions;

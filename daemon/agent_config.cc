@@ -1,16 +1,14 @@
-#include "cli/agent_config.h"
+#include "daemon/agent_config.h"
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
 
-#include "cli/block_order.h"
-#include "cli/gpu_memory_options.h"
-#include "cli/json_config.h"
+#include "daemon/block_order.h"
+#include "daemon/gpu_memory_options.h"
 #include "files/bounded_file.h"
 #include "kv/pool/model_shape.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 namespace {
 
 bool isSet(const std::string& value) { return !value.empty(); }
@@ -55,11 +53,6 @@ Status validateMemory(const AgentConfig& c) {
 }
 
 }  // namespace
-
-Status finishAgentConfig(CLI::App& app, AgentConfig& config) {
-  if (isSet(config.configFile)) KVX_RETURN_IF_ERROR(applyConfigFile(app, config.configFile));
-  return validateAgentConfig(config);
-}
 
 Status validateAgentConfig(const AgentConfig& c) {
   if (c.role.empty()) return invalidArgument("--role is required: prefill or decode");
@@ -150,20 +143,6 @@ Status validateAgentConfig(const AgentConfig& c) {
   return validateTp(c);
 }
 
-Result<AgentConfig> parseAgentConfig(const std::vector<std::string>& args) {
-  CLI::App app{"kvx agent"};
-  AgentConfig config;
-  addAgentOptions(app, config);
-  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
-  try {
-    app.parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    return invalidArgument(e.what());
-  }
-  KVX_RETURN_IF_ERROR(finishAgentConfig(app, config));
-  return config;
-}
-
 Result<KvAgentOptions> toKvAgentOptions(const AgentConfig& c) {
   KvAgentOptions options;
   options.agent.name = c.name;
@@ -219,8 +198,4 @@ std::string requestPrefixOf(const AgentConfig& c) {
   return c.tpSize > 1 || c.decodeTp > 1 ? "prompt" : c.name;
 }
 
-std::string configJson(const CLI::App& app) {
-  return JsonConfig().to_config(&app, true, false, "");
-}
-
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

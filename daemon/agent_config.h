@@ -11,13 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "cli/cli_app_fwd.h"
-#include "cli/tensor_parallel.h"
 #include "kv/pool/model_shape.h"
 #include "kvx/kv_types.h"
 #include "kvx/result.h"
+#include "kvx/tp_plan.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 
 // A prefill agent's workload and how it replays it.
 struct WorkloadConfig {
@@ -36,7 +35,7 @@ struct WorkloadConfig {
   std::uint64_t maxOutstanding = 32;
   std::string layerwise = "off";          // on | off | mixed
   double layerMs = 0;                     // simulated compute per layer
-  std::string blockOrder = "contiguous";  // contiguous | random (cli/block_order.h)
+  std::string blockOrder = "contiguous";  // contiguous | random (daemon/block_order.h)
   bool noFill = false;                    // skip writing the content (no decode --verify)
   std::string requestPrefix;  // request ids "<prefix>-<index>"; empty: see requestPrefixOf
 
@@ -85,32 +84,21 @@ struct AgentConfig {
   // Decode: how long the blocks of a lost prefill agent's PUSH stay out of the pool after its
   // data path closed (KvAgentOptions::lostPushHold).
   std::uint64_t lostPushHoldMs = 250;
-  // Tensor parallelism (cli/tensor_parallel.h): --model is the whole model; this agent's
+  // Tensor parallelism (kvx/tp_plan.h): --model is the whole model; this agent's
   // pool holds rank tpRank's heads of a group of tpSize. Prefill: decodeTp decode ranks,
   // the --peer addresses in rank order.
   std::uint32_t tpSize = 1;
   std::uint32_t tpRank = 0;
   std::uint32_t decodeTp = 1;
-  // Prefill: the replay report (cli/prefill_report.h); decode: the arrivals report
-  // (cli/decode_report.h). Written when the agent stops.
+  // Prefill: the replay report (daemon/prefill_report.h); decode: the arrivals report
+  // (daemon/decode_report.h). Written when the agent stops.
   std::string report;
   WorkloadConfig workload;
 };
 
-// Adds every `kvx agent` option to `app`, bound to `config`, each with its KVX_* variable.
-// The bound fields keep `config`'s current values as defaults.
-void addAgentOptions(CLI::App& app, AgentConfig& config);
-
-// After app.parse(): applies the config file (if any) to the options still unset, then checks
-// the result. INVALID_ARGUMENT / NOT_FOUND name the option or key and what to do.
-Status finishAgentConfig(CLI::App& app, AgentConfig& config);
-
-// The checks finishAgentConfig makes: required options, role-specific options, ranges.
+// The checks `kvx agent` makes once its options are parsed (cli/agent_options.h): required
+// options, role-specific options, ranges.
 Status validateAgentConfig(const AgentConfig& config);
-
-// Parses `args` (what follows `kvx agent`) with the environment and config file, validated.
-// For tests and embedding; INVALID_ARGUMENT carries CLI11's message for command-line errors.
-Result<AgentConfig> parseAgentConfig(const std::vector<std::string>& args);
 
 // The agent's options: --model read from its file when it names one, --transport mapped to
 // the data path (selectDataPath); with --tp-size N > 1 the pool's shape is the model's with
@@ -132,7 +120,4 @@ Result<TpPlan> tpPlanOf(const AgentConfig& config);
 // on the decode ranks); else the agent's --name.
 std::string requestPrefixOf(const AgentConfig& config);
 
-// The effective configuration as JSON (the format --config reads).
-std::string configJson(const CLI::App& app);
-
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

@@ -1,9 +1,8 @@
-#include "cli/agent_command.h"
+#include "daemon/agent_daemon.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -11,18 +10,18 @@
 #include <thread>
 
 #include "agent/logging.h"
-#include "cli/block_order.h"
-#include "cli/decode_loop.h"
-#include "cli/decode_report.h"
-#include "cli/peers.h"
-#include "cli/prefill_driver.h"
-#include "cli/prefill_report.h"
-#include "cli/protocol_output.h"
-#include "cli/workload_source.h"
+#include "daemon/block_order.h"
+#include "daemon/decode_loop.h"
+#include "daemon/decode_report.h"
+#include "daemon/peers.h"
+#include "daemon/prefill_driver.h"
+#include "daemon/prefill_report.h"
+#include "daemon/protocol_output.h"
+#include "daemon/workload_source.h"
 #include "engine/gpu/gpu_runtime.h"
 #include "process/agent_protocol.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 namespace {
 
 constexpr auto kShutdownGrace = std::chrono::seconds(5);
@@ -223,16 +222,7 @@ int runPrefill(KvAgent& agent, const AgentConfig& config, const TpPlan& tp, Stop
 
 }  // namespace
 
-int runAgentCommand(CLI::App& app, AgentConfig& config, StopSignal& stop) {
-  if (Status s = finishAgentConfig(app, config); !s.isOk()) {
-    std::fprintf(stderr, "kvx agent: %s\nRun 'kvx agent --help' for the options.\n",
-                 s.message().c_str());
-    return 2;
-  }
-  if (config.printConfig) {
-    std::fputs(configJson(app).c_str(), stdout);
-    return 0;
-  }
+int runAgent(const AgentConfig& config, StopSignal& stop) {
   // From here on, stdout carries LISTENING and STATS only.
   ProtocolOutput::claim();
   if (!config.report.empty()) {
@@ -289,4 +279,4 @@ int runAgentCommand(CLI::App& app, AgentConfig& config, StopSignal& stop) {
                                  : runPrefill(*agent, config, *tp, stop);
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

@@ -1,10 +1,10 @@
-#include "cli/block_order.h"
+#include "daemon/block_order.h"
 
 #include <algorithm>
 #include <random>
 #include <utility>
 
-namespace kvx::cli {
+namespace kvx::daemon {
 
 std::optional<BlockOrder> parseBlockOrder(std::string_view text) {
   if (text == "contiguous") return BlockOrder::kContiguous;
@@ -24,4 +24,4 @@ void applyBlockOrder(BlockOrder order, std::uint64_t seed, std::vector<std::uint
   }
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kvx::cli {
+namespace kvx::daemon {
 
 enum class BlockOrder : std::uint8_t { kContiguous, kRandom };
 std::optional<BlockOrder> parseBlockOrder(std::string_view text);  // "contiguous", "random"
@@ -21,4 +21,4 @@ std::optional<BlockOrder> parseBlockOrder(std::string_view text);  // "contiguou
 // kRandom guarantees blocks[i + 1] != blocks[i] + 1 for every i.
 void applyBlockOrder(BlockOrder order, std::uint64_t seed, std::vector<std::uint64_t>& blocks);
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

@@ -1,14 +1,14 @@
-#include "cli/decode_loop.h"
+#include "daemon/decode_loop.h"
 
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <thread>
 
-#include "cli/kv_content.h"
-#include "cli/report_clocks.h"
+#include "daemon/kv_content.h"
+#include "daemon/report_clocks.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 namespace {
 
 constexpr auto kPoll = std::chrono::milliseconds(100);
@@ -125,4 +125,4 @@ void DecodeLoop::logSummary() {
   arrivalsAtLastSummary_ = stats_.arrivals;
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

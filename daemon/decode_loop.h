@@ -4,19 +4,19 @@
 // whose data is complete (KvAgent::nextArrival), checks every block against kv_content with
 // --verify (each corrupt block is logged with the request id and block; a TP rank checks the
 // heads it holds), then consumes and releases it. With a report it keeps one ArrivalRecord
-// per arrival (cli/decode_report.h has the JSON keys). Owned and driven by one thread.
+// per arrival (daemon/decode_report.h has the JSON keys). Owned and driven by one thread.
 
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 
-#include "cli/decode_report.h"
-#include "cli/peers.h"
-#include "cli/tensor_parallel.h"
+#include "daemon/decode_report.h"
+#include "daemon/peers.h"
 #include "kvx/kv_agent.h"
+#include "kvx/tp_plan.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 
 struct DecodeStats {
   std::uint64_t arrivals = 0;
@@ -64,4 +64,4 @@ class DecodeLoop {
   std::uint64_t arrivalsAtLastSummary_ = 0;
 };
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

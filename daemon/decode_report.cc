@@ -1,6 +1,6 @@
-#include "cli/decode_report.h"
+#include "daemon/decode_report.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 
 nlohmann::json decodeReport(const std::string& agentName,
                             const std::vector<ArrivalRecord>& arrivals, const CpuTime& cpuStart,
@@ -22,4 +22,4 @@ nlohmann::json decodeReport(const std::string& agentName,
           {"readyCpuUs", readyCpuUs}, {"cpu", toJson(cpuEnd)}};
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

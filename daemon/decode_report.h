@@ -5,7 +5,7 @@
 //   {"agent": name,
 //    "arrivals": [{"id": the request id as the decode side sees it (a gather's destination id),
 //                  "arrivedNs": steady_clock ns when nextArrival() returned it (see
-//                               cli/report_clocks.h; comparable with the prefill reports'
+//                               daemon/report_clocks.h; comparable with the prefill reports'
 //                               submitNs/doneNs of the same machine),
 //                  "blocks": blocks of the request (prefix-cache blocks included),
 //                  "peers": [prefill agents that sent a part, in arrival order],
@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/report_clocks.h"
+#include "daemon/report_clocks.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 
 struct ArrivalRecord {
   std::string id;
@@ -40,4 +40,4 @@ nlohmann::json decodeReport(const std::string& agentName,
                             const std::vector<ArrivalRecord>& arrivals, const CpuTime& cpuStart,
                             const CpuTime& cpuEnd, std::int64_t readyCpuUs);
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

@@ -9,17 +9,11 @@
 #include <string>
 #include <string_view>
 
-#include "cli/cli_app_fwd.h"
 #include "kvx/status.h"
 
-namespace kvx::cli {
-
-// Adds --memory host|cuda, --device and --gpu-path to a command that starts agents (`kvx
-// bench`, `kvx demo`); `memoryHelp` says what --memory does there.
-void addAgentsGpuMemoryOptions(CLI::App& app, std::string& memory, int& device,
-                               std::string& gpuPath, const std::string& memoryHelp);
+namespace kvx::daemon {
 
 Status validateGpuMemoryOptions(const std::string& memory, int device, const std::string& gpuPath,
                                 std::string_view pools);
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

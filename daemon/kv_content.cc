@@ -1,10 +1,10 @@
-#include "cli/kv_content.h"
+#include "daemon/kv_content.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 
-namespace kvx::cli {
+namespace kvx::daemon {
 namespace {
 
 std::uint64_t splitmix64(std::uint64_t x) {
@@ -273,4 +273,4 @@ Result<std::string> KvContent::checkBlock(const SegmentStore& segments, std::uin
   return std::string();
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

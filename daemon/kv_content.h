@@ -33,7 +33,7 @@
 #include "kvx/kv_agent.h"
 #include "kvx/result.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 
 std::uint64_t fnv1a(std::string_view text);
 // A 64-bit mixing function (splitmix64 finaliser over both inputs): order matters.
@@ -141,4 +141,4 @@ class KvContent {
   std::uint64_t blocksPerChunk_;  // 0 when tokensPerBlock does not divide a chunk
 };
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

@@ -1,11 +1,11 @@
-#include "cli/peers.h"
+#include "daemon/peers.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <thread>
 
-namespace kvx::cli {
+namespace kvx::daemon {
 namespace {
 
 void logPeer(const KvPeerStatus& peer) {
@@ -62,4 +62,4 @@ void PeerWatch::poll() {
   known_ = std::move(now);
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/signals.h"
+#include "daemon/signals.h"
 #include "kvx/kv_agent.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 
 // Connects to each address in turn, retrying each until `deadline` (or a stop), and returns
 // the peers' agent names in the order of `addresses`. The first address that cannot be
@@ -34,4 +34,4 @@ class PeerWatch {
   std::set<std::string> known_;
 };
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

@@ -1,15 +1,15 @@
 // PrefillDriver: the replay's schedule (workers, arrival times, room in the prefill pool,
 // progress summaries). What happens to one prompt's requests is in prefill_requests.cc.
-#include "cli/prefill_driver.h"
+#include "daemon/prefill_driver.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <thread>
 
-#include "cli/report_clocks.h"
+#include "daemon/report_clocks.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 namespace {
 
 constexpr auto kPrefillSummaryEvery = std::chrono::seconds(5);
@@ -273,4 +273,4 @@ void PrefillDriver::logSummary() {
       static_cast<double>(bytes) / (1u << 30), usage.freeBlocks, usage.totalBlocks);
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

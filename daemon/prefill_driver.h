@@ -8,7 +8,7 @@
 // prompt is released or failed. At most maxOutstanding prompts are in flight.
 //
 // Requests of a prompt: one whole request "<idPrefix>-<index>" to the destination the
-// scheduler chooses; or, when the TP plan slices (cli/tensor_parallel.h), one request
+// scheduler chooses; or, when the TP plan slices (kvx/tp_plan.h), one request
 // "<idPrefix>-<index>@d<q>" per decode rank q this rank overlaps, pinned to decodeNames[q],
 // into the decode-side request "<idPrefix>-<index>". A request owns its source blocks (the
 // agent frees them when it ends), so every part gets its own set, all allocated at once.
@@ -26,15 +26,15 @@
 #include <string>
 #include <vector>
 
-#include "cli/block_order.h"
-#include "cli/report_clocks.h"
-#include "cli/request_record.h"
-#include "cli/signals.h"
-#include "cli/tensor_parallel.h"
+#include "daemon/block_order.h"
+#include "daemon/report_clocks.h"
+#include "daemon/request_record.h"
+#include "daemon/signals.h"
 #include "kvx/kv_agent.h"
+#include "kvx/tp_plan.h"
 #include "workload/trace_record.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 
 struct ReplayOptions {
   std::string idPrefix;           // prompt ids are "<idPrefix>-<index>"
@@ -129,4 +129,4 @@ class PrefillDriver {
   Clock::time_point lastEnd_;             // GUARDED_BY(mutex_)
 };
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

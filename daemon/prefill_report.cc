@@ -1,11 +1,11 @@
-#include "cli/prefill_report.h"
+#include "daemon/prefill_report.h"
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <set>
 
-namespace kvx::cli {
+namespace kvx::daemon {
 
 nlohmann::json usageJson(const KvPoolUsage& usage) {
   return {{"totalBlocks", usage.totalBlocks},
@@ -94,4 +94,4 @@ Status prepareOutputFile(const std::string& path, std::string_view option) {
   return Status::ok();
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

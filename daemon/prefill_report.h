@@ -13,7 +13,7 @@
 //       "tokens", "sourceBlocks", "prefixHashes", "mode" (push|pull), "layerwise",
 //       "arrivalMs", "submittedAtMs", "waitedForBlocksMs": since the replay began,
 //       "submitNs": steady_clock ns of the submit() call, "doneNs": steady_clock ns when
-//                   wait() returned it released or failed (cli/report_clocks.h: comparable
+//                   wait() returned it released or failed (daemon/report_clocks.h: comparable
 //                   across the processes of one machine),
 //       "submitted", "released", "error", "state", "status",
 //       "peer": the decode agent, "placement": why there,
@@ -34,9 +34,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/prefill_driver.h"
+#include "daemon/prefill_driver.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 
 nlohmann::json usageJson(const KvPoolUsage& usage);
 
@@ -52,4 +52,4 @@ Status writeJsonFile(const std::string& path, const nlohmann::json& json);
 // INVALID_ARGUMENT naming the option, the path and the reason.
 Status prepareOutputFile(const std::string& path, std::string_view option);
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

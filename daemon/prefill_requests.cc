@@ -5,11 +5,11 @@
 
 #include <thread>
 
-#include "cli/kv_content.h"
-#include "cli/prefill_driver.h"
-#include "cli/report_clocks.h"
+#include "daemon/kv_content.h"
+#include "daemon/prefill_driver.h"
+#include "daemon/report_clocks.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 namespace {
 
 void freeBlocks(KvAgent& agent, const KvRequestSpec& spec) {
@@ -168,4 +168,4 @@ void PrefillDriver::finish(RequestRecord& record) {
       record.error);
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

@@ -1,4 +1,4 @@
-#include "cli/protocol_output.h"
+#include "daemon/protocol_output.h"
 
 #include <unistd.h>
 
@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 
-namespace kvx::cli {
+namespace kvx::daemon {
 namespace {
 
 std::atomic<int> protocolFd{-1};
@@ -39,4 +39,4 @@ void ProtocolOutput::writeLine(const std::string& line) {
   }
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

@@ -10,7 +10,7 @@
 
 #include <string>
 
-namespace kvx::cli {
+namespace kvx::daemon {
 
 class ProtocolOutput {
  public:
@@ -20,4 +20,4 @@ class ProtocolOutput {
   static void writeLine(const std::string& line);
 };
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

@@ -1,4 +1,4 @@
-#include "cli/report_clocks.h"
+#include "daemon/report_clocks.h"
 
 #include <sys/resource.h>
 #include <time.h>
@@ -7,7 +7,7 @@
 
 #include "engine/gpu/gpu_runtime.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 namespace {
 
 std::atomic<std::int64_t> contentNs{0};
@@ -51,4 +51,4 @@ ContentCpuScope::~ContentCpuScope() {
   contentNs.fetch_add(threadCpuNs() - startNs_, std::memory_order_relaxed);
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

@@ -12,7 +12,7 @@
 #include "kvx/kv_types.h"
 #include "kvx/transfer.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 
 // steady_clock nanoseconds since its epoch (boot, on Linux).
 std::int64_t monotonicNs(Clock::time_point at);
@@ -58,4 +58,4 @@ inline std::int64_t peersReadyCpuUs(const KvPoolUsage& usage) {
   return static_cast<std::int64_t>(usage.peersReadyCpuNs / 1000);
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

@@ -1,6 +1,6 @@
-#include "cli/request_record.h"
+#include "daemon/request_record.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 namespace {
 
 double millis(std::chrono::nanoseconds d) { return static_cast<double>(d.count()) / 1e6; }
@@ -44,4 +44,4 @@ nlohmann::json toJson(const RequestRecord& r) {
   };
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

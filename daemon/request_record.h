@@ -1,7 +1,7 @@
 #pragma once
 
 // RequestRecord: what a prefill agent's replay learned about one request, and the JSON form
-// of it that the --report file and `kvx demo` share (its keys: cli/prefill_report.h).
+// of it that the --report file and `kvx demo` share (its keys: daemon/prefill_report.h).
 
 #include <chrono>
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 #include "kvx/kv_types.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 
 struct RequestRecord {
   std::uint64_t index = 0;  // of the prompt in the trace
@@ -27,7 +27,7 @@ struct RequestRecord {
   std::chrono::nanoseconds arrival{0};          // the trace's timestamp, scaled
   std::chrono::nanoseconds submittedAt{0};      // since the replay started
   std::chrono::nanoseconds waitedForBlocks{0};  // allocation stalls on a full pool
-  std::int64_t submitNs = 0;  // steady_clock ns (cli/report_clocks.h) at the submit() call
+  std::int64_t submitNs = 0;  // steady_clock ns (daemon/report_clocks.h) at the submit() call
   std::int64_t doneNs = 0;    // steady_clock ns when wait() returned (released or failed)
   // Layer-wise: steady_clock ns when the last layer was handed over (layerReady called);
   // what follows is the exposed tail. 0 otherwise.
@@ -43,4 +43,4 @@ struct RequestRecord {
 
 nlohmann::json toJson(const RequestRecord& record);
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

@@ -1,4 +1,4 @@
-#include "cli/signals.h"
+#include "daemon/signals.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace kvx::cli {
+namespace kvx::daemon {
 namespace {
 
 sigset_t stopSignals() {
@@ -92,4 +92,4 @@ std::string StopSignal::reason() const {
   return reason_;
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

@@ -18,7 +18,7 @@
 
 #include "kvx/result.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 
 class StopSignal {
  public:
@@ -49,4 +49,4 @@ class StopSignal {
   std::thread watcher_;
 };
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

@@ -1,11 +1,11 @@
-#include "cli/workload_source.h"
+#include "daemon/workload_source.h"
 
 #include <algorithm>
 
 #include "workload/trace_generator.h"
 #include "workload/trace_reader.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 
 void clipPrompt(workload::TraceRecord& record, std::uint64_t tokens) {
   if (record.inputLength <= tokens) return;
@@ -41,4 +41,4 @@ Result<std::vector<workload::TraceRecord>> loadWorkload(const WorkloadConfig& co
   return workload::generateTrace(options);
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

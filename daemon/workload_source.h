@@ -6,10 +6,10 @@
 
 #include <vector>
 
-#include "cli/agent_config.h"
+#include "daemon/agent_config.h"
 #include "workload/trace_record.h"
 
-namespace kvx::cli {
+namespace kvx::daemon {
 
 // Cuts a prompt longer than `tokens` to `tokens`, and its prefix hashes to the chunks left.
 void clipPrompt(workload::TraceRecord& record, std::uint64_t tokens);
@@ -17,4 +17,4 @@ void clipPrompt(workload::TraceRecord& record, std::uint64_t tokens);
 // NOT_FOUND / INVALID_ARGUMENT from the trace reader or the generator, naming the problem.
 Result<std::vector<workload::TraceRecord>> loadWorkload(const WorkloadConfig& config);
 
-}  // namespace kvx::cli
+}  // namespace kvx::daemon

@@ -1,8 +1,8 @@
-#include "cli/tensor_parallel.h"
+#include "kvx/tp_plan.h"
 
 #include <algorithm>
 
-namespace kvx::cli {
+namespace kvx {
 namespace {
 
 std::string num(std::uint32_t value) { return std::to_string(value); }
@@ -70,4 +70,4 @@ std::string partId(const std::string& promptId, std::uint32_t decodeRank) {
   return promptId + "@d" + num(decodeRank);
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx

@@ -2,7 +2,7 @@
 
 // CaseMetrics: the figures of one case, computed from the reports its agent processes wrote
 // (the prefill agents' --report files and the decode agents' --report files; the keys they
-// carry are documented in cli/prefill_report.h and cli/decode_loop.h).
+// carry are documented in daemon/prefill_report.h and daemon/decode_loop.h).
 //   notified: submit() on the prefill agent until the decode agent's nextArrival() returned
 //             the request (post -> receiver notification), across processes through
 //             CLOCK_MONOTONIC; for a gather, from the earliest part's submit.

@@ -21,7 +21,7 @@ LAYERS = [
     ("agent/", "control"),  # the control channel, metadata and the Agent facade
     ("workload/", "workload"), ("doctor/", "doctor"), ("process/", "process"),
     ("examples/", "examples"),
-    ("cli/", "cli"), ("bench/", "bench"), ("tests/", "tests"), ("fuzz/", "fuzz"),
+    ("daemon/", "daemon"), ("cli/", "cli"), ("bench/", "bench"), ("tests/", "tests"), ("fuzz/", "fuzz"),
 ]
 
 ALLOWED = {
@@ -39,8 +39,8 @@ ALLOWED = {
     "workload": {"public", "files", "json"},
     "doctor": {"public", "engine", "gpu", "files"},
     "process": {"public"},
-    "cli": {"public", "kv", "control", "gpu", "files", "json", "workload", "doctor", "bench",
-            "process"},
+    "daemon": {"public", "kv", "control", "gpu", "files", "workload", "process"},
+    "cli": {"public", "daemon", "bench", "doctor", "files", "json", "workload", "process"},
     "bench": {"public", "kv", "control", "engine", "gpu", "files", "json", "workload",
               "doctor", "process"},
     "tests": None,  # tests and fuzz targets may reach anything they test

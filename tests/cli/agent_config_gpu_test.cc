@@ -4,11 +4,12 @@
 // named.
 #include <catch2/catch.hpp>
 
-#include "cli/agent_config.h"
+#include "cli/agent_options.h"
 #include "tests/support/agent_config_env.h"
 
 using namespace kvx;
 using namespace kvx::cli;
+using namespace kvx::daemon;
 using namespace kvx::test::agent_config;
 
 TEST_CASE("GPU memory options: --memory, --device, --gpu-path", "[agent_config]") {

@@ -1,6 +1,4 @@
 // kvx-test-labels: unit
-#include "cli/agent_config.h"
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,11 +10,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cli/agent_options.h"
 #include "cli/json_config.h"
 #include "tests/support/agent_config_env.h"
 
 using namespace kvx;
 using namespace kvx::cli;
+using namespace kvx::daemon;
 
 using namespace kvx::test::agent_config;
 

@@ -7,10 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "cli/agent_config.h"
+#include "cli/agent_options.h"
 
 using namespace kvx;
 using namespace kvx::cli;
+using namespace kvx::daemon;
 
 namespace {
 

@@ -1,7 +1,7 @@
 // kvx-test-labels: multiprocess
 // A prefill agent replaying a trace admits prompts into its pool first come first served: a
 // small prompt that would fit the room left does not take it ahead of an earlier, larger
-// prompt that waits for room (cli/prefill_driver.h).
+// prompt that waits for room (daemon/prefill_driver.h).
 #include <unistd.h>
 
 #include <catch2/catch.hpp>

@@ -1,11 +1,11 @@
 // kvx-test-labels: unit
-#include "cli/block_order.h"
+#include "daemon/block_order.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <numeric>
 
-using namespace kvx::cli;
+using namespace kvx::daemon;
 
 TEST_CASE("block orders parse", "[block_order]") {
   CHECK(parseBlockOrder("contiguous") == BlockOrder::kContiguous);

@@ -1,10 +1,10 @@
 // kvx-test-labels: unit
-// The decode agent's --report: the keys `kvx bench` reads (cli/decode_report.h).
-#include "cli/decode_report.h"
+// The decode agent's --report: the keys `kvx bench` reads (daemon/decode_report.h).
+#include "daemon/decode_report.h"
 
 #include <catch2/catch.hpp>
 
-using namespace kvx::cli;
+using namespace kvx::daemon;
 
 TEST_CASE("the decode report lists every arrival with its timing and verification",
           "[decode_report]") {

@@ -1,5 +1,5 @@
 // kvx-test-labels: unit
-#include "cli/kv_content.h"
+#include "daemon/kv_content.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -8,7 +8,7 @@
 #include <vector>
 
 using namespace kvx;
-using namespace kvx::cli;
+using namespace kvx::daemon;
 
 namespace {
 

@@ -1,6 +1,6 @@
 // kvx-test-labels: unit
-// The prefill agent's --report: the keys `kvx demo` and `kvx bench` read (cli/prefill_report.h).
-#include "cli/prefill_report.h"
+// The prefill agent's --report: the keys `kvx demo` and `kvx bench` read (daemon/prefill_report.h).
+#include "daemon/prefill_report.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include <filesystem>
 
 using namespace kvx;
-using namespace kvx::cli;
+using namespace kvx::daemon;
 
 TEST_CASE("the prefill report carries per-request timing, sizes and CPU time", "[prefill_report]") {
   ReplayResult result;

@@ -1,12 +1,12 @@
 // kvx-test-labels: unit
-#include "cli/workload_source.h"
+#include "daemon/workload_source.h"
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
 using namespace kvx;
-using namespace kvx::cli;
+using namespace kvx::daemon;
 
 TEST_CASE("a prompt longer than the clip is cut, with its prefix hashes", "[cli]") {
   workload::TraceRecord r{0, 2000, 10, {1, 2, 3, 4}};

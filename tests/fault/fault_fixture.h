@@ -2,7 +2,7 @@
 
 // Shared by the fault tests: real `kvx agent --role decode --verify` processes (stderr to a
 // log file, so that the test can see which arrivals were verified), an in-process prefill
-// KvAgent writing the content those agents verify (cli/kv_content.h), and the process's own
+// KvAgent writing the content those agents verify (daemon/kv_content.h), and the process's own
 // file descriptors and resident memory. Every wait has a deadline.
 
 #include <signal.h>
@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "cli/kv_content.h"
+#include "daemon/kv_content.h"
 #include "kvx/kv_agent.h"
 #include "process/agent_protocol.h"
 #include "process/child_process.h"
@@ -181,10 +181,10 @@ inline KvRequestSpec makeRequest(KvAgent& prefill, const std::string& id, std::u
                                  std::optional<std::string> destination, bool layerwise) {
   auto blocks = prefill.allocateBlocks(prefill.pool().blocksFor(tokens));
   REQUIRE(blocks.isOk());
-  const cli::KvContent content(
+  const daemon::KvContent content(
       id, tokens, {},
-      cli::geometryOf(prefill.pool(), workload::kPrefixChunkTokens, 0, kKvHeads, kKvHeads));
-  REQUIRE(content.fillAll(cli::segmentsOf(prefill), *blocks).isOk());
+      daemon::geometryOf(prefill.pool(), workload::kPrefixChunkTokens, 0, kKvHeads, kKvHeads));
+  REQUIRE(content.fillAll(daemon::segmentsOf(prefill), *blocks).isOk());
   KvRequestSpec spec;
   spec.id = id;
   spec.tokens = tokens;

@@ -1,10 +1,9 @@
 // kvx-test-labels: unit
-#include "cli/tensor_parallel.h"
+#include "kvx/tp_plan.h"
 
 #include <catch2/catch.hpp>
 
 using namespace kvx;
-using namespace kvx::cli;
 
 namespace {
 

@@ -1,7 +1,9 @@
 #pragma once
 
-// TpPlan: where a `kvx agent`'s KV heads sit in the model when the model is split over
-// tensor-parallel ranks, and which sliced requests a prefill rank sends for one prompt.
+// TpPlan: where an agent's KV heads sit in the model when the model is split over
+// tensor-parallel ranks, and which sliced requests (KvSlice) a prefill rank sends for one
+// prompt. `kvx agent --tp-size/--tp-rank/--decode-tp` plans with it; a server that slices its
+// own requests can too.
 //
 // The model's KV heads H are split evenly: rank r of a group of N holds the global heads
 // [r * H / N, (r + 1) * H / N), numbered 0.. locally. A prefill rank sends, for each prompt,
@@ -17,7 +19,9 @@
 #include "kvx/kv_types.h"
 #include "kvx/result.h"
 
-namespace kvx::cli {
+// Declarations here are libkvx.so's exports (api/shared_library/).
+#pragma GCC visibility push(default)
+namespace kvx {
 
 // Heads [first, first + count) of the model.
 struct HeadSpan {
@@ -28,7 +32,7 @@ struct HeadSpan {
 
 struct TpPlan {
   std::uint32_t totalHeads = 1;  // the model's KV heads, all ranks together
-  std::uint32_t size = 1;        // this agent's TP group size (--tp-size)
+  std::uint32_t size = 1;        // this agent's TP group size (kvx agent --tp-size)
   std::uint32_t rank = 0;        // and its rank in it (--tp-rank)
   std::uint32_t decodeSize = 1;  // prefill: the decode group it sends to (--decode-tp)
 
@@ -61,4 +65,5 @@ std::vector<SlicePart> slicePlan(const TpPlan& plan, const std::string& promptId
 // The prefill-side id of a part: "<promptId>@d<decodeRank>".
 std::string partId(const std::string& promptId, std::uint32_t decodeRank);
 
-}  // namespace kvx::cli
+}  // namespace kvx
+#pragma GCC visibility pop
