@@ -21,7 +21,7 @@ LAYERS = [
     ("agent/", "control"),  # the control channel, metadata and the Agent facade
     ("workload/", "workload"), ("doctor/", "doctor"), ("process/", "process"),
     ("examples/", "examples"),
-    ("daemon/", "daemon"), ("cli/", "cli"), ("bench/", "bench"), ("tests/", "tests"), ("fuzz/", "fuzz"),
+    ("daemon/", "daemon"), ("demo/", "demo"), ("cli/", "cli"), ("bench/", "bench"), ("tests/", "tests"), ("fuzz/", "fuzz"),
 ]
 
 ALLOWED = {
@@ -40,7 +40,8 @@ ALLOWED = {
     "doctor": {"public", "engine", "gpu", "files"},
     "process": {"public"},
     "daemon": {"public", "kv", "control", "gpu", "files", "workload", "process"},
-    "cli": {"public", "daemon", "bench", "doctor", "files", "json", "workload", "process"},
+    "demo": {"public", "daemon", "workload", "process"},
+    "cli": {"public", "daemon", "demo", "bench", "doctor", "files", "json", "workload", "process"},
     "bench": {"public", "kv", "control", "engine", "gpu", "files", "json", "workload",
               "doctor", "process"},
     "tests": None,  # tests and fuzz targets may reach anything they test

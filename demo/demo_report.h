@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace kvx::cli {
+namespace kvx::demo {
 
 struct DecodeOutcome {
   std::string name;
@@ -50,7 +50,7 @@ class DemoReport {
  private:
   void summarizeRequests();
   void summarizeDecodes();
-  // Prompts, gathers and scatters, and whether every rank verified (cli/demo_tp_counts.h).
+  // Prompts, gathers and scatters, and whether every rank verified (demo/demo_tp_counts.h).
   void summarizeTensorParallel();
 
   DemoInputs inputs_;
@@ -59,4 +59,4 @@ class DemoReport {
   std::vector<std::string> problems_;
 };
 
-}  // namespace kvx::cli
+}  // namespace kvx::demo

@@ -1,4 +1,4 @@
-#include "cli/demo_report.h"
+#include "demo/demo_report.h"
 
 #include <fmt/format.h>
 
@@ -7,12 +7,12 @@
 #include <functional>
 #include <map>
 
-#include "cli/demo_tp_counts.h"
-#include "cli/report_field.h"
+#include "demo/demo_tp_counts.h"
+#include "demo/report_field.h"
 #include "workload/fairness.h"
 #include "workload/latency_stats.h"
 
-namespace kvx::cli {
+namespace kvx::demo {
 namespace {
 
 constexpr std::size_t kReasonsShown = 5;
@@ -320,4 +320,4 @@ std::string DemoReport::text() const {
   return out;
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::demo

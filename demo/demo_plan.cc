@@ -1,4 +1,4 @@
-#include "cli/demo_plan.h"
+#include "demo/demo_plan.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include "kvx/host_memory.h"
 #include "workload/trace_reader.h"
 
-namespace kvx::cli {
+namespace kvx::demo {
 namespace {
 
 constexpr std::uint32_t kDecodeAgents = 2;  // without TP
@@ -203,4 +203,4 @@ Result<DemoPlan> planDemo(const DemoOptions& o) {
   return plan;
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::demo

@@ -1,9 +1,9 @@
 // kvx-test-labels: unit
-#include "cli/demo_report.h"
+#include "demo/demo_report.h"
 
 #include <catch2/catch.hpp>
 
-using namespace kvx::cli;
+using namespace kvx::demo;
 using nlohmann::json;
 
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
-namespace kvx::cli {
+namespace kvx::demo {
 
 // object[key] as an unsigned count; 0 when object is not an object or has no such number.
 inline std::uint64_t reportCount(const nlohmann::json& object, const char* key) {
@@ -15,4 +15,4 @@ inline std::uint64_t reportCount(const nlohmann::json& object, const char* key) 
              : 0;
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::demo

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/demo_report.h"
+#include "demo/demo_report.h"
 
-namespace kvx::cli {
+namespace kvx::demo {
 
 struct TpDemoCounts {
   std::uint64_t prompts = 0;
@@ -26,4 +26,4 @@ struct TpDemoCounts {
 
 TpDemoCounts countTensorParallel(const DemoInputs& inputs);
 
-}  // namespace kvx::cli
+}  // namespace kvx::demo

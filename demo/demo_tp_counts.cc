@@ -1,12 +1,12 @@
-#include "cli/demo_tp_counts.h"
+#include "demo/demo_tp_counts.h"
 
 #include <fmt/format.h>
 
 #include <map>
 
-#include "cli/report_field.h"
+#include "demo/report_field.h"
 
-namespace kvx::cli {
+namespace kvx::demo {
 
 TpDemoCounts countTensorParallel(const DemoInputs& inputs) {
   TpDemoCounts c;
@@ -40,4 +40,4 @@ TpDemoCounts countTensorParallel(const DemoInputs& inputs) {
   return c;
 }
 
-}  // namespace kvx::cli
+}  // namespace kvx::demo

@@ -1,5 +1,5 @@
 // kvx-test-labels: unit
-#include "cli/demo_plan.h"
+#include "demo/demo_plan.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -7,7 +7,7 @@
 #include "tests/support/temp_file.h"
 
 using namespace kvx;
-using namespace kvx::cli;
+using namespace kvx::demo;
 
 namespace {
 

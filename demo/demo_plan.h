@@ -20,7 +20,7 @@
 
 #include "kvx/result.h"
 
-namespace kvx::cli {
+namespace kvx::demo {
 
 struct DemoOptions {
   std::uint64_t requests = 200;
@@ -73,4 +73,4 @@ struct DemoPlan {
 // INVALID_ARGUMENT when the model cannot be read or the TP sizes do not split its KV heads.
 Result<DemoPlan> planDemo(const DemoOptions& options);
 
-}  // namespace kvx::cli
+}  // namespace kvx::demo
