@@ -210,9 +210,13 @@ TEST_CASE("connects to one address take turns", "[kv]") {
       std::this_thread::sleep_until(due);
       HelloMsg reply{KvRole::kPrefill, tinyPool(), kBlocks, true, KvMode::kPush};
       reply.session = 1;
+      // When the reply leaves, read before sending it: a hello sent because of this reply
+      // arrives after it. Read after, it may not: the whole round trip can finish before this
+      // thread runs again (seen on 2 busy cores).
+      const auto sent = Clock::now();
       (void)prefill.agent().sendNotification(peer, encode(reply));
       lock.lock();
-      replies.push_back(Clock::now());
+      replies.push_back(sent);
     }
   });
   prefill.agent().setNotificationHandler([&](Notification n) {
