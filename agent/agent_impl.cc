@@ -101,7 +101,7 @@ Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
 Agent::Impl::~Impl() {
   if (engine) engine->setDataPathFailureHandler(nullptr);
   {
-    std::lock_guard lock(channelUseMutex);
+    sync::MutexLock lock(channelUseMutex);
     channelRetired = true;
   }
   // The channel goes first: no handler may reach the engine while it shuts down.
@@ -153,7 +153,7 @@ bool Agent::Impl::awaitHeardFrom(const std::string& peer, Clock::time_point sinc
   const Deadline deadline = since + heardFromWait();
   while (!abandon() && Clock::now() < deadline) {
     {
-      std::lock_guard lock(channelUseMutex);
+      sync::MutexLock lock(channelUseMutex);
       if (channelRetired || !channel) return false;
       const Result<Clock::time_point> heard = channel->lastHeardFrom(peer);
       if (heard.isOk() && *heard > since) return true;
@@ -164,7 +164,7 @@ bool Agent::Impl::awaitHeardFrom(const std::string& peer, Clock::time_point sinc
 }
 
 void Agent::Impl::onDataPathFailed(const std::string& peer, const Status& why) {
-  std::lock_guard lock(channelUseMutex);
+  sync::MutexLock lock(channelUseMutex);
   if (channelRetired || !channel) return;
   spdlog::warn("agent '{}': closing the control link to '{}': {}", options.name, peer,
                why.message());

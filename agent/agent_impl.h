@@ -7,11 +7,11 @@
 // channel's handlers only call the engine (never the channel back).
 
 #include <memory>
-#include <mutex>
 
 #include "agent/channel/control_channel.h"
 #include "engine/engine.h"
 #include "kvx/agent.h"
+#include "sync/mutex.h"
 
 namespace kvx {
 
@@ -40,8 +40,8 @@ struct Agent::Impl {
   std::unique_ptr<agent::channel::ControlChannel> channel;
   // Held while the engine's data-path failure handler uses the channel; the destructor takes
   // it to retire the channel, so that the handler never reaches a destroyed one.
-  std::mutex channelUseMutex;
-  bool channelRetired = false;
+  sync::Mutex channelUseMutex;
+  bool channelRetired KVX_GUARDED_BY(channelUseMutex) = false;
 };
 
 namespace agent {

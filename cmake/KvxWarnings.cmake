@@ -3,6 +3,11 @@ function(kvx_set_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
                                            -Wold-style-cast -Wcast-align -Woverloaded-virtual
                                            -Wno-missing-field-initializers)
+  # Clang checks the lock annotations (sync/thread_annotations.h): every access to a
+  # KVX_GUARDED_BY member under its lock, every KVX_REQUIRES met by the caller.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    target_compile_options(${target} PRIVATE -Wthread-safety)
+  endif()
   if(KVX_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()

@@ -50,7 +50,10 @@ ReplayResult PrefillDriver::run(StopSignal& stop) {
   const std::int64_t readyBefore = peersReadyCpuUs(agent_.usage());
   records_.assign(trace_.size() * partsPerPrompt_, RequestRecord{});
   start_ = Clock::now();
-  lastEnd_ = start_;
+  {
+    sync::MutexLock lock(mutex_);  // no worker runs yet; lastEnd_ is only touched under it
+    lastEnd_ = start_;
+  }
   const std::size_t workers = std::min<std::size_t>(options_.maxOutstanding, trace_.size());
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < workers; ++i) threads.emplace_back([this, &stop] { worker(stop); });
@@ -59,11 +62,9 @@ ReplayResult PrefillDriver::run(StopSignal& stop) {
   auto nextSummary = Clock::now() + kPrefillSummaryEvery;
   while (true) {
     {
-      std::unique_lock lock(mutex_);
-      if (promptEnded_.wait_for(lock, std::chrono::milliseconds(100),
-                                [this] { return ended_ == trace_.size(); })) {
-        break;
-      }
+      sync::UniqueLock lock(mutex_);
+      const auto allEnded = [this]() KVX_REQUIRES(mutex_) { return ended_ == trace_.size(); };
+      if (promptEnded_.wait_for(lock.native(), std::chrono::milliseconds(100), allEnded)) break;
     }
     if (stop.requested() && !shutDown) {
       // Fails the requests in flight (within 5 s) so that the workers' waits return.
@@ -86,7 +87,10 @@ ReplayResult PrefillDriver::run(StopSignal& stop) {
     for (RequestRecord& record : records_) record.stopped = cutShortByStop(record);
   }
   result.requests = std::move(records_);
-  result.wall = lastEnd_ - start_;
+  {
+    sync::MutexLock lock(mutex_);  // the workers are joined; as above
+    result.wall = lastEnd_ - start_;
+  }
   result.stopped = stop.requested();
   result.cpuEnd = processCpuTime();
   result.readyCpuUs = peersReadyCpuUs(agent_.usage()) - readyBefore;
@@ -97,13 +101,13 @@ void PrefillDriver::worker(StopSignal& stop) {
   while (true) {
     std::size_t index;
     {
-      std::lock_guard lock(mutex_);
+      sync::MutexLock lock(mutex_);
       if (nextIndex_ == trace_.size()) return;
       index = nextIndex_++;
     }
     replay(index, stop);
     {
-      std::lock_guard lock(mutex_);
+      sync::MutexLock lock(mutex_);
       ++ended_;
       for (std::size_t p = 0; p < partsPerPrompt_; ++p) {
         const RequestRecord& record = records_[index * partsPerPrompt_ + p];
@@ -202,13 +206,13 @@ Result<std::vector<std::uint64_t>> PrefillDriver::allocate(RequestRecord& first,
   bool counted = false;
   std::condition_variable turn;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     allocating_.emplace(first.index, &turn);
   }
   while (true) {
     bool myTurn;
     {
-      std::lock_guard lock(mutex_);
+      sync::MutexLock lock(mutex_);
       myTurn = allocating_.begin()->first == first.index;
     }
     auto blocks = myTurn ? agent_.allocateBlocks(count)
@@ -216,7 +220,7 @@ Result<std::vector<std::uint64_t>> PrefillDriver::allocate(RequestRecord& first,
                                resourceExhausted("earlier prompts wait for room first"));
     if (blocks.isOk() || blocks.status().code() != StatusCode::kResourceExhausted ||
         stop.requested() || Clock::now() >= giveUp) {
-      std::lock_guard lock(mutex_);
+      sync::MutexLock lock(mutex_);
       if (counted) --waitingForBlocks_;
       allocating_.erase(first.index);
       wakeFirstAllocating();  // the next prompt's turn
@@ -235,14 +239,14 @@ Result<std::vector<std::uint64_t>> PrefillDriver::allocate(RequestRecord& first,
     }
     // The pool is full or an earlier prompt waits: wait for a prompt to end and return its
     // blocks, or for the turn to move on.
-    std::unique_lock lock(mutex_);
+    sync::UniqueLock lock(mutex_);
     if (!counted) {
       ++waitingForBlocks_;
       counted = true;
     }
     const std::uint64_t endedBefore = ended_;
     const std::size_t headBefore = allocating_.begin()->first;
-    turn.wait_for(lock, std::chrono::milliseconds(50), [&] {
+    turn.wait_for(lock.native(), std::chrono::milliseconds(50), [&]() KVX_REQUIRES(mutex_) {
       return ended_ != endedBefore || allocating_.begin()->first != headBefore;
     });
   }
@@ -255,7 +259,7 @@ void PrefillDriver::wakeFirstAllocating() {
 void PrefillDriver::logSummary() {
   std::uint64_t ended, released, failed, inFlight, waiting, bytes;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (ended_ == endedAtLastSummary_ && inFlight_ == 0) return;
     endedAtLastSummary_ = ended_;
     ended = ended_;

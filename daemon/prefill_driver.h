@@ -21,7 +21,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,6 +31,7 @@
 #include "daemon/signals.h"
 #include "kvx/kv_agent.h"
 #include "kvx/tp_plan.h"
+#include "sync/mutex.h"
 #include "workload/trace_record.h"
 
 namespace kvx::daemon {
@@ -110,23 +110,23 @@ class PrefillDriver {
   Clock::time_point start_;
 
   // The first prompt in allocate(): its turn came, or blocks were freed. REQUIRES: mutex_.
-  void wakeFirstAllocating();
+  void wakeFirstAllocating() KVX_REQUIRES(mutex_);
 
-  std::mutex mutex_;
+  sync::Mutex mutex_;
   std::condition_variable promptEnded_;  // the replay's end
-  std::size_t nextIndex_ = 0;            // GUARDED_BY(mutex_)
-  std::uint64_t submitted_ = 0;          // GUARDED_BY(mutex_) requests
-  std::uint64_t inFlight_ = 0;           // GUARDED_BY(mutex_) requests
-  std::uint64_t released_ = 0;           // GUARDED_BY(mutex_) requests
-  std::uint64_t failed_ = 0;             // GUARDED_BY(mutex_) requests
-  std::uint64_t waitingForBlocks_ = 0;   // GUARDED_BY(mutex_) prompts
-  // GUARDED_BY(mutex_) prompts in allocate(), by index, each with the condition variable its
-  // worker waits on: only the first may allocate, so only it is woken (wakeFirstAllocating).
-  std::map<std::size_t, std::condition_variable*> allocating_;
-  std::uint64_t bytes_ = 0;               // GUARDED_BY(mutex_)
-  std::uint64_t ended_ = 0;               // GUARDED_BY(mutex_) prompts
-  std::uint64_t endedAtLastSummary_ = 0;  // GUARDED_BY(mutex_)
-  Clock::time_point lastEnd_;             // GUARDED_BY(mutex_)
+  std::size_t nextIndex_ KVX_GUARDED_BY(mutex_) = 0;
+  std::uint64_t submitted_ KVX_GUARDED_BY(mutex_) = 0;         // requests
+  std::uint64_t inFlight_ KVX_GUARDED_BY(mutex_) = 0;          // requests
+  std::uint64_t released_ KVX_GUARDED_BY(mutex_) = 0;          // requests
+  std::uint64_t failed_ KVX_GUARDED_BY(mutex_) = 0;            // requests
+  std::uint64_t waitingForBlocks_ KVX_GUARDED_BY(mutex_) = 0;  // prompts
+  // Prompts in allocate(), by index, each with the condition variable its worker waits on:
+  // only the first may allocate, so only it is woken (wakeFirstAllocating).
+  std::map<std::size_t, std::condition_variable*> allocating_ KVX_GUARDED_BY(mutex_);
+  std::uint64_t bytes_ KVX_GUARDED_BY(mutex_) = 0;
+  std::uint64_t ended_ KVX_GUARDED_BY(mutex_) = 0;  // prompts
+  std::uint64_t endedAtLastSummary_ KVX_GUARDED_BY(mutex_) = 0;
+  Clock::time_point lastEnd_ KVX_GUARDED_BY(mutex_);
 };
 
 }  // namespace kvx::daemon

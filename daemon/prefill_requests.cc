@@ -123,7 +123,7 @@ void PrefillDriver::submit(Part& part) {
   }
   record.submitted = true;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     ++submitted_;
     ++inFlight_;
   }

@@ -73,13 +73,13 @@ void StopSignal::watch() {
 }
 
 bool StopSignal::waitFor(std::chrono::nanoseconds timeout) {
-  std::unique_lock lock(mutex_);
-  return changed_.wait_for(lock, timeout, [this] { return requested(); });
+  sync::UniqueLock lock(mutex_);
+  return changed_.wait_for(lock.native(), timeout, [this] { return requested(); });
 }
 
 void StopSignal::request(const std::string& why) {
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (requested()) return;
     reason_ = why;
     requested_.store(true, std::memory_order_release);
@@ -88,7 +88,7 @@ void StopSignal::request(const std::string& why) {
 }
 
 std::string StopSignal::reason() const {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return reason_;
 }
 

@@ -12,11 +12,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "kvx/result.h"
+#include "sync/mutex.h"
 
 namespace kvx::daemon {
 
@@ -43,9 +43,9 @@ class StopSignal {
   const int signalFd_;
   const int wakeFd_;  // eventfd: the destructor's way to end watch()
   std::atomic<bool> requested_{false};
-  mutable std::mutex mutex_;
+  mutable sync::Mutex mutex_;
   std::condition_variable changed_;
-  std::string reason_;  // GUARDED_BY(mutex_)
+  std::string reason_ KVX_GUARDED_BY(mutex_);
   std::thread watcher_;
 };
 

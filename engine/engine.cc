@@ -85,7 +85,7 @@ Engine::~Engine() {
   }
   std::vector<std::shared_ptr<RemotePeer>> peers;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     for (auto& [name, peer] : peers_) peers.push_back(peer);
   }
   for (auto& peer : peers) peer->fail(cancelled("the agent is shutting down"));
@@ -106,7 +106,7 @@ Engine::~Engine() {
   transfers_.setWake(nullptr);  // only this thread can still complete operations now
   driver_.reset();
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     lists_.clear();
     peers_.clear();
   }
@@ -173,7 +173,7 @@ Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
   }
   std::shared_ptr<RemotePeer> known;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     auto it = peers_.find(metadata.name);
     if (it != peers_.end()) known = it->second;
   }
@@ -211,7 +211,7 @@ Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
   for (int attempt = 0;; ++attempt) {
     std::uint64_t other = 0;
     {
-      std::lock_guard lock(mutex_);
+      sync::MutexLock lock(mutex_);
       auto [it, inserted] = peers_.try_emplace(peerName, peer);
       if (inserted) break;
       if (it->second->incarnation() == incarnation) {
@@ -245,13 +245,13 @@ Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
 }
 
 void Engine::setPeerEventHandler(PeerEventHandler handler) {
-  std::lock_guard lock(peerEventMutex_);
+  sync::MutexLock lock(peerEventMutex_);
   peerEventHandler_ =
       handler ? std::make_shared<const PeerEventHandler>(std::move(handler)) : nullptr;
 }
 
 void Engine::setDataPathFailureHandler(DataPathFailureHandler handler) {
-  std::lock_guard lock(peerEventMutex_);
+  sync::MutexLock lock(peerEventMutex_);
   dataPathFailureHandler_ =
       handler ? std::make_shared<const DataPathFailureHandler>(std::move(handler)) : nullptr;
 }
@@ -267,7 +267,7 @@ void Engine::onDataPathFailed(const std::string& peerName, std::uint64_t incarna
   if (!removePeerIf(peerName, incarnation, failure).isOk()) return;  // gone or replaced already
   std::shared_ptr<const DataPathFailureHandler> handler;
   {
-    std::lock_guard lock(peerEventMutex_);
+    sync::MutexLock lock(peerEventMutex_);
     handler = dataPathFailureHandler_;
   }
   if (handler) (*handler)(peerName, failure);
@@ -277,7 +277,7 @@ void Engine::emitPeerEvent(PeerEvent::Kind kind, const std::string& peer, std::u
                            Status why) {
   std::shared_ptr<const PeerEventHandler> handler;
   {
-    std::lock_guard lock(peerEventMutex_);
+    sync::MutexLock lock(peerEventMutex_);
     handler = peerEventHandler_;
   }
   if (handler) (*handler)(PeerEvent{kind, peer, incarnation, std::move(why)});
@@ -311,7 +311,7 @@ Status Engine::removePeerIf(const std::string& peerName, std::optional<std::uint
                             Status why) {
   std::shared_ptr<RemotePeer> peer;
   {
-    std::unique_lock lock(mutex_);
+    sync::UniqueLock lock(mutex_);
     auto it = peers_.find(peerName);
     if (it == peers_.end()) return notFound("unknown peer '" + peerName + "'");
     if (incarnation && it->second->incarnation() != *incarnation) {
@@ -320,7 +320,7 @@ Status Engine::removePeerIf(const std::string& peerName, std::optional<std::uint
     peer = it->second;
     if (!peer->claimRemoval()) {
       // Another thread is closing its link: it is gone once that thread unlisted it.
-      peerUnlisted_.wait_for(lock, kRemovalWait, [&] {
+      peerUnlisted_.wait_for(lock.native(), kRemovalWait, [&]() KVX_REQUIRES(mutex_) {
         auto now = peers_.find(peerName);
         return now == peers_.end() || now->second != peer;
       });
@@ -330,7 +330,7 @@ Status Engine::removePeerIf(const std::string& peerName, std::optional<std::uint
   failTransfersOf(*peer, why);
   peer->fail(why);  // force-closes the link: in-flight operations complete with errors now
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     auto it = peers_.find(peerName);
     if (it != peers_.end() && it->second == peer) peers_.erase(it);
   }
@@ -344,14 +344,14 @@ Status Engine::removePeerIf(const std::string& peerName, std::optional<std::uint
 }
 
 Result<std::shared_ptr<RemotePeer>> Engine::peer(const std::string& peerName) const {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   auto it = peers_.find(peerName);
   if (it == peers_.end()) return notFound("unknown peer '" + peerName + "'");
   return it->second;
 }
 
 std::vector<std::string> Engine::peerNames() const {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   std::vector<std::string> names;
   for (const auto& [n, p] : peers_) names.push_back(n);
   return names;
@@ -405,7 +405,7 @@ bool Engine::progress() {
 }
 
 void Engine::setNotificationHandler(std::function<void(Notification)> handler) {
-  std::lock_guard lock(handlerMutex_);
+  sync::MutexLock lock(handlerMutex_);
   handler_ = handler ? std::make_shared<const std::function<void(Notification)>>(std::move(handler))
                      : nullptr;
   hasHandler_.store(handler_ != nullptr);
@@ -415,7 +415,7 @@ void Engine::setNotificationHandler(std::function<void(Notification)> handler) {
 bool Engine::deliverNotifications() {
   std::shared_ptr<const std::function<void(Notification)>> handler;
   {
-    std::lock_guard lock(handlerMutex_);
+    sync::MutexLock lock(handlerMutex_);
     handler = handler_;
   }
   if (!handler) return false;

@@ -13,7 +13,6 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -40,6 +39,7 @@
 #include "kvx/agent_options.h"
 #include "kvx/peer_event.h"
 #include "kvx/transfer.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine {
 
@@ -197,18 +197,20 @@ class Engine {
   // Gives back window slots granted to staged moves of this side that ended meanwhile.
   void releaseOrphanedSlots();
   // Hands queued notifications to the handler; true if there were any.
-  bool deliverNotifications();
+  bool deliverNotifications() KVX_EXCLUDES(handlerMutex_);
   void failTransfersOf(const RemotePeer& peer, const Status& why);
   // Removes the peer if it is still the given incarnation (any, when unset). The link is
   // closed while the peer is still listed, and only then is the peer unlisted and its kLeft
   // event sent: whoever sees a peer gone (peerNames, peer(), the event) may rely on no byte
   // of its data path landing any more (the KV layer returns the blocks a lost peer was
   // writing into). A removal already in progress on another thread is waited for.
-  Status removePeerIf(const std::string& name, std::optional<std::uint64_t> incarnation,
-                      Status why);
-  void onDataPathFailed(const std::string& peer, std::uint64_t incarnation, const Status& why);
+  Status removePeerIf(const std::string& name, std::optional<std::uint64_t> incarnation, Status why)
+      KVX_EXCLUDES(mutex_, peerEventMutex_);
+  void onDataPathFailed(const std::string& peer, std::uint64_t incarnation, const Status& why)
+      KVX_EXCLUDES(mutex_, peerEventMutex_);
+  // Runs the peer event handler, outside every engine lock.
   void emitPeerEvent(PeerEvent::Kind kind, const std::string& peer, std::uint64_t incarnation,
-                     Status why);
+                     Status why) KVX_EXCLUDES(mutex_, peerEventMutex_);
   Result<std::shared_ptr<PreparedList>> findList(ListId id) const;
   bool callerDriven() const { return options_.progressMode == ProgressMode::kCaller; }
 
@@ -226,26 +228,28 @@ class Engine {
   StagingClient stagingClient_;
   StagingContext stagingContext_;
 
-  std::mutex windowMutex_;                      // guards windowOwner_ (made once)
-  std::unique_ptr<WindowServer> windowOwner_;   // destroyed after the copy engines closed
+  sync::Mutex windowMutex_;
+  // Made once; destroyed after the copy engines closed.
+  std::unique_ptr<WindowServer> windowOwner_ KVX_GUARDED_BY(windowMutex_);
   std::atomic<WindowServer*> window_{nullptr};  // windowOwner_, for lock-free readers
 
-  std::mutex peerEventMutex_;  // guards peerEventHandler_ (the pointer, not the calls)
-  std::shared_ptr<const PeerEventHandler> peerEventHandler_;
-  std::shared_ptr<const DataPathFailureHandler> dataPathFailureHandler_;  // same mutex
+  sync::Mutex peerEventMutex_;  // guards the handlers' pointers, not the calls
+  std::shared_ptr<const PeerEventHandler> peerEventHandler_ KVX_GUARDED_BY(peerEventMutex_);
+  std::shared_ptr<const DataPathFailureHandler> dataPathFailureHandler_
+      KVX_GUARDED_BY(peerEventMutex_);
 
   // How long removePeerIf waits for another thread's removal of the same peer (a forced
   // close takes at most 2 s; transfers failing with it take their locks meanwhile).
   static constexpr std::chrono::seconds kRemovalWait{10};
-  mutable std::mutex mutex_;  // guards peers_ and lists_
+  mutable sync::Mutex mutex_;
   // Notified when a peer leaves peers_ (removePeerIf waits on it for a removal in progress).
   std::condition_variable peerUnlisted_;
-  std::unordered_map<std::string, std::shared_ptr<RemotePeer>> peers_;
-  std::unordered_map<ListId, std::shared_ptr<PreparedList>> lists_;
-  std::uint64_t nextListId_ = 1;
+  std::unordered_map<std::string, std::shared_ptr<RemotePeer>> peers_ KVX_GUARDED_BY(mutex_);
+  std::unordered_map<ListId, std::shared_ptr<PreparedList>> lists_ KVX_GUARDED_BY(mutex_);
+  std::uint64_t nextListId_ KVX_GUARDED_BY(mutex_) = 1;
 
-  std::mutex handlerMutex_;  // guards handler_; leaf lock, never held while calling it
-  std::shared_ptr<const std::function<void(Notification)>> handler_;
+  sync::Mutex handlerMutex_;  // leaf lock, never held while calling handler_
+  std::shared_ptr<const std::function<void(Notification)>> handler_ KVX_GUARDED_BY(handlerMutex_);
   std::atomic<bool> hasHandler_{false};
 
   std::unique_ptr<ProgressDriver> driver_;  // null in caller-driven mode

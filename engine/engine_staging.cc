@@ -15,7 +15,7 @@ void Engine::ensureWindow(const LocalRegion& region) {
       !region.memory->packedRemoteKey().empty() || window_.load() != nullptr) {
     return;
   }
-  std::lock_guard lock(windowMutex_);
+  sync::MutexLock lock(windowMutex_);
   if (windowOwner_ != nullptr) return;
   const StagingOptions& options = options_.staging;
   const std::size_t slotBytes =

@@ -122,7 +122,7 @@ Result<ListId> Engine::prepareLocalList(std::span<const MemoryRange> ranges) {
     KVX_ASSIGN_OR_RETURN(auto region, registry_->resolve(ranges[i], i, "local"));
     list->local.push_back(LocalListEntry{std::move(region), ranges[i].offset, ranges[i].length});
   }
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   const ListId id(nextListId_++);
   lists_.emplace(id, std::move(list));
   return id;
@@ -155,14 +155,14 @@ Result<ListId> Engine::prepareRemoteList(const std::string& peerName,
   KVX_RETURN_IF_ERROR(list->peer->unpackKeys(regions).withContext(
       "preparing a list of " + std::to_string(ranges.size()) + " descriptors on peer '" + peerName +
       "'"));
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   const ListId id(nextListId_++);
   lists_.emplace(id, std::move(list));
   return id;
 }
 
 Result<std::shared_ptr<PreparedList>> Engine::findList(ListId id) const {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   auto it = lists_.find(id);
   if (it == lists_.end())
     return notFound("prepared list " + std::to_string(id.value) + " does not exist");
@@ -205,7 +205,7 @@ Result<TransferId> Engine::makeTransfer(TransferOp op, ListId localList,
 }
 
 Status Engine::releaseList(ListId id) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   if (lists_.erase(id) == 0) {
     return notFound("prepared list " + std::to_string(id.value) + " does not exist");
   }

@@ -46,7 +46,7 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
   Impl* self = impl.get();
   impl->loop =
       std::make_unique<TaskLoop>(std::chrono::milliseconds(50), [self] { self->onTick(); });
-  impl->guard->loop = impl->loop.get();
+  impl->guard->open(impl->loop.get());
   impl->agent->setNotificationHandler([weakGuard, self](Notification n) {
     if (auto g = weakGuard.lock()) g->post([self, n = std::move(n)] { self->onNotification(n); });
   });
@@ -63,7 +63,7 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
           return self->connect(address, deadline);
         },
         [self](const std::string& peer) {
-          std::lock_guard lock(self->peersMutex);
+          sync::MutexLock lock(self->peersMutex);
           auto it = self->handshakes.find(peer);
           return it != self->handshakes.end() && it->second.compatible;
         });
@@ -82,7 +82,7 @@ KvAgent::Impl::~Impl() {
   // loop still runs here and may be in forgetPeer: take the reconnector out under its lock.
   std::unique_ptr<agent::PeerReconnector> gone;
   {
-    std::lock_guard lock(reconnectorMutex);
+    sync::MutexLock lock(reconnectorMutex);
     gone = std::move(reconnector);
   }
   gone.reset();
@@ -113,7 +113,7 @@ Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
   accepting.store(false);
   if (reconnector) reconnector->stop();
   {
-    std::lock_guard lock(peersMutex);  // wakes a connect() waiting for a handshake
+    sync::MutexLock lock(peersMutex);  // wakes a connect() waiting for a handshake
   }
   peersChanged.notify_all();
   (void)loop->callStatus(
@@ -177,9 +177,10 @@ Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline 
     // One connect per address at a time (the user's and the reconnector's may meet): two at
     // once would share the half-made connection, and the first to give up would drop it
     // under the other.
-    std::unique_lock lock(peersMutex);
+    sync::UniqueLock lock(peersMutex);
     const bool turn = peersChanged.wait_until(
-        lock, deadline, [&] { return !dialing.contains(address) || shutDown.load(); });
+        lock.native(), deadline,
+        [&]() KVX_REQUIRES(peersMutex) { return !dialing.contains(address) || shutDown.load(); });
     if (shutDown.load()) return failedPrecondition("the KV agent is shut down");
     if (!turn) {
       return timedOut("connecting to " + address +
@@ -192,7 +193,7 @@ Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline 
     const std::string& address;
     ~DialEnd() {
       {
-        std::lock_guard lock(self.peersMutex);
+        sync::MutexLock lock(self.peersMutex);
         self.dialing.erase(address);
       }
       self.peersChanged.notify_all();
@@ -218,7 +219,7 @@ Result<std::string> KvAgent::Impl::connectOnce(const std::string& address, Deadl
   };
   KVX_ASSIGN_OR_RETURN(std::string peer, agent->connect(address, deadline));
   {
-    std::lock_guard lock(peersMutex);
+    sync::MutexLock lock(peersMutex);
     repliesSeen.erase(peer);
   }
   // The hello goes out from the service thread, but this call does not wait for that thread
@@ -230,18 +231,20 @@ Result<std::string> KvAgent::Impl::connectOnce(const std::string& address, Deadl
                                             false, options.defaultMode, ownSession(peer)});
     if (sent.isOk()) return;
     {
-      std::lock_guard lock(peersMutex);
+      sync::MutexLock lock(peersMutex);
       *hello = std::move(sent);
     }
     peersChanged.notify_all();
   });
-  std::unique_lock lock(peersMutex);
-  const auto done = [&] { return handshakes.contains(peer) || !hello->isOk() || shutDown.load(); };
-  bool answered = peersChanged.wait_until(lock, answerBy, done);
+  sync::UniqueLock lock(peersMutex);
+  const auto done = [&]() KVX_REQUIRES(peersMutex) {
+    return handshakes.contains(peer) || !hello->isOk() || shutDown.load();
+  };
+  bool answered = peersChanged.wait_until(lock.native(), answerBy, done);
   // A reply that arrived is being handled (readying the peer's pool can take seconds): wait
   // for it until the caller's deadline.
   if (!answered && repliesSeen.contains(peer))
-    answered = peersChanged.wait_until(lock, deadline, done);
+    answered = peersChanged.wait_until(lock.native(), deadline, done);
   if (!hello->isOk()) {
     return hello->withContext("sending the KV hello to '" + peer + "' at " + address);
   }
@@ -279,7 +282,7 @@ void KvAgent::Impl::onNotification(const Notification& n) {
     PeerEntry entry{KvRole::kDecode, false, refused->why.message(), 0};
     kvPeers[n.peer] = entry;
     {
-      std::lock_guard lock(peersMutex);
+      sync::MutexLock lock(peersMutex);
       handshakes[n.peer] = entry;
     }
     peersChanged.notify_all();
@@ -309,7 +312,7 @@ void KvAgent::Impl::onHello(const std::string& peer, const HelloMsg& hello) {
   }
   if (hello.reply) {
     {
-      std::lock_guard lock(peersMutex);
+      sync::MutexLock lock(peersMutex);
       repliesSeen.insert(peer);
     }
     peersChanged.notify_all();
@@ -376,7 +379,7 @@ void KvAgent::Impl::onHello(const std::string& peer, const HelloMsg& hello) {
     spdlog::warn("{}: refused '{}': {}", options.agent.name, peer, ok.message());
   }
   {
-    std::lock_guard lock(peersMutex);
+    sync::MutexLock lock(peersMutex);
     handshakes[peer] = entry;
   }
   peersChanged.notify_all();
@@ -399,7 +402,7 @@ void KvAgent::Impl::forgetPeer(const std::string& name, const Status& why) {
   spdlog::info("{}: peer '{}' left ({}); requests with it end", options.agent.name, name,
                why.message());
   endSession(name, why);
-  std::lock_guard lock(reconnectorMutex);
+  sync::MutexLock lock(reconnectorMutex);
   if (reconnector && !shutDown.load()) reconnector->lost(name);
 }
 
@@ -409,7 +412,7 @@ void KvAgent::Impl::endSession(const std::string& name, const Status& why) {
   port->detachPool(name);
   if (prefill) prefill->onPeerGone(name, why);
   if (decode) decode->onPeerGone(name, why);
-  std::lock_guard lock(peersMutex);
+  sync::MutexLock lock(peersMutex);
   handshakes.erase(name);
 }
 

@@ -7,7 +7,6 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 
 #include "kv/handoff/agent_kv_port.h"
@@ -20,20 +19,25 @@
 #include "kv/pool/free_block_canary.h"
 #include "kv/pool/kv_pool.h"
 #include "kvx/kv_agent.h"
+#include "sync/mutex.h"
 
 namespace kvx {
 
 struct KvAgent::Impl {
-  // Forwards tasks to the loop until closed.
+  // Forwards tasks to the loop from open() until close().
   struct LoopGuard {
-    std::mutex mutex;
-    agent::handoff::TaskLoop* loop = nullptr;
+    sync::Mutex mutex;
+    agent::handoff::TaskLoop* loop KVX_GUARDED_BY(mutex) = nullptr;
+    void open(agent::handoff::TaskLoop* to) {
+      sync::MutexLock lock(mutex);
+      loop = to;
+    }
     void post(std::function<void()> task) {
-      std::lock_guard lock(mutex);
+      sync::MutexLock lock(mutex);
       if (loop != nullptr) loop->post(std::move(task));
     }
     void close() {
-      std::lock_guard lock(mutex);
+      sync::MutexLock lock(mutex);
       loop = nullptr;
     }
   };
@@ -103,11 +107,13 @@ struct KvAgent::Impl {
   std::uint64_t sessionsMade = 0;  // numbers them; the incarnation tells restarts apart
 
   // Handshake outcomes, for connect() to wait on.
-  std::mutex peersMutex;
+  sync::Mutex peersMutex;
   std::condition_variable peersChanged;
-  std::map<std::string, PeerEntry> handshakes;
-  std::set<std::string> repliesSeen;  // peers whose reply hello arrived (attach may follow)
-  std::set<std::string> dialing;      // addresses a connect() is in progress to
+  std::map<std::string, PeerEntry> handshakes KVX_GUARDED_BY(peersMutex);
+  // Peers whose reply hello arrived (attach may follow).
+  std::set<std::string> repliesSeen KVX_GUARDED_BY(peersMutex);
+  // Addresses a connect() is in progress to.
+  std::set<std::string> dialing KVX_GUARDED_BY(peersMutex);
 
   std::shared_ptr<LoopGuard> guard = std::make_shared<LoopGuard>();
   std::unique_ptr<agent::handoff::TaskLoop> loop;
@@ -115,7 +121,7 @@ struct KvAgent::Impl {
   std::unique_ptr<agent::PeerReconnector> reconnector;
   // Guards `reconnector` between the destructor, which takes it out, and forgetPeer on the
   // loop; the other uses are on the caller's thread before destruction.
-  std::mutex reconnectorMutex;
+  sync::Mutex reconnectorMutex;
   std::atomic<bool> accepting{true};
   std::atomic<bool> shutDown{false};
 };

@@ -21,13 +21,13 @@ PeerReconnector::~PeerReconnector() {
 }
 
 void PeerReconnector::watch(const std::string& peer, const std::string& address) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   if (!stopping_) addresses_[peer] = address;
 }
 
 void PeerReconnector::lost(const std::string& peer) {
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (stopping_ || !addresses_.contains(peer) || retries_.contains(peer)) return;
     const auto now = Clock::now();
     retries_.emplace(peer, Retry{now + policy_.firstDelay, policy_.firstDelay, now, now, 0});
@@ -38,7 +38,7 @@ void PeerReconnector::lost(const std::string& peer) {
 
 void PeerReconnector::stop() {
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     stopping_ = true;
     retries_.clear();
   }
@@ -46,15 +46,16 @@ void PeerReconnector::stop() {
 }
 
 std::uint64_t PeerReconnector::attempts() const {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return attempts_;
 }
 
 void PeerReconnector::run() {
-  std::unique_lock lock(mutex_);
+  sync::UniqueLock lock(mutex_);
   while (!stopping_) {
     if (retries_.empty()) {
-      wake_.wait(lock, [&] { return stopping_ || !retries_.empty(); });
+      wake_.wait(lock.native(),
+                 [&]() KVX_REQUIRES(mutex_) { return stopping_ || !retries_.empty(); });
       continue;
     }
     auto next =
@@ -64,7 +65,7 @@ void PeerReconnector::run() {
     // may have erased the entry.
     const Clock::time_point due = next->second.due;
     if (Clock::now() < due) {
-      wake_.wait_until(lock, due);
+      wake_.wait_until(lock.native(), due);
       continue;
     }
     const std::string peer = next->first;
@@ -90,7 +91,7 @@ void PeerReconnector::attempt(const std::string& peer, const std::string& addres
       outcome = connected.status().toString();
     }
   }
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   auto it = retries_.find(peer);
   if (it == retries_.end()) return;  // stopped meanwhile
   Retry& retry = it->second;

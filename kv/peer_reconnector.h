@@ -15,12 +15,12 @@
 #include <condition_variable>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "kvx/result.h"
 #include "kvx/transfer.h"
+#include "sync/mutex.h"
 
 namespace kvx::agent {
 
@@ -69,12 +69,12 @@ class PeerReconnector {
   const ConnectFn connect_;
   const IsConnectedFn isConnected_;
 
-  mutable std::mutex mutex_;
+  mutable sync::Mutex mutex_;
   std::condition_variable wake_;
-  std::map<std::string, std::string> addresses_;  // watched peers
-  std::map<std::string, Retry> retries_;          // lost peers being dialed
-  std::uint64_t attempts_ = 0;
-  bool stopping_ = false;
+  std::map<std::string, std::string> addresses_ KVX_GUARDED_BY(mutex_);  // watched peers
+  std::map<std::string, Retry> retries_ KVX_GUARDED_BY(mutex_);          // lost peers being dialed
+  std::uint64_t attempts_ KVX_GUARDED_BY(mutex_) = 0;
+  bool stopping_ KVX_GUARDED_BY(mutex_) = false;
   std::thread thread_;  // last: starts after everything above exists
 };
 

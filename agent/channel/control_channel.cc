@@ -103,7 +103,7 @@ void ControlChannel::Impl::logStart() const {
 }
 
 void ControlChannel::Impl::run() {
-  { std::lock_guard lock(mutex_); }  // start() publishes threadId_ under this lock
+  { sync::MutexLock lock(mutex_); }  // start() publishes threadId_ under this lock
   for (;;) {
     try {
       io_.run();
@@ -287,7 +287,7 @@ Result<std::unique_ptr<ControlChannel>> ControlChannel::start(ChannelOptions opt
   if (impl->acceptor_.is_open()) impl->accept();
   impl->work_.emplace(boost::asio::make_work_guard(impl->io_));
   {
-    std::lock_guard lock(impl->mutex_);
+    sync::MutexLock lock(impl->mutex_);
     impl->thread_ = std::thread([raw = impl.get()] { raw->run(); });
     impl->threadId_ = impl->thread_.get_id();
   }
@@ -377,14 +377,14 @@ Result<Clock::time_point> ControlChannel::lastHeardFrom(const std::string& peer)
 void ControlChannel::stop() {
   Impl& impl = *impl_;
   {
-    std::lock_guard lock(impl.mutex_);
+    sync::MutexLock lock(impl.mutex_);
     if (!impl.stopped_) {
       impl.stopped_ = true;
       boost::asio::post(impl.io_, [raw = &impl] { raw->beginStop(); });
     }
   }
   if (impl.onChannelThread()) return;
-  std::lock_guard stopLock(impl.stopMutex_);
+  sync::MutexLock stopLock(impl.stopMutex_);
   if (impl.thread_.joinable()) {
     impl.thread_.join();
     spdlog::info("{}: stopped", impl.logName_);

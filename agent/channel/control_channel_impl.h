@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -29,6 +28,7 @@
 #include "agent/channel/result_slot.h"
 #include "agent/channel/stream/byte_stream.h"
 #include "agent/channel/stream/tls_context.h"
+#include "sync/mutex.h"
 
 namespace kvx::agent::channel {
 
@@ -131,9 +131,9 @@ class ControlChannel::Impl {
   std::thread thread_;
   std::thread::id threadId_;
 
-  std::mutex mutex_;
-  bool stopped_ = false;  // GUARDED_BY(mutex_): no more work is posted once set
-  std::mutex stopMutex_;  // held by the thread joining, so a second stop() waits for it
+  sync::Mutex mutex_;
+  bool stopped_ KVX_GUARDED_BY(mutex_) = false;  // no more work is posted once set
+  sync::Mutex stopMutex_;  // held by the thread joining, so a second stop() waits for it
 
   // ---- channel-thread state ----
   boost::asio::ip::tcp::acceptor acceptor_{io_};
@@ -153,7 +153,7 @@ class ControlChannel::Impl {
 
 template <typename Work>
 bool ControlChannel::Impl::post(Work&& work) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   if (stopped_) return false;
   boost::asio::post(io_, std::forward<Work>(work));
   return true;

@@ -5,12 +5,12 @@
 // a reply may race to complete the same operation. Thread-safe; shared by shared_ptr.
 
 #include <condition_variable>
-#include <mutex>
 #include <optional>
 #include <utility>
 
 #include "kvx/result.h"
 #include "kvx/transfer.h"
+#include "sync/mutex.h"
 
 namespace kvx::agent::channel {
 
@@ -20,7 +20,7 @@ class ResultSlot {
   // Returns false when the slot was already set.
   bool set(Result<T> result) {
     {
-      std::lock_guard lock(mutex_);
+      sync::MutexLock lock(mutex_);
       if (result_) return false;
       result_.emplace(std::move(result));
     }
@@ -29,21 +29,22 @@ class ResultSlot {
   }
 
   bool isSet() const {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     return result_.has_value();
   }
 
   // The result, or nullopt if none was set by `deadline`.
   std::optional<Result<T>> waitUntil(Deadline deadline) {
-    std::unique_lock lock(mutex_);
-    ready_.wait_until(lock, deadline, [this] { return result_.has_value(); });
+    sync::UniqueLock lock(mutex_);
+    ready_.wait_until(lock.native(), deadline,
+                      [this]() KVX_REQUIRES(mutex_) { return result_.has_value(); });
     return result_;
   }
 
  private:
-  mutable std::mutex mutex_;
+  mutable sync::Mutex mutex_;
   std::condition_variable ready_;
-  std::optional<Result<T>> result_;  // GUARDED_BY(mutex_)
+  std::optional<Result<T>> result_ KVX_GUARDED_BY(mutex_);
 };
 
 }  // namespace kvx::agent::channel

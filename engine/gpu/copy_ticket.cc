@@ -10,13 +10,14 @@ std::shared_ptr<CopyTicket> CopyTicket::start(CopyEngine& engine, const CopyRequ
 }
 
 bool CopyTicket::ready() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return outcome_.has_value();
 }
 
 Status CopyTicket::wait(std::chrono::steady_clock::time_point deadline) const {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (!completed_.wait_until(lock, deadline, [&] { return outcome_.has_value(); })) {
+  sync::UniqueLock lock(mutex_);
+  if (!completed_.wait_until(lock.native(), deadline,
+                             [&]() KVX_REQUIRES(mutex_) { return outcome_.has_value(); })) {
     return timedOut("copy (" + what_ + ") did not complete by its deadline");
   }
   return *outcome_;
@@ -24,7 +25,7 @@ Status CopyTicket::wait(std::chrono::steady_clock::time_point deadline) const {
 
 void CopyTicket::complete(Status status) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    sync::MutexLock lock(mutex_);
     outcome_ = std::move(status);
   }
   completed_.notify_all();

@@ -9,10 +9,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 
 #include "engine/gpu/copy_engine.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine::gpu {
 
@@ -30,10 +30,10 @@ class CopyTicket {
  private:
   void complete(Status status);
 
-  mutable std::mutex mutex_;
+  mutable sync::Mutex mutex_;
   mutable std::condition_variable completed_;
-  std::optional<Status> outcome_;  // GUARDED_BY(mutex_)
-  std::string what_;               // the request, for the timeout message
+  std::optional<Status> outcome_ KVX_GUARDED_BY(mutex_);
+  std::string what_;  // the request, for the timeout message
 };
 
 }  // namespace kvx::engine::gpu

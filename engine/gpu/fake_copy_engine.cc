@@ -42,7 +42,7 @@ void FakeCopyEngine::copy(const CopyRequest& request, CopyCallback done) {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (refused.isOk() && closed_) {
       refused =
           cancelled("copy (" + gpu::describe(request) + ") refused: the copy engine is closed");
@@ -61,7 +61,7 @@ void FakeCopyEngine::copy(const CopyRequest& request, CopyCallback done) {
 void FakeCopyEngine::close() {
   std::deque<Queued> dropped;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    sync::MutexLock lock(mutex_);
     closed_ = true;
     dropped.swap(queue_);
   }
@@ -72,8 +72,8 @@ void FakeCopyEngine::close() {
   }
   // The worker may be the caller (close from a callback): it cannot wait for itself.
   if (std::this_thread::get_id() == worker_.get_id()) return;
-  std::unique_lock<std::mutex> lock(mutex_);
-  idle_.wait(lock, [&] { return !running_; });
+  sync::UniqueLock lock(mutex_);
+  idle_.wait(lock.native(), [&]() KVX_REQUIRES(mutex_) { return !running_; });
 }
 
 std::string FakeCopyEngine::describe() const {
@@ -90,35 +90,35 @@ std::string FakeCopyEngine::describe() const {
 }
 
 void FakeCopyEngine::failCopy(std::uint64_t sequence, Status status) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   faults_[sequence] = std::move(status);
 }
 
 void FakeCopyEngine::pause() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   paused_ = true;
 }
 
 void FakeCopyEngine::resume() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    sync::MutexLock lock(mutex_);
     paused_ = false;
   }
   wake_.notify_all();
 }
 
 std::uint64_t FakeCopyEngine::copiesSubmitted() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return submitted_;
 }
 
 std::uint64_t FakeCopyEngine::copiesSucceeded() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return succeeded_;
 }
 
 std::uint64_t FakeCopyEngine::bytesCopied() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return bytes_;
 }
 
@@ -127,8 +127,9 @@ void FakeCopyEngine::run() {
     Queued q;
     Status fault;
     {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return closed_ || (!paused_ && !queue_.empty()); });
+      sync::UniqueLock lock(mutex_);
+      wake_.wait(lock.native(),
+                 [&]() KVX_REQUIRES(mutex_) { return closed_ || (!paused_ && !queue_.empty()); });
       if (queue_.empty() || paused_) {
         if (closed_) return;
         continue;
@@ -158,13 +159,13 @@ void FakeCopyEngine::run() {
       options_.observer({FakeCopyEvent::Phase::kEnd, q.sequence, q.request, status});
     }
     if (status.isOk()) {
-      std::lock_guard<std::mutex> lock(mutex_);
+      sync::MutexLock lock(mutex_);
       ++succeeded_;
       bytes_ += q.request.length;
     }
     q.done(std::move(status));
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      sync::MutexLock lock(mutex_);
       running_ = false;
     }
     idle_.notify_all();
@@ -172,10 +173,10 @@ void FakeCopyEngine::run() {
 }
 
 bool FakeCopyEngine::waitOut(std::chrono::nanoseconds delay) {
-  std::unique_lock<std::mutex> lock(mutex_);
+  sync::UniqueLock lock(mutex_);
   if (delay.count() <= 0) return !closed_;
   const auto until = std::chrono::steady_clock::now() + delay;
-  return !wake_.wait_until(lock, until, [&] { return closed_; });
+  return !wake_.wait_until(lock.native(), until, [&]() KVX_REQUIRES(mutex_) { return closed_; });
 }
 
 }  // namespace kvx::engine::gpu

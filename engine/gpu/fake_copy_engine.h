@@ -14,10 +14,10 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <thread>
 
 #include "engine/gpu/copy_engine.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine::gpu {
 
@@ -70,17 +70,17 @@ class FakeCopyEngine final : public CopyEngine {
   bool waitOut(std::chrono::nanoseconds delay);
 
   const FakeCopyOptions options_;
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;            // the worker: work, resume or close
-  std::condition_variable idle_;            // close(): the running copy finished
-  std::deque<Queued> queue_;                // GUARDED_BY(mutex_)
-  std::map<std::uint64_t, Status> faults_;  // GUARDED_BY(mutex_)
-  std::uint64_t submitted_ = 0;             // GUARDED_BY(mutex_)
-  std::uint64_t succeeded_ = 0;             // GUARDED_BY(mutex_)
-  std::uint64_t bytes_ = 0;                 // GUARDED_BY(mutex_)
-  bool running_ = false;  // GUARDED_BY(mutex_): a copy is between pop and callback
-  bool paused_ = false;   // GUARDED_BY(mutex_)
-  bool closed_ = false;   // GUARDED_BY(mutex_)
+  mutable sync::Mutex mutex_;
+  std::condition_variable wake_;  // the worker: work, resume or close
+  std::condition_variable idle_;  // close(): the running copy finished
+  std::deque<Queued> queue_ KVX_GUARDED_BY(mutex_);
+  std::map<std::uint64_t, Status> faults_ KVX_GUARDED_BY(mutex_);
+  std::uint64_t submitted_ KVX_GUARDED_BY(mutex_) = 0;
+  std::uint64_t succeeded_ KVX_GUARDED_BY(mutex_) = 0;
+  std::uint64_t bytes_ KVX_GUARDED_BY(mutex_) = 0;
+  bool running_ KVX_GUARDED_BY(mutex_) = false;  // a copy is between pop and callback
+  bool paused_ KVX_GUARDED_BY(mutex_) = false;
+  bool closed_ KVX_GUARDED_BY(mutex_) = false;
   std::thread worker_;
 };
 

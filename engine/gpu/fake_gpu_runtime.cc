@@ -25,7 +25,7 @@ class FakeCopyHandle final : public CopyEngine {
   void copy(const CopyRequest& request, CopyCallback done) override {
     bool refused = false;
     {
-      std::lock_guard<std::mutex> lock(state_->mutex);
+      sync::MutexLock lock(state_->mutex);
       refused = state_->closed;
       if (!refused) ++state_->inFlight;
     }
@@ -36,16 +36,17 @@ class FakeCopyHandle final : public CopyEngine {
     engine_.copy(runtime_.copyEngineView(request),
                  [state = state_, done = std::move(done)](Status status) {
                    done(std::move(status));
-                   std::lock_guard<std::mutex> lock(state->mutex);
+                   sync::MutexLock lock(state->mutex);
                    if (--state->inFlight == 0) state->idle.notify_all();
                  });
   }
 
   void close() override {
-    std::unique_lock<std::mutex> lock(state_->mutex);
+    sync::UniqueLock lock(state_->mutex);
     state_->closed = true;
     // A paused shared engine would hold this forever: bounded, like the real close.
-    state_->idle.wait_for(lock, std::chrono::seconds(5), [&] { return state_->inFlight == 0; });
+    state_->idle.wait_for(lock.native(), std::chrono::seconds(5),
+                          [&]() KVX_REQUIRES(state_->mutex) { return state_->inFlight == 0; });
   }
 
   std::string describe() const override {
@@ -54,10 +55,10 @@ class FakeCopyHandle final : public CopyEngine {
 
  private:
   struct State {
-    std::mutex mutex;
+    sync::Mutex mutex;
     std::condition_variable idle;
-    std::size_t inFlight = 0;  // GUARDED_BY(mutex)
-    bool closed = false;       // GUARDED_BY(mutex)
+    std::size_t inFlight KVX_GUARDED_BY(mutex) = 0;
+    bool closed KVX_GUARDED_BY(mutex) = false;
   };
 
   const FakeGpuRuntime& runtime_;
@@ -103,7 +104,7 @@ void* FakeGpuRuntime::viewLocked(const void* address) const {
 CopyRequest FakeGpuRuntime::copyEngineView(const CopyRequest& request) const {
   if (access_ == FakeDeviceAccess::kHostVisible) return request;
   CopyRequest view = request;
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   if (void* d = viewLocked(request.destination)) view.destination = d;
   if (void* s = viewLocked(request.source)) view.source = s;
   return view;
@@ -121,7 +122,7 @@ Result<int> FakeGpuRuntime::deviceCount() const { return devices_; }
 
 MemoryProbe FakeGpuRuntime::probe(const void* address) const {
   const auto at = reinterpret_cast<std::uintptr_t>(address);
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   auto it = ranges_.upper_bound(at);
   if (it != ranges_.begin()) {
     --it;
@@ -146,7 +147,7 @@ Result<void*> FakeGpuRuntime::allocateDevice(std::size_t bytes, int device) {
                              " bytes of fake device memory");
   }
   const auto start = reinterpret_cast<std::uintptr_t>(address);
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   ranges_[start] = Range{start + bytes, device, true};
   return address;
 }
@@ -174,14 +175,14 @@ Result<void*> FakeGpuRuntime::allocateStrict(std::size_t bytes, std::size_t roun
     return resourceExhausted(what + ": mmap: " + std::strerror(error));
   }
   const auto start = reinterpret_cast<std::uintptr_t>(device_view);
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   ranges_[start] =
       Range{start + bytes, device, true, reinterpret_cast<std::uintptr_t>(engine_view), rounded};
   return device_view;
 }
 
 Status FakeGpuRuntime::freeDevice(void* address) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   auto it = ranges_.find(reinterpret_cast<std::uintptr_t>(address));
   if (it == ranges_.end() || !it->second.owned) {
     return invalidArgument("fake runtime: no device allocation starts at this address");
@@ -195,13 +196,13 @@ Status FakeGpuRuntime::bindThread(int device) {
   if (device < 0 || device >= devices_) {
     return invalidArgument("fake runtime: no device " + std::to_string(device));
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   ++threadBindings_;
   return Status::ok();
 }
 
 Result<HostPinning> FakeGpuRuntime::pinHost(void* address, std::size_t bytes) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   if (!pinFailure_.isOk()) return pinFailure_;
   if (bytes == 0) return invalidArgument("fake runtime: pinning 0 bytes");
   const auto begin = reinterpret_cast<std::uintptr_t>(address);
@@ -221,24 +222,24 @@ Result<HostPinning> FakeGpuRuntime::pinHost(void* address, std::size_t bytes) {
 }
 
 void FakeGpuRuntime::unpinHost(void* address) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   pinned_.erase(address);
 }
 
 void FakeGpuRuntime::failPinning(Status why) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   pinFailure_ = std::move(why);
 }
 
 std::size_t FakeGpuRuntime::pinnedHostBytes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   std::size_t bytes = 0;
   for (const auto& [address, length] : pinned_) bytes += length;
   return bytes;
 }
 
 std::uint64_t FakeGpuRuntime::threadBindings() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return threadBindings_;
 }
 
@@ -258,7 +259,7 @@ Result<std::unique_ptr<CopyEngine>> FakeGpuRuntime::createCopyEngine(
 
 void FakeGpuRuntime::declareDeviceMemory(void* address, std::size_t length, int device) {
   const auto start = reinterpret_cast<std::uintptr_t>(address);
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   ranges_[start] = Range{start + length, device, false};
 }
 

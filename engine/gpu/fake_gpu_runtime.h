@@ -24,12 +24,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "engine/gpu/fake_copy_engine.h"
 #include "engine/gpu/gpu_runtime.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine::gpu {
 
@@ -93,17 +93,17 @@ class FakeGpuRuntime : public GpuRuntime {
   Result<void*> allocateStrict(std::size_t bytes, std::size_t rounded, int device);
   void release(std::uintptr_t start, const Range& range);
   // The writable view of `address` if it lies in a strict allocation. REQUIRES: mutex_ held.
-  void* viewLocked(const void* address) const;
+  void* viewLocked(const void* address) const KVX_REQUIRES(mutex_);
 
   const int devices_;
   const FakeDeviceAccess access_;
   const std::string origin_;
   std::vector<std::unique_ptr<FakeCopyEngine>> engines_;
-  mutable std::mutex mutex_;
-  std::map<std::uintptr_t, Range> ranges_;     // GUARDED_BY(mutex_), by start address
-  std::uint64_t threadBindings_ = 0;           // GUARDED_BY(mutex_)
-  std::map<const void*, std::size_t> pinned_;  // GUARDED_BY(mutex_): pinHost() ranges
-  Status pinFailure_;                          // GUARDED_BY(mutex_)
+  mutable sync::Mutex mutex_;
+  std::map<std::uintptr_t, Range> ranges_ KVX_GUARDED_BY(mutex_);  // by start address
+  std::uint64_t threadBindings_ KVX_GUARDED_BY(mutex_) = 0;
+  std::map<const void*, std::size_t> pinned_ KVX_GUARDED_BY(mutex_);  // pinHost() ranges
+  Status pinFailure_ KVX_GUARDED_BY(mutex_);
 };
 
 }  // namespace kvx::engine::gpu

@@ -59,13 +59,14 @@ StagedPipeline::~StagedPipeline() {
 void StagedPipeline::cancel() { submit(Event{EventKind::kCancel}); }
 
 bool StagedPipeline::finished() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return outcome_.has_value();
 }
 
 Status StagedPipeline::wait(std::chrono::steady_clock::time_point deadline) const {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (!finishedCv_.wait_until(lock, deadline, [&] { return outcome_.has_value(); })) {
+  sync::UniqueLock lock(mutex_);
+  if (!finishedCv_.wait_until(lock.native(), deadline,
+                              [&]() KVX_REQUIRES(mutex_) { return outcome_.has_value(); })) {
     return timedOut("staged " + std::string(directionText(spec_.direction)) + " of " +
                     std::to_string(totalBytes_) + " bytes did not finish by its deadline (" +
                     std::to_string(stats_.chunksDone) + " of " + std::to_string(chunkCount_) +
@@ -75,13 +76,13 @@ Status StagedPipeline::wait(std::chrono::steady_clock::time_point deadline) cons
 }
 
 StagedMoveStats StagedPipeline::stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return stats_;
 }
 
 void StagedPipeline::submit(Event event) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    sync::MutexLock lock(mutex_);
     events_.push_back(std::move(event));
     if (running_) return;
     running_ = true;
@@ -91,7 +92,7 @@ void StagedPipeline::submit(Event event) {
   for (;;) {
     Event next;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      sync::MutexLock lock(mutex_);
       if (events_.empty()) {
         running_ = false;
         return;
@@ -191,7 +192,7 @@ void StagedPipeline::issueCopies(std::size_t s) {
   slot.copiesPending = segments.size();
   opsInFlight_ += segments.size();
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    sync::MutexLock lock(mutex_);
     stats_.copiesIssued += segments.size();
   }
   std::byte* buffer = staging_->buffer(s);
@@ -219,7 +220,7 @@ void StagedPipeline::postWire(std::size_t s) {
   slot.stage = Stage::kOnWire;
   ++opsInFlight_;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    sync::MutexLock lock(mutex_);
     ++stats_.wireOpsIssued;
   }
   const auto self = shared_from_this();
@@ -231,7 +232,7 @@ void StagedPipeline::postWire(std::size_t s) {
 void StagedPipeline::chunkDone(std::size_t s) {
   Slot& slot = slots_[s];
   slot.stage = Stage::kIdle;
-  std::lock_guard<std::mutex> lock(mutex_);
+  sync::MutexLock lock(mutex_);
   ++stats_.chunksDone;
   stats_.bytesDone += slot.length;
 }
@@ -261,7 +262,7 @@ void StagedPipeline::finishIfDone() {
   if (done) done(error_);
   // Only now: once wait() returns, nothing of the move runs any more.
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    sync::MutexLock lock(mutex_);
     outcome_ = error_;
   }
   finishedCv_.notify_all();

@@ -27,7 +27,6 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +35,7 @@
 #include "engine/gpu/staged_wire.h"
 #include "engine/gpu/staging_pool.h"
 #include "kvx/result.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine::gpu {
 
@@ -135,12 +135,12 @@ class StagedPipeline : public std::enable_shared_from_this<StagedPipeline> {
   Status error_;  // the first error; stops the move
   bool reported_ = false;
 
-  mutable std::mutex mutex_;
+  mutable sync::Mutex mutex_;
   mutable std::condition_variable finishedCv_;
-  std::deque<Event> events_;       // GUARDED_BY(mutex_)
-  bool running_ = false;           // GUARDED_BY(mutex_): a thread is handling events
-  std::optional<Status> outcome_;  // GUARDED_BY(mutex_)
-  StagedMoveStats stats_;          // GUARDED_BY(mutex_)
+  std::deque<Event> events_ KVX_GUARDED_BY(mutex_);
+  bool running_ KVX_GUARDED_BY(mutex_) = false;  // a thread is handling events
+  std::optional<Status> outcome_ KVX_GUARDED_BY(mutex_);
+  StagedMoveStats stats_ KVX_GUARDED_BY(mutex_);
 };
 
 }  // namespace kvx::engine::gpu

@@ -76,7 +76,7 @@ Result<RegionId> MemoryRegistry::add(const MemoryRegionSpec& spec) {
   if (spec.address == nullptr)
     return invalidArgument("region '" + spec.name + "' has a null address");
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     KVX_RETURN_IF_ERROR(checkNewRegion(spec.name, address, spec.length, spec.kind, spec.device));
   }
   // Memory that is not what the caller declared would be moved by the wrong path (a host
@@ -88,7 +88,7 @@ Result<RegionId> MemoryRegistry::add(const MemoryRegionSpec& spec) {
   // Registration can be slow (pinning pages): do it outside the lock, then re-check.
   auto memory = registerRange(spec.address, spec.length, spec.kind, spec.device);
   if (!memory.isOk()) return memory.status().withContext("registering region '" + spec.name + "'");
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   KVX_RETURN_IF_ERROR(checkNewRegion(spec.name, address, spec.length, spec.kind, spec.device));
   return insert(
       RegionInfo{RegionId(), spec.name, address, spec.length, spec.kind, spec.device, spec.exposed},
@@ -166,7 +166,7 @@ Result<AllocatedRegion> MemoryRegistry::allocate(const AllocationSpec& spec) {
   std::uint64_t unpopulated = 0;
   HostRoomReader hostRoom;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     for (const auto& [id, bytes] : unpopulatedHost_) unpopulated += bytes;
     hostRoom = hostRoom_;
   }
@@ -177,7 +177,7 @@ Result<AllocatedRegion> MemoryRegistry::allocate(const AllocationSpec& spec) {
     KVX_RETURN_IF_ERROR(
         populatePages(address, spec.length).withContext("populating region '" + spec.name + "'"));
   }
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   KVX_RETURN_IF_ERROR(checkNewRegion(spec.name, reinterpret_cast<std::uint64_t>(address),
                                      spec.length, spec.kind, spec.device));
   const bool hostUnpopulated =
@@ -191,14 +191,14 @@ Result<AllocatedRegion> MemoryRegistry::allocate(const AllocationSpec& spec) {
 }
 
 void MemoryRegistry::setHostRoomReader(HostRoomReader reader) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   hostRoom_ = std::move(reader);
 }
 
 Status MemoryRegistry::remove(RegionId id) {
   std::shared_ptr<LocalRegion> region;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     auto it = regions_.find(id);
     if (it == regions_.end()) {
       return notFound("region " + std::to_string(id.value) + " is not registered");
@@ -220,7 +220,7 @@ Status MemoryRegistry::remove(RegionId id) {
 }
 
 Result<std::shared_ptr<LocalRegion>> MemoryRegistry::find(RegionId id) const {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   auto it = regions_.find(id);
   if (it == regions_.end()) {
     return notFound("local region " + std::to_string(id.value) + " is not registered");
@@ -241,7 +241,7 @@ Result<std::shared_ptr<LocalRegion>> MemoryRegistry::resolve(const MemoryRange& 
 }
 
 Status MemoryRegistry::pin(std::span<const std::shared_ptr<LocalRegion>> regions) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   for (const auto& region : regions) {
     if (region->deregistered.load()) {
       return failedPrecondition("region " + describeRegion(region->info) +
@@ -253,14 +253,14 @@ Status MemoryRegistry::pin(std::span<const std::shared_ptr<LocalRegion>> regions
 }
 
 void MemoryRegistry::unpin(std::span<const std::shared_ptr<LocalRegion>> regions) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   for (const auto& region : regions) region->pendingTransfers.fetch_sub(1);
 }
 
 std::vector<std::shared_ptr<LocalRegion>> MemoryRegistry::exposedRegions() const {
   std::vector<std::shared_ptr<LocalRegion>> out;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     for (const auto& [id, region] : regions_) {
       if (region->info.exposed) out.push_back(region);
     }
@@ -273,7 +273,7 @@ std::vector<std::shared_ptr<LocalRegion>> MemoryRegistry::exposedRegions() const
 std::vector<std::shared_ptr<LocalRegion>> MemoryRegistry::regions() const {
   std::vector<std::shared_ptr<LocalRegion>> out;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     for (const auto& [id, region] : regions_) out.push_back(region);
   }
   std::sort(out.begin(), out.end(),
@@ -282,7 +282,7 @@ std::vector<std::shared_ptr<LocalRegion>> MemoryRegistry::regions() const {
 }
 
 std::size_t MemoryRegistry::size() const {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return regions_.size();
 }
 

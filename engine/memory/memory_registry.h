@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -24,6 +23,7 @@
 #include "kvx/host_memory.h"
 #include "kvx/memory.h"
 #include "kvx/result.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine {
 
@@ -82,8 +82,8 @@ class MemoryRegistry {
   // Publishes `device` as directCudaDevice() if it is the first; warns if it differs.
   void noteDirectCudaDevice(int device);
   Status checkNewRegion(const std::string& name, std::uint64_t address, std::uint64_t length,
-                        MemoryKind kind, int device) const;
-  RegionId insert(RegionInfo info, std::unique_ptr<TransportMemory> memory);
+                        MemoryKind kind, int device) const KVX_REQUIRES(mutex_);
+  RegionId insert(RegionInfo info, std::unique_ptr<TransportMemory> memory) KVX_REQUIRES(mutex_);
   // The transport's registration, or a StagedOnlyMemory for a kind it cannot move.
   Result<std::unique_ptr<TransportMemory>> registerRange(void* address, std::uint64_t length,
                                                          MemoryKind kind, int device);
@@ -101,12 +101,12 @@ class MemoryRegistry {
   const GpuPath gpuPath_;
   const std::shared_ptr<std::atomic<int>> directCudaDevice_ =
       std::make_shared<std::atomic<int>>(-1);
-  mutable std::mutex mutex_;
-  HostRoomReader hostRoom_ = [] { return readHostMemoryRoom(); };  // GUARDED_BY(mutex_)
-  std::uint64_t nextId_ = 1;
-  std::unordered_map<RegionId, std::shared_ptr<LocalRegion>> regions_;
+  mutable sync::Mutex mutex_;
+  HostRoomReader hostRoom_ KVX_GUARDED_BY(mutex_) = [] { return readHostMemoryRoom(); };
+  std::uint64_t nextId_ KVX_GUARDED_BY(mutex_) = 1;
+  std::unordered_map<RegionId, std::shared_ptr<LocalRegion>> regions_ KVX_GUARDED_BY(mutex_);
   // Host regions the transport allocated without populating them: their bytes by region.
-  std::unordered_map<RegionId, std::uint64_t> unpopulatedHost_;  // GUARDED_BY(mutex_)
+  std::unordered_map<RegionId, std::uint64_t> unpopulatedHost_ KVX_GUARDED_BY(mutex_);
 };
 
 // "descriptor 17 (local)".

@@ -3,11 +3,11 @@
 #include <condition_variable>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "engine/memory/address_range.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine {
 namespace {
@@ -15,10 +15,10 @@ namespace {
 // The copy-engine copies of one batch, shared by the waiting caller and the completions:
 // whichever is last frees it, so a copy that outlives the deadline still has its buffer.
 struct PendingBatch {
-  std::mutex mutex;
+  sync::Mutex mutex;
   std::condition_variable finished;
-  std::size_t running = 0;  // GUARDED_BY(mutex)
-  Status status;            // GUARDED_BY(mutex): the first error
+  std::size_t running KVX_GUARDED_BY(mutex) = 0;
+  Status status KVX_GUARDED_BY(mutex);  // the first error
   std::vector<std::byte> buffer;
 };
 
@@ -91,20 +91,22 @@ Status copyRegionPieces(MemoryRegistry& registry, const CopyEngineOf& engineOf,
     request.destination = into ? static_cast<void*>(at) : staged;
     request.source = into ? static_cast<const void*>(staged) : at;
     {
-      std::lock_guard lock(batch->mutex);
+      sync::MutexLock lock(batch->mutex);
       ++batch->running;
     }
     std::string what = describeCopy(into, p.length, p.offset, info);
     (*engine)->copy(request, [batch, region, &registry, what = std::move(what)](Status status) {
       const std::shared_ptr<LocalRegion> done[] = {region};
       registry.unpin(done);
-      std::lock_guard lock(batch->mutex);
+      sync::MutexLock lock(batch->mutex);
       if (!status.isOk() && batch->status.isOk()) batch->status = status.withContext(what);
       if (--batch->running == 0) batch->finished.notify_all();
     });
   }
-  std::unique_lock lock(batch->mutex);
-  if (!batch->finished.wait_until(lock, deadline, [&] { return batch->running == 0; })) {
+  sync::UniqueLock lock(batch->mutex);
+  if (!batch->finished.wait_until(lock.native(), deadline, [&]() KVX_REQUIRES(batch->mutex) {
+        return batch->running == 0;
+      })) {
     return timedOut(std::to_string(batch->running) + " of " + std::to_string(pieces.size()) +
                     " region copies were not done by the deadline (they may still land)");
   }

@@ -4,7 +4,7 @@ namespace kvx::engine {
 
 void NotificationInbox::push(Notification notification) {
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     queue_.push_back(std::move(notification));
   }
   arrived_.notify_all();
@@ -12,7 +12,7 @@ void NotificationInbox::push(Notification notification) {
 
 std::vector<Notification> NotificationInbox::take(std::size_t max) {
   std::vector<Notification> out;
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   while (!queue_.empty() && out.size() < max) {
     out.push_back(std::move(queue_.front()));
     queue_.pop_front();
@@ -21,7 +21,7 @@ std::vector<Notification> NotificationInbox::take(std::size_t max) {
 }
 
 std::optional<Notification> NotificationInbox::tryTake() {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   if (queue_.empty()) return std::nullopt;
   Notification n = std::move(queue_.front());
   queue_.pop_front();
@@ -29,8 +29,9 @@ std::optional<Notification> NotificationInbox::tryTake() {
 }
 
 Result<Notification> NotificationInbox::waitTake(Deadline deadline) {
-  std::unique_lock lock(mutex_);
-  if (!arrived_.wait_until(lock, deadline, [&] { return !queue_.empty(); })) {
+  sync::UniqueLock lock(mutex_);
+  if (!arrived_.wait_until(lock.native(), deadline,
+                           [&]() KVX_REQUIRES(mutex_) { return !queue_.empty(); })) {
     return timedOut("no notification arrived before the deadline");
   }
   Notification n = std::move(queue_.front());
@@ -39,7 +40,7 @@ Result<Notification> NotificationInbox::waitTake(Deadline deadline) {
 }
 
 std::size_t NotificationInbox::size() const {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return queue_.size();
 }
 

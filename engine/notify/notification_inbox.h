@@ -5,11 +5,11 @@
 
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <vector>
 
 #include "kvx/result.h"
 #include "kvx/transfer.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine {
 
@@ -24,9 +24,9 @@ class NotificationInbox {
   std::size_t size() const;
 
  private:
-  mutable std::mutex mutex_;
+  mutable sync::Mutex mutex_;
   std::condition_variable arrived_;
-  std::deque<Notification> queue_;
+  std::deque<Notification> queue_ KVX_GUARDED_BY(mutex_);
 };
 
 }  // namespace kvx::engine

@@ -26,7 +26,7 @@ struct LinkEndpoint::Tracked final : Completion {
   }
 
   bool keptForResend() {
-    std::lock_guard lock(state->mutex);
+    sync::MutexLock lock(state->mutex);
     if (!state->resetting) return false;
     auto decoded = decodeMessageHeader(header);
     if (!decoded.isOk() || decoded->kind != MessageKind::kNotification) return false;
@@ -49,7 +49,7 @@ void LinkEndpoint::sendMessage(std::span<const std::uint8_t> header,
   tracked->payload = payload;
   tracked->original = completion;
   {
-    std::lock_guard lock(state_->mutex);
+    sync::MutexLock lock(state_->mutex);
     tracked->sequence = state_->nextSequence++;
   }
   inner_->sendMessage(header, payload, tracked);
@@ -57,7 +57,7 @@ void LinkEndpoint::sendMessage(std::span<const std::uint8_t> header,
 
 std::vector<CancelledMessage> LinkEndpoint::closeForReset(Deadline deadline) {
   {
-    std::lock_guard lock(state_->mutex);
+    sync::MutexLock lock(state_->mutex);
     state_->resetting = true;
   }
   // Every operation in flight completes before this returns (the Endpoint contract); a
@@ -65,7 +65,7 @@ std::vector<CancelledMessage> LinkEndpoint::closeForReset(Deadline deadline) {
   inner_->forceClose(deadline);
   std::vector<std::pair<std::uint64_t, CancelledMessage>> kept;
   {
-    std::lock_guard lock(state_->mutex);
+    sync::MutexLock lock(state_->mutex);
     state_->resetting = false;
     kept.swap(state_->cancelled);
   }

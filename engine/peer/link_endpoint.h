@@ -14,12 +14,12 @@
 // runs in completion context under a leaf lock and never calls into the transport.
 
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
 #include "engine/transport/endpoint.h"
 #include "kvx/transfer.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine {
 
@@ -61,10 +61,11 @@ class LinkEndpoint final : public Endpoint {
  private:
   struct Tracked;
   struct State {
-    std::mutex mutex;  // leaf lock
-    bool resetting = false;
-    std::uint64_t nextSequence = 0;  // send order, which completions need not keep
-    std::vector<std::pair<std::uint64_t, CancelledMessage>> cancelled;
+    sync::Mutex mutex;  // leaf lock
+    bool resetting KVX_GUARDED_BY(mutex) = false;
+    // Send order, which completions need not keep.
+    std::uint64_t nextSequence KVX_GUARDED_BY(mutex) = 0;
+    std::vector<std::pair<std::uint64_t, CancelledMessage>> cancelled KVX_GUARDED_BY(mutex);
   };
 
   std::shared_ptr<Endpoint> inner_;

@@ -10,7 +10,7 @@ LinkReopener::~LinkReopener() { stop(); }
 
 void LinkReopener::reopen(std::shared_ptr<RemotePeer> peer) {
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (!stopping_) {
       queue_.push_back(std::move(peer));
       if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
@@ -24,7 +24,7 @@ void LinkReopener::reopen(std::shared_ptr<RemotePeer> peer) {
 void LinkReopener::stop() {
   std::thread thread;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     stopping_ = true;
     stopRequested_.store(true);
     thread = std::move(thread_);
@@ -34,9 +34,10 @@ void LinkReopener::stop() {
 }
 
 void LinkReopener::run() {
-  std::unique_lock lock(mutex_);
+  sync::UniqueLock lock(mutex_);
   while (true) {
-    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    wake_.wait(lock.native(),
+               [this]() KVX_REQUIRES(mutex_) { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, with nothing left
     std::shared_ptr<RemotePeer> peer = std::move(queue_.front());
     queue_.pop_front();

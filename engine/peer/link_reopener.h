@@ -22,10 +22,10 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "engine/peer/remote_peer.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine {
 
@@ -65,11 +65,11 @@ class LinkReopener {
 
   ReopenGate gate_;
   std::atomic<bool> stopRequested_{false};  // stopping_, readable by the gate without mutex_
-  std::mutex mutex_;
+  sync::Mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::shared_ptr<RemotePeer>> queue_;
-  bool stopping_ = false;
-  std::thread thread_;
+  std::deque<std::shared_ptr<RemotePeer>> queue_ KVX_GUARDED_BY(mutex_);
+  bool stopping_ KVX_GUARDED_BY(mutex_) = false;
+  std::thread thread_ KVX_GUARDED_BY(mutex_);
 };
 
 }  // namespace kvx::engine

@@ -4,12 +4,12 @@ namespace kvx::engine {
 
 PeerLink::~PeerLink() {
   endpoint_->close(false);  // before the key objects, as in close()
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   keys_.clear();
 }
 
 Result<const RemoteKey*> PeerLink::key(const std::shared_ptr<RemoteRegion>& region) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   auto it = keys_.find(region.get());
   if (it != keys_.end()) return static_cast<const RemoteKey*>(it->second.key.get());
   auto unpacked = endpoint_->unpackRemoteKey(region->packedKey, region->info.kind);
@@ -23,14 +23,14 @@ Result<const RemoteKey*> PeerLink::key(const std::shared_ptr<RemoteRegion>& regi
 }
 
 bool PeerLink::hasKey(const RemoteRegion& region) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return keys_.contains(&region);
 }
 
 void PeerLink::releaseKeys() {
   std::unordered_map<const RemoteRegion*, Entry> keys;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     keys.swap(keys_);
   }
   keys.clear();

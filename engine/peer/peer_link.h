@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -15,6 +14,7 @@
 #include "engine/peer/remote_region.h"
 #include "engine/transport/endpoint.h"
 #include "kvx/result.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine {
 
@@ -55,18 +55,18 @@ class PeerLink {
 
  private:
   // Destroys the keys unpacked on this link (UCX: before the endpoint closes).
-  void releaseKeys();
+  void releaseKeys() KVX_EXCLUDES(mutex_);
 
   std::shared_ptr<LinkEndpoint> endpoint_;
   std::uint64_t epoch_;
   std::string resetReason_;  // written once, before reset_ is set
   std::atomic<bool> reset_{false};
-  std::mutex mutex_;
+  sync::Mutex mutex_;
   struct Entry {
     std::shared_ptr<RemoteRegion> region;  // keeps the address unique while keyed
     std::unique_ptr<RemoteKey> key;
   };
-  std::unordered_map<const RemoteRegion*, Entry> keys_;
+  std::unordered_map<const RemoteRegion*, Entry> keys_ KVX_GUARDED_BY(mutex_);
 };
 
 }  // namespace kvx::engine

@@ -38,7 +38,7 @@ Result<std::shared_ptr<RemotePeer>> RemotePeer::connect(Transport& transport, Pe
   peer->updateStagingWindow(window);
   auto link = peer->openLink();
   if (!link.isOk()) return link.status().withContext("connecting to peer '" + peer->name_ + "'");
-  std::lock_guard lock(peer->mutex_);
+  sync::MutexLock lock(peer->mutex_);
   peer->link_ = std::move(link).value();
   return peer;
 }
@@ -54,7 +54,7 @@ Status RemotePeer::checkKeys(const std::vector<RegionMetadata>& regions,
 Result<std::shared_ptr<PeerLink>> RemotePeer::openLink() {
   std::uint64_t epoch;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     epoch = nextEpoch_++;
   }
   auto endpoint = transport_.connect(dataAddress_, [self = self_, epoch](const Status& why) {
@@ -66,7 +66,7 @@ Result<std::shared_ptr<PeerLink>> RemotePeer::openLink() {
 
 void RemotePeer::onLinkFailed(std::uint64_t epoch, const Status& why) {
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     // A link replaced by resetLink() or closed by fail() may still report its failure.
     if (!failure_.isOk() || !link_ || link_->epoch() != epoch) return;
   }
@@ -79,7 +79,7 @@ Result<std::shared_ptr<RemoteRegion>> RemotePeer::resolve(const MemoryRange& ran
                                                           std::string_view side) const {
   std::shared_ptr<RemoteRegion> region;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     auto it = regions_.find(range.region);
     if (it == regions_.end()) {
       return notFound(describeDescriptor(index, side) + ": peer '" + name_ +
@@ -95,13 +95,13 @@ Result<std::shared_ptr<RemoteRegion>> RemotePeer::resolve(const MemoryRange& ran
 }
 
 std::shared_ptr<const RemotePeer::Window> RemotePeer::stagingWindow() const {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return window_;
 }
 
 void RemotePeer::updateStagingWindow(const StagingWindowMetadata& window) {
   if (!window.present()) return;
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   if (window_ != nullptr) return;
   auto published = std::make_shared<Window>();
   published->region = std::make_shared<RemoteRegion>();
@@ -118,7 +118,7 @@ void RemotePeer::updateStagingWindow(const StagingWindowMetadata& window) {
 std::vector<RegionInfo> RemotePeer::regions() const {
   std::vector<RegionInfo> out;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     for (const auto& [id, region] : regions_) out.push_back(region->info);
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
@@ -127,7 +127,7 @@ std::vector<RegionInfo> RemotePeer::regions() const {
 
 void RemotePeer::updateRegions(const std::vector<RegionMetadata>& regions) {
   std::unordered_map<RegionId, std::shared_ptr<RemoteRegion>> next;
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   for (const RegionMetadata& m : regions) {
     auto it = regions_.find(m.info.id);
     if (it != regions_.end() && it->second->packedKey == m.packedKey &&
@@ -149,9 +149,10 @@ void RemotePeer::updateRegions(const std::vector<RegionMetadata>& regions) {
 
 Result<std::shared_ptr<PeerLink>> RemotePeer::awaitLink() const {
   {
-    std::unique_lock lock(mutex_);
-    if (!linkReady_.wait_until(lock, Clock::now() + reopenWait_,
-                               [this] { return !reopening_ || !failure_.isOk(); })) {
+    sync::UniqueLock lock(mutex_);
+    if (!linkReady_.wait_until(
+            lock.native(), Clock::now() + reopenWait_,
+            [this]() KVX_REQUIRES(mutex_) { return !reopening_ || !failure_.isOk(); })) {
       return timedOut(
           "the data path to peer '" + name_ + "' was not reopened within " +
           std::to_string(
@@ -164,7 +165,7 @@ Result<std::shared_ptr<PeerLink>> RemotePeer::awaitLink() const {
 
 Result<std::shared_ptr<PeerLink>> RemotePeer::linkWhenReady(std::function<void()> onReady) {
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (failure_.isOk() && reopening_) {
       onLinkReady_.push_back(std::move(onReady));
       return std::shared_ptr<PeerLink>();
@@ -174,7 +175,7 @@ Result<std::shared_ptr<PeerLink>> RemotePeer::linkWhenReady(std::function<void()
 }
 
 Result<std::shared_ptr<PeerLink>> RemotePeer::link() const {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   if (!failure_.isOk()) return failure_;
   if (reopening_) {
     return transportError("the data path to peer '" + name_ + "' is being reopened after a reset");
@@ -207,7 +208,7 @@ bool RemotePeer::beginReset(const std::string& reason, Deadline bound) {
   std::shared_ptr<PeerLink> old;
   std::vector<std::shared_ptr<RemoteRegion>> regions;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     // Another reset closed the link this one would close and is opening the next; a failed
     // peer has no link to reset.
     if (reopening_ || !failure_.isOk()) return false;
@@ -224,13 +225,13 @@ bool RemotePeer::beginReset(const std::string& reason, Deadline bound) {
   }
   if (old) reset.cancelled = old->closeForReset(bound, reason);
   reset.closedAt = Clock::now();
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   reset_ = std::move(reset);
   return true;
 }
 
 Clock::time_point RemotePeer::resetStarted() const {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return reopening_ ? reset_.started : Clock::time_point{};
 }
 
@@ -238,7 +239,7 @@ Status RemotePeer::finishReset() {
   ResetInProgress reset;
   bool failed;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     reset = std::move(reset_);
     reset_ = ResetInProgress();
     failed = !failure_.isOk();
@@ -251,7 +252,7 @@ Status RemotePeer::finishReset() {
   std::shared_ptr<PeerLink> next, unwanted;
   std::vector<std::function<void()>> waiting;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     reopening_ = false;
     draining_ = true;  // until drainDeferred() sent what waits, after the resends
     waiting.swap(onLinkReady_);
@@ -324,7 +325,7 @@ Status RemotePeer::sendOwned(std::vector<std::uint8_t> header, std::vector<std::
                              std::string what) {
   std::shared_ptr<PeerLink> current;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (!failure_.isOk()) return failure_;
     if (reopening_ || draining_) {
       if (deferred_.size() >= kMaxDeferred) {
@@ -346,7 +347,7 @@ void RemotePeer::drainDeferred(const std::shared_ptr<PeerLink>& next) {
   while (true) {
     std::vector<Deferred> batch;
     {
-      std::lock_guard lock(mutex_);
+      sync::MutexLock lock(mutex_);
       if (deferred_.empty()) {
         draining_ = false;
         return;
@@ -367,7 +368,7 @@ void RemotePeer::drainDeferred(const std::shared_ptr<PeerLink>& next) {
 void RemotePeer::fail(Status why) {
   std::shared_ptr<PeerLink> old;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (failure_.isOk()) failure_ = std::move(why);
     old = std::move(link_);
   }
@@ -377,12 +378,12 @@ void RemotePeer::fail(Status why) {
 }
 
 Status RemotePeer::failure() const {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return failure_;
 }
 
 std::string RemotePeer::dataPathDescription() const {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return link_ ? link_->endpoint().description() : "none";
 }
 

@@ -10,7 +10,6 @@
 #include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -21,6 +20,7 @@
 #include "engine/transport/transport.h"
 #include "kvx/result.h"
 #include "kvx/transfer.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine {
 
@@ -149,12 +149,14 @@ class RemotePeer {
   const Clock::duration reopenWait_;
   std::weak_ptr<RemotePeer> self_;  // for the endpoints' error handlers
 
-  mutable std::mutex mutex_;
-  std::unordered_map<RegionId, std::shared_ptr<RemoteRegion>> regions_;
-  std::shared_ptr<PeerLink> link_;  // null while a reset opens the next link (reopening_)
-  bool reopening_ = false;
-  mutable std::condition_variable linkReady_;       // reopening_ ended
-  std::vector<std::function<void()>> onLinkReady_;  // linkWhenReady() callers waiting for it
+  mutable sync::Mutex mutex_;
+  std::unordered_map<RegionId, std::shared_ptr<RemoteRegion>> regions_ KVX_GUARDED_BY(mutex_);
+  // Null while a reset opens the next link (reopening_).
+  std::shared_ptr<PeerLink> link_ KVX_GUARDED_BY(mutex_);
+  bool reopening_ KVX_GUARDED_BY(mutex_) = false;
+  mutable std::condition_variable linkReady_;  // reopening_ ended
+  // linkWhenReady() callers waiting for it.
+  std::vector<std::function<void()>> onLinkReady_ KVX_GUARDED_BY(mutex_);
   // What beginReset hands to finishReset (written and read under mutex_ while reopening_).
   struct ResetInProgress {
     std::string reason;
@@ -163,16 +165,18 @@ class RemotePeer {
     std::vector<CancelledMessage> cancelled;
     std::vector<std::shared_ptr<RemoteRegion>> keyed;  // had keys on the old link
   };
-  ResetInProgress reset_;
+  ResetInProgress reset_ KVX_GUARDED_BY(mutex_);
   struct Deferred {
     std::vector<std::uint8_t> header, payload;
     std::string what;
   };
-  std::vector<Deferred> deferred_;  // sendOwned() during a reset, in order
-  bool draining_ = false;           // finishReset is sending deferred_: later sends queue too
-  std::shared_ptr<const Window> window_;
-  std::uint64_t nextEpoch_ = 1;
-  Status failure_;
+  // sendOwned() during a reset, in order.
+  std::vector<Deferred> deferred_ KVX_GUARDED_BY(mutex_);
+  // finishReset is sending deferred_: later sends queue too.
+  bool draining_ KVX_GUARDED_BY(mutex_) = false;
+  std::shared_ptr<const Window> window_ KVX_GUARDED_BY(mutex_);
+  std::uint64_t nextEpoch_ KVX_GUARDED_BY(mutex_) = 1;
+  Status failure_ KVX_GUARDED_BY(mutex_);
   std::atomic<bool> removalClaimed_{false};
 };
 

@@ -12,32 +12,49 @@
 // waits for at most the one progress round already under way when it arrived, plus the
 // callers before it; the progress thread resumes as soon as no caller waits.
 //
+// It is a capability for clang's thread-safety analysis (sync/thread_annotations.h): state
+// it guards is KVX_GUARDED_BY it. Held through CallerLock (callers) or ProgressLock (the
+// polling side) for a scope.
+//
 // Thread safety: any thread. lockForProgress() is meant for the one thread that polls; it is
 // correct (only less polite) from several.
 
 #include <atomic>
 #include <mutex>
 
+#include "sync/thread_annotations.h"
+
 namespace kvx::engine {
 
-class CallerFirstMutex {
+class KVX_CAPABILITY("mutex") CallerFirstMutex {
  public:
-  std::unique_lock<std::mutex> lockForCaller() {
+  // Takes the mutex as a caller: ahead of the progress side's next round.
+  void lockForCaller() KVX_ACQUIRE() {
     callersWaiting_.fetch_add(1, std::memory_order_acq_rel);
-    std::unique_lock lock(mutex_);
+    mutex_.lock();
     if (callersWaiting_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       callersWaiting_.notify_all();
     }
-    return lock;
   }
 
-  std::unique_lock<std::mutex> lockForProgress() {
+  // Takes the mutex for the polling side: once no caller is announced.
+  void lockForProgress() KVX_ACQUIRE() {
     for (int waiting = callersWaiting_.load(std::memory_order_acquire); waiting > 0;
          waiting = callersWaiting_.load(std::memory_order_acquire)) {
       callersWaiting_.wait(waiting, std::memory_order_acquire);
     }
-    return std::unique_lock(mutex_);
+    mutex_.lock();
   }
+
+  // Takes the mutex as a plain std::mutex does, neither announced nor yielding: for a holder
+  // that let it go for a moment inside its scope (a wait) and takes it back.
+  void relock() KVX_ACQUIRE() { mutex_.lock(); }
+
+  void unlock() KVX_RELEASE() { mutex_.unlock(); }
+
+  // Tells the analysis that the calling thread holds the mutex, where it cannot see it: a
+  // callback that a library runs under the lock. Checks nothing at run time.
+  void assumeHeld() const KVX_ASSERT_CAPABILITY(this) {}
 
   // Callers announced and not yet in: for tests and diagnostics.
   int callersWaiting() const { return callersWaiting_.load(std::memory_order_acquire); }
@@ -45,6 +62,52 @@ class CallerFirstMutex {
  private:
   std::mutex mutex_;
   std::atomic<int> callersWaiting_{0};
+};
+
+// Holds a CallerFirstMutex as a caller from construction to the end of the scope, except
+// between unlock() and lock().
+class KVX_SCOPED_CAPABILITY CallerLock {
+ public:
+  explicit CallerLock(CallerFirstMutex& mutex) KVX_ACQUIRE(mutex) : mutex_(mutex) {
+    mutex_.lockForCaller();
+  }
+  ~CallerLock() KVX_RELEASE() {
+    if (held_) mutex_.unlock();
+  }
+  CallerLock(const CallerLock&) = delete;
+  CallerLock& operator=(const CallerLock&) = delete;
+
+  // REQUIRES: held. Gives the mutex up before the end of the scope.
+  void unlock() KVX_RELEASE() {
+    mutex_.unlock();
+    held_ = false;
+  }
+  // REQUIRES: not held. Takes it again, as a plain mutex (CallerFirstMutex::relock).
+  void lock() KVX_ACQUIRE() {
+    mutex_.relock();
+    held_ = true;
+  }
+  bool owns_lock() const { return held_; }
+
+ private:
+  CallerFirstMutex& mutex_;
+  bool held_ = true;
+};
+
+// Holds a CallerFirstMutex for the polling side from construction to the end of the scope.
+class KVX_SCOPED_CAPABILITY ProgressLock {
+ public:
+  explicit ProgressLock(CallerFirstMutex& mutex) KVX_ACQUIRE(mutex) : mutex_(mutex) {
+    mutex_.lockForProgress();
+  }
+  ~ProgressLock() KVX_RELEASE() { mutex_.unlock(); }
+  ProgressLock(const ProgressLock&) = delete;
+  ProgressLock& operator=(const ProgressLock&) = delete;
+
+  bool owns_lock() const { return true; }
+
+ private:
+  CallerFirstMutex& mutex_;
 };
 
 }  // namespace kvx::engine

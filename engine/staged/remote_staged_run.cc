@@ -164,7 +164,7 @@ Status RemoteStagedRun::begin(std::function<void(Status)> done) {
   const bool host = !plan_.remoteStagedOps.empty();
   const bool both = !plan_.bothStagedOps.empty();
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     done_ = std::move(done);
     partsLeft_ = (host ? 1 : 0) + (both ? 1 : 0);
     hostReported_ = !host;
@@ -181,11 +181,11 @@ Status RemoteStagedRun::begin(std::function<void(Status)> done) {
         gpu::StagedPipeline::start(std::move(spec), lease_->pool, *copies_, *chunkWire_,
                                    [this](Status status) { partDone(std::move(status)); });
     if (!started.isOk()) {
-      std::lock_guard lock(mutex_);
+      sync::MutexLock lock(mutex_);
       done_ = nullptr;
       return started.status();
     }
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     pipeline_ = std::move(started).value();
   }
   if (host) feed();
@@ -195,7 +195,7 @@ Status RemoteStagedRun::begin(std::function<void(Status)> done) {
 void RemoteStagedRun::cancel() {
   std::shared_ptr<gpu::StagedPipeline> pipeline;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     cancelled_ = true;
     if (error_.isOk()) error_ = cancelled("staged move through the peer's window cancelled");
     pipeline = pipeline_;
@@ -209,7 +209,7 @@ void RemoteStagedRun::feed() {
   std::vector<RemotePiece> pieces;
   bool reportHost = false;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (hostReported_) return;
     const std::vector<PlannedOp>& ops = plan_.remoteStagedOps;
     // Each piece packs the next operations (or parts of one) up to a slot.
@@ -243,7 +243,7 @@ void RemoteStagedRun::feed() {
 
 void RemoteStagedRun::hostPieceDone(Status status) {
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     --hostInFlight_;
     if (!status.isOk() && error_.isOk()) error_ = std::move(status);
   }
@@ -254,7 +254,7 @@ void RemoteStagedRun::partDone(Status status) {
   std::function<void(Status)> done;
   Status outcome;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (!status.isOk() && error_.isOk()) error_ = std::move(status);
     if (--partsLeft_ > 0) return;
     done = std::move(done_);

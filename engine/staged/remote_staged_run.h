@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "engine/gpu/staged_pipeline.h"
@@ -29,6 +28,7 @@
 #include "engine/staged/staging_service.h"
 #include "engine/transfer/transfer_plan.h"
 #include "kvx/transfer.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine {
 
@@ -75,17 +75,18 @@ class RemoteStagedRun final : public StagedShare {
   gpu::CopyEngine* copies_ = nullptr;
   std::unique_ptr<StagingLease> lease_;
   std::unique_ptr<ChunkWire> chunkWire_;
-  std::shared_ptr<gpu::StagedPipeline> pipeline_;
+  std::shared_ptr<gpu::StagedPipeline> pipeline_ KVX_GUARDED_BY(mutex_);
 
-  std::mutex mutex_;  // leaf lock: never held while calling the wire, pipeline or `done_`
-  std::function<void(Status)> done_;
-  std::size_t nextOp_ = 0;        // host part: the operation to cut next
-  std::uint64_t nextOffset_ = 0;  // into it
-  std::size_t hostInFlight_ = 0;
-  std::size_t partsLeft_ = 0;  // parts not yet reported
-  bool hostReported_ = false;
-  bool cancelled_ = false;
-  Status error_;  // the first error of either part
+  sync::Mutex mutex_;  // leaf lock: never held while calling the wire, pipeline or `done_`
+  std::function<void(Status)> done_ KVX_GUARDED_BY(mutex_);
+  // Host part: the operation to cut next, and the offset into it.
+  std::size_t nextOp_ KVX_GUARDED_BY(mutex_) = 0;
+  std::uint64_t nextOffset_ KVX_GUARDED_BY(mutex_) = 0;
+  std::size_t hostInFlight_ KVX_GUARDED_BY(mutex_) = 0;
+  std::size_t partsLeft_ KVX_GUARDED_BY(mutex_) = 0;  // parts not yet reported
+  bool hostReported_ KVX_GUARDED_BY(mutex_) = false;
+  bool cancelled_ KVX_GUARDED_BY(mutex_) = false;
+  Status error_ KVX_GUARDED_BY(mutex_);  // the first error of either part
 };
 
 }  // namespace kvx::engine

@@ -39,7 +39,7 @@ void RemoteStagedWire::post(const RemotePiece& piece, gpu::WireCallback done) {
     request.ranges.push_back(StagingRange{part.region.value, part.offset, part.length});
   }
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (cancelled_) {
       // Its callback runs below, after the lock is released: it may post again.
       request.requestId = 0;
@@ -61,7 +61,7 @@ void RemoteStagedWire::post(const RemotePiece& piece, gpu::WireCallback done) {
 
 void RemoteStagedWire::cancel() {
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     cancelled_ = true;
   }
   config_.notify();
@@ -76,7 +76,7 @@ void RemoteStagedWire::queue(Event event) {
   // through a copy.
   const std::function<void()> notify = config_.notify;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     events_.push_back(std::move(event));
   }
   notify();
@@ -93,7 +93,7 @@ void RemoteStagedWire::tick(std::chrono::steady_clock::time_point now) {
   }
   std::vector<Event> late;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     for (const auto& [id, piece] : pieces_) {
       if (piece.stage == Stage::kMoving) continue;  // its RMA completion will come
       if (!linkLost.isOk()) {
@@ -116,7 +116,7 @@ bool RemoteStagedWire::deliverCompleted() {
   std::vector<Finished> finished;
   std::vector<std::uint64_t> moves;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (events_.empty()) return false;
     while (!events_.empty()) {
       Event event = std::move(events_.front());
@@ -137,7 +137,7 @@ void RemoteStagedWire::handleLocked(Event& event, std::vector<StagingRequest>& s
   const auto release = [&](std::uint32_t slot) {
     send.push_back(StagingRequest{StagingOp::kRelease, slot, event.requestId, {}});
   };
-  const auto finish = [&](Status status) {
+  const auto finish = [&](Status status) KVX_REQUIRES(mutex_) {
     finished.push_back(Finished{std::move(it->second.done), std::move(status)});
     pieces_.erase(it);
   };
@@ -209,7 +209,7 @@ void RemoteStagedWire::startMove(std::uint64_t requestId) {
   // is one run), each at its place in the slot.
   std::vector<RmaOp> ops;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     const Piece& piece = pieces_.at(requestId);
     std::uint64_t remote = config_.window->region->info.address + piece.slot * slotBytes();
     for (const RemotePart& part : piece.piece.parts) {

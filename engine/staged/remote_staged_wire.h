@@ -33,13 +33,13 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/gpu/staged_wire.h"
 #include "engine/peer/remote_peer.h"
 #include "engine/staged/staging_message.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine {
 
@@ -114,18 +114,19 @@ class RemoteStagedWire {
   void queue(Event event);
   // Acts on one event under mutex_; messages to send and callbacks to run are collected.
   void handleLocked(Event& event, std::vector<StagingRequest>& send,
-                    std::vector<Finished>& finished, std::vector<std::uint64_t>& moves);
+                    std::vector<Finished>& finished, std::vector<std::uint64_t>& moves)
+      KVX_REQUIRES(mutex_);
   void startMove(std::uint64_t requestId);
   void sendRequests(const std::vector<StagingRequest>& requests);
   std::string describePiece(const Piece& piece) const;
 
   const Config config_;
 
-  std::mutex mutex_;  // leaf lock: never held while calling the endpoint or a callback
-  std::unordered_map<std::uint64_t, Piece> pieces_;  // GUARDED_BY(mutex_), by request id
-  std::deque<Event> events_;                         // GUARDED_BY(mutex_)
-  std::uint32_t nextPiece_ = 0;                      // GUARDED_BY(mutex_)
-  bool cancelled_ = false;                           // GUARDED_BY(mutex_)
+  sync::Mutex mutex_;  // leaf lock: never held while calling the endpoint or a callback
+  std::unordered_map<std::uint64_t, Piece> pieces_ KVX_GUARDED_BY(mutex_);  // by request id
+  std::deque<Event> events_ KVX_GUARDED_BY(mutex_);
+  std::uint32_t nextPiece_ KVX_GUARDED_BY(mutex_) = 0;
+  bool cancelled_ KVX_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace kvx::engine

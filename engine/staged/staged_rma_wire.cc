@@ -78,7 +78,7 @@ void StagedRmaWire::completed(gpu::WireCallback done, Status status) {
   // this wire: notify through a copy.
   const std::function<void()> notify = notify_;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     outcomes_.push_back(Outcome{std::move(done), std::move(status)});
   }
   notify();
@@ -87,7 +87,7 @@ void StagedRmaWire::completed(gpu::WireCallback done, Status status) {
 bool StagedRmaWire::deliverCompleted() {
   std::deque<Outcome> ready;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     ready.swap(outcomes_);
   }
   for (Outcome& outcome : ready) outcome.done(std::move(outcome.status));

@@ -22,7 +22,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <vector>
 
@@ -30,6 +29,7 @@
 #include "engine/peer/peer_link.h"
 #include "engine/staged/staging_service.h"
 #include "engine/transfer/transfer_plan.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine {
 
@@ -66,8 +66,8 @@ class StagedRmaWire final : public gpu::StagedWire {
   const std::function<void()> notify_;
   std::vector<std::uint64_t> starts_;  // byte of the move where each operation starts
 
-  std::mutex mutex_;              // leaf lock, taken in completion context
-  std::deque<Outcome> outcomes_;  // GUARDED_BY(mutex_)
+  sync::Mutex mutex_;  // leaf lock, taken in completion context
+  std::deque<Outcome> outcomes_ KVX_GUARDED_BY(mutex_);
 };
 
 }  // namespace kvx::engine

@@ -5,7 +5,7 @@
 namespace kvx::engine {
 
 std::uint32_t StagingClient::nextWireId() {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   for (;;) {
     const std::uint32_t id = nextId_++;
     if (id != 0 && wires_.find(id) == wires_.end()) return id;
@@ -14,12 +14,12 @@ std::uint32_t StagingClient::nextWireId() {
 
 void StagingClient::add(std::uint32_t wireId, const std::string& peer,
                         const std::shared_ptr<RemoteStagedWire>& wire) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   wires_[wireId] = Entry{peer, wire};
 }
 
 void StagingClient::remove(std::uint32_t wireId) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   wires_.erase(wireId);
 }
 
@@ -27,7 +27,7 @@ bool StagingClient::route(const std::string& peer, const StagingReply& reply) {
   const auto wireId = static_cast<std::uint32_t>(reply.requestId >> 32);
   std::shared_ptr<RemoteStagedWire> wire;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     auto it = wires_.find(wireId);
     if (it != wires_.end() && it->second.peer == peer) wire = it->second.wire.lock();
     const bool slotReply =
@@ -47,7 +47,7 @@ bool StagingClient::route(const std::string& peer, const StagingReply& reply) {
 std::vector<std::pair<std::string, StagingRequest>> StagingClient::takeOrphans() {
   std::vector<std::pair<std::string, StagingRequest>> taken;
   if (!hasOrphans_.load()) return taken;
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   taken.swap(orphans_);
   hasOrphans_.store(false);
   return taken;
@@ -57,7 +57,7 @@ bool StagingClient::tick(std::chrono::steady_clock::time_point now,
                          std::chrono::milliseconds every) {
   std::vector<std::shared_ptr<RemoteStagedWire>> live;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (wires_.empty() || now - lastTick_ < every) return false;
     lastTick_ = now;
     for (const auto& [id, entry] : wires_) {

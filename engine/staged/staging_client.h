@@ -16,13 +16,13 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "engine/staged/remote_staged_wire.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine {
 
@@ -47,11 +47,11 @@ class StagingClient {
     std::string peer;
     std::weak_ptr<RemoteStagedWire> wire;
   };
-  std::mutex mutex_;  // leaf lock: never held while calling a wire
-  std::unordered_map<std::uint32_t, Entry> wires_;
-  std::uint32_t nextId_ = 1;
-  std::chrono::steady_clock::time_point lastTick_;
-  std::vector<std::pair<std::string, StagingRequest>> orphans_;
+  sync::Mutex mutex_;  // leaf lock: never held while calling a wire
+  std::unordered_map<std::uint32_t, Entry> wires_ KVX_GUARDED_BY(mutex_);
+  std::uint32_t nextId_ KVX_GUARDED_BY(mutex_) = 1;
+  std::chrono::steady_clock::time_point lastTick_ KVX_GUARDED_BY(mutex_);
+  std::vector<std::pair<std::string, StagingRequest>> orphans_ KVX_GUARDED_BY(mutex_);
   std::atomic<bool> hasOrphans_{false};
 };
 

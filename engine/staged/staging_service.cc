@@ -16,14 +16,14 @@ StagingService::StagingService(Transport& transport, gpu::GpuRuntime& gpu, Stagi
 
 StagingService::~StagingService() {
   close();
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   idle_.clear();  // deregisters the buffers, then frees them
 }
 
 Status StagingService::prepare(int device) {
   KVX_RETURN_IF_ERROR(copyEngine(device).status());
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (leases_ > 0) return Status::ok();
   }
   KVX_ASSIGN_OR_RETURN(auto lease, acquire());
@@ -33,7 +33,7 @@ Status StagingService::prepare(int device) {
 
 Result<gpu::CopyEngine*> StagingService::copyEngine(int device) {
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     auto it = engines_.find(device);
     if (it != engines_.end()) return it->second.get();
   }
@@ -45,7 +45,7 @@ Result<gpu::CopyEngine*> StagingService::copyEngine(int device) {
     return created.status().withContext("staging CUDA device " + std::to_string(device) +
                                         " through host memory needs a copy engine");
   }
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   auto [it, inserted] = engines_.try_emplace(device, std::move(created).value());
   if (inserted) spdlog::info("staged GPU path: {}", it->second->describe());
   return it->second.get();
@@ -53,7 +53,7 @@ Result<gpu::CopyEngine*> StagingService::copyEngine(int device) {
 
 Result<std::unique_ptr<StagingLease>> StagingService::acquire() {
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (!idle_.empty()) {
       std::unique_ptr<StagingLease> lease = std::move(idle_.back());
       idle_.pop_back();
@@ -65,19 +65,19 @@ Result<std::unique_ptr<StagingLease>> StagingService::acquire() {
 
 void StagingService::release(std::unique_ptr<StagingLease> lease) {
   if (lease == nullptr) return;
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   idle_.push_back(std::move(lease));
 }
 
 Result<std::unique_ptr<StagingLease>> StagingService::makeLease() {
   std::shared_ptr<gpu::StagingAllocator> allocator;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     allocator = allocator_;
   }
   if (allocator == nullptr) {
     KVX_ASSIGN_OR_RETURN(allocator, gpu_.pinnedAllocator());
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (allocator_ == nullptr) allocator_ = allocator;
     allocator = allocator_;
   }
@@ -96,7 +96,7 @@ Result<std::unique_ptr<StagingLease>> StagingService::makeLease() {
   }
   std::size_t made;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     made = ++leases_;
   }
   spdlog::debug("staged GPU path: staging set {} ready ({})", made, lease->pool->describe());
@@ -106,7 +106,7 @@ Result<std::unique_ptr<StagingLease>> StagingService::makeLease() {
 void StagingService::close() {
   std::vector<gpu::CopyEngine*> engines;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     for (auto& [device, engine] : engines_) engines.push_back(engine.get());
   }
   for (gpu::CopyEngine* engine : engines) engine->close();

@@ -14,13 +14,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "engine/gpu/copy_engine.h"
 #include "engine/gpu/gpu_runtime.h"
 #include "engine/gpu/staging_pool.h"
 #include "engine/transport/transport.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine {
 
@@ -76,11 +76,11 @@ class StagingService {
   gpu::GpuRuntime& gpu_;
   const StagingOptions options_;
 
-  std::mutex mutex_;  // leaf lock: never held while calling the runtime or the transport
-  std::map<int, std::unique_ptr<gpu::CopyEngine>> engines_;  // GUARDED_BY(mutex_)
-  std::vector<std::unique_ptr<StagingLease>> idle_;          // GUARDED_BY(mutex_)
-  std::shared_ptr<gpu::StagingAllocator> allocator_;         // GUARDED_BY(mutex_)
-  std::size_t leases_ = 0;                                   // GUARDED_BY(mutex_): made
+  sync::Mutex mutex_;  // leaf lock: never held while calling the runtime or the transport
+  std::map<int, std::unique_ptr<gpu::CopyEngine>> engines_ KVX_GUARDED_BY(mutex_);
+  std::vector<std::unique_ptr<StagingLease>> idle_ KVX_GUARDED_BY(mutex_);
+  std::shared_ptr<gpu::StagingAllocator> allocator_ KVX_GUARDED_BY(mutex_);
+  std::size_t leases_ KVX_GUARDED_BY(mutex_) = 0;  // made
 };
 
 }  // namespace kvx::engine

@@ -30,7 +30,7 @@ WindowServer::~WindowServer() = default;
 
 void WindowServer::onRequest(const std::string& peer, std::span<const std::uint8_t> payload) {
   {
-    std::lock_guard lock(queueMutex_);
+    sync::MutexLock lock(queueMutex_);
     if (closed_) return;
     // An empty payload marks a departure: keep a real request non-empty.
     if (payload.empty()) {
@@ -45,7 +45,7 @@ void WindowServer::onRequest(const std::string& peer, std::span<const std::uint8
 
 void WindowServer::peerGone(const std::string& peer) {
   {
-    std::lock_guard lock(queueMutex_);
+    sync::MutexLock lock(queueMutex_);
     if (closed_) return;
     inbound_.push_back(Inbound{peer, {}});
   }
@@ -53,14 +53,14 @@ void WindowServer::peerGone(const std::string& peer) {
 }
 
 void WindowServer::close() {
-  std::lock_guard lock(queueMutex_);
+  sync::MutexLock lock(queueMutex_);
   closed_ = true;
   inbound_.clear();
   copiesDone_.clear();
 }
 
 std::size_t WindowServer::slotsLent() {
-  std::lock_guard lock(pumpMutex_);
+  sync::MutexLock lock(pumpMutex_);
   return window_->lent();
 }
 
@@ -69,14 +69,14 @@ std::uint64_t WindowServer::lends() const { return lends_.load(); }
 std::uint64_t WindowServer::refused() const { return refused_.load(); }
 
 bool WindowServer::pump() {
-  std::unique_lock pumping(pumpMutex_, std::try_to_lock);
-  if (!pumping.owns_lock()) return false;
+  if (!pumpMutex_.try_lock()) return false;
+  sync::MutexLock pumping(pumpMutex_, std::adopt_lock);
   bool any = false;
   for (;;) {
     std::deque<Inbound> inbound;
     std::deque<CopyDone> copies;
     {
-      std::lock_guard lock(queueMutex_);
+      sync::MutexLock lock(queueMutex_);
       if (closed_) return any;
       inbound.swap(inbound_);
       copies.swap(copiesDone_);
@@ -270,7 +270,7 @@ void WindowServer::startCopy(std::uint32_t slot) {
     inSlot += range.length;
     engines[i]->copy(copy, [this, slot](Status status) {
       {
-        std::lock_guard lock(queueMutex_);
+        sync::MutexLock lock(queueMutex_);
         if (closed_) return;
         copiesDone_.push_back(CopyDone{slot, std::move(status)});
       }

@@ -23,7 +23,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -33,6 +32,7 @@
 #include "engine/staged/staging_message.h"
 #include "engine/staged/staging_service.h"
 #include "engine/staged/staging_window.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine {
 
@@ -79,12 +79,14 @@ class WindowServer {
     std::vector<StagingWindow::LeaseRange> ranges;  // the request's, checked
   };
 
-  void handle(const std::string& peer, const StagingRequest& request);
-  void handleCopyDone(const CopyDone& done);
+  // These run on the pumping thread, under pumpMutex_.
+  void handle(const std::string& peer, const StagingRequest& request) KVX_REQUIRES(pumpMutex_);
+  void handleCopyDone(const CopyDone& done) KVX_REQUIRES(pumpMutex_);
   // The ranges of a kWrite/kRead request with their regions, checked, or why it is refused.
-  Result<std::vector<StagingWindow::LeaseRange>> checkRanges(const StagingRequest& request);
-  void startCopy(std::uint32_t slot);
-  void serveWaiting();
+  Result<std::vector<StagingWindow::LeaseRange>> checkRanges(const StagingRequest& request)
+      KVX_REQUIRES(pumpMutex_);
+  void startCopy(std::uint32_t slot) KVX_REQUIRES(pumpMutex_);
+  void serveWaiting() KVX_REQUIRES(pumpMutex_);
   void refuse(const std::string& peer, const StagingRequest& request, Status why);
   void send(const std::string& peer, const StagingReply& reply);
 
@@ -94,14 +96,14 @@ class WindowServer {
   const ReplySender reply_;
   const std::function<void()> wake_;
 
-  std::mutex pumpMutex_;  // held by the one thread in pump(); guards the state below it
-  std::unique_ptr<StagingWindow> window_;
-  PeerFairQueue<Waiting> waiting_;
+  sync::Mutex pumpMutex_;  // held by the one thread in pump()
+  std::unique_ptr<StagingWindow> window_ KVX_GUARDED_BY(pumpMutex_);
+  PeerFairQueue<Waiting> waiting_ KVX_GUARDED_BY(pumpMutex_);
 
-  std::mutex queueMutex_;  // leaf lock: guards the queues and flags below
-  std::deque<Inbound> inbound_;
-  std::deque<CopyDone> copiesDone_;
-  bool closed_ = false;
+  sync::Mutex queueMutex_;  // leaf lock
+  std::deque<Inbound> inbound_ KVX_GUARDED_BY(queueMutex_);
+  std::deque<CopyDone> copiesDone_ KVX_GUARDED_BY(queueMutex_);
+  bool closed_ KVX_GUARDED_BY(queueMutex_) = false;
 
   std::atomic<std::uint64_t> lends_{0};
   std::atomic<std::uint64_t> refused_{0};

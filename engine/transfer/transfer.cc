@@ -72,7 +72,7 @@ TransferStatus Transfer::status() const {
   TransferStatus out;
   out.state = state_.load();
   if (out.state == TransferState::kFailed) {
-    std::lock_guard lock(errorMutex_);
+    sync::MutexLock lock(errorMutex_);
     out.status = error_;
   }
   return out;
@@ -92,7 +92,7 @@ TransferStats Transfer::stats() const {
 }
 
 void Transfer::recordError(Status status) {
-  std::lock_guard lock(errorMutex_);
+  sync::MutexLock lock(errorMutex_);
   if (error_.isOk()) error_ = std::move(status);
   errored_.store(true);
 }
@@ -168,7 +168,7 @@ Status Transfer::useLink(std::shared_ptr<PeerLink> link) {
 }
 
 Status Transfer::start(MemoryRegistry& registry, FinishedCallback onFinished) {
-  std::unique_lock lock(mutex_);
+  sync::UniqueLock lock(mutex_);
   if (state_.load() == TransferState::kPending) {
     return failedPrecondition("transfer " + std::to_string(id_.value) + " is still pending");
   }
@@ -203,7 +203,7 @@ Status Transfer::start(MemoryRegistry& registry, FinishedCallback onFinished) {
   }
   registry_ = &registry;
   {
-    std::lock_guard errorLock(errorMutex_);
+    sync::MutexLock errorLock(errorMutex_);
     error_ = Status::ok();
   }
   errored_.store(false);
@@ -266,7 +266,7 @@ bool Transfer::postOpsLocked() {
 void Transfer::advance() {
   if (staged()) deliverStagedCompletions();
   std::shared_ptr<Transfer> keepAlive;  // outlives the lock if finishing drops the last reference
-  std::unique_lock lock(mutex_);
+  sync::UniqueLock lock(mutex_);
   if (state_.load() != TransferState::kPending) return;
   if (relink_.load() && !errored_.load() && inFlight_.load() == 0 && !relinkLocked()) return;
   if (!errored_.load() && !relink_.load()) {
@@ -431,7 +431,7 @@ void Transfer::deliverStagedCompletions() {
   // Outside mutex_: handing a chunk on may post the next one, or finish a share.
   std::vector<std::shared_ptr<StagedShare>> shares;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     shares = stagedShares_;
   }
   for (const auto& share : shares) share->deliverCompleted();

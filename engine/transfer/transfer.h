@@ -32,7 +32,6 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +44,7 @@
 #include "engine/transfer/transfer_plan.h"
 #include "engine/transport/completion.h"
 #include "kvx/transfer.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine {
 
@@ -109,20 +109,20 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   };
 
   void onComplete(Sink::Kind kind, Status status);
-  void recordError(Status status);
+  void recordError(Status status) KVX_EXCLUDES(errorMutex_);
   // An operation's error as the transfer reports it (the peer's failure when it has one).
   Status explain(Status status) const;
   bool staged() const {
     return !plan_.stagedOps.empty() || !plan_.remoteStagedOps.empty() ||
            !plan_.bothStagedOps.empty();
   }
-  Status createStagedRunLocked();
-  void beginStagedLocked();
+  Status createStagedRunLocked() KVX_REQUIRES(mutex_);
+  void beginStagedLocked() KVX_REQUIRES(mutex_);
   void onStagedDone(Status status);
-  void deliverStagedCompletions();
-  Status refreshKeys();
+  void deliverStagedCompletions() KVX_EXCLUDES(mutex_);
+  Status refreshKeys() KVX_REQUIRES(mutex_);
   // Takes `link` as the link to post on, with the remote keys unpacked on it.
-  Status useLink(std::shared_ptr<PeerLink> link);
+  Status useLink(std::shared_ptr<PeerLink> link) KVX_REQUIRES(mutex_);
   // "transfer <id> to '<peer>'", the context of the transfer's errors.
   std::string describe() const;
   // True when the link this start posts on was reset by this agent.
@@ -131,14 +131,14 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   // why not; for a start that found the link being reopened, takes the next link. False
   // while the next link is being opened (the transfer is handed back to the listener once
   // it is).
-  bool relinkLocked();
+  bool relinkLocked() KVX_REQUIRES(mutex_);
   // Hands this transfer to the listener (for linkWhenReady).
   std::function<void()> wakeWhenLinkReady();
   // Posts operations until the window is full, the plan is posted or this turn's budget is
   // spent; true in the last case (the caller must queue the transfer for another turn).
-  bool postOpsLocked();
+  bool postOpsLocked() KVX_REQUIRES(mutex_);
   // Returns the self-reference the caller must drop after unlocking.
-  std::shared_ptr<Transfer> finishLocked();
+  std::shared_ptr<Transfer> finishLocked() KVX_REQUIRES(mutex_);
 
   const TransferId id_;
   const std::shared_ptr<RemotePeer> peer_;
@@ -152,22 +152,25 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
 
   Sink opSink_, flushSink_, messageSink_;
 
-  mutable std::mutex mutex_;  // guards everything below that is not atomic
-  enum class Phase { kOps, kFlush, kMessage, kEnd } phase_ = Phase::kEnd;
-  std::size_t nextOp_ = 0;
-  std::shared_ptr<PeerLink> link_;
+  mutable sync::Mutex mutex_;  // guards everything below that is not atomic
+  enum class Phase { kOps, kFlush, kMessage, kEnd };
+  Phase phase_ KVX_GUARDED_BY(mutex_) = Phase::kEnd;
+  std::size_t nextOp_ KVX_GUARDED_BY(mutex_) = 0;
+  std::shared_ptr<PeerLink> link_ KVX_GUARDED_BY(mutex_);
   // link_, for completions, which must not take mutex_; set only while nothing is in flight.
   std::atomic<const PeerLink*> postingLink_{nullptr};
-  std::uint32_t relinks_ = 0;  // of the current start
-  std::uint64_t keysEpoch_ = 0;
-  std::vector<const RemoteKey*> keys_;  // per remote slot, valid for keysEpoch_
-  std::shared_ptr<Transfer> self_;      // keeps the transfer alive while pending
-  FinishedCallback onFinished_;         // of the current start
-  MemoryRegistry* registry_ = nullptr;
+  std::uint32_t relinks_ KVX_GUARDED_BY(mutex_) = 0;  // of the current start
+  std::uint64_t keysEpoch_ KVX_GUARDED_BY(mutex_) = 0;
+  // Per remote slot, valid for keysEpoch_.
+  std::vector<const RemoteKey*> keys_ KVX_GUARDED_BY(mutex_);
+  // Keeps the transfer alive while pending.
+  std::shared_ptr<Transfer> self_ KVX_GUARDED_BY(mutex_);
+  FinishedCallback onFinished_ KVX_GUARDED_BY(mutex_);  // of the current start
+  MemoryRegistry* registry_ KVX_GUARDED_BY(mutex_) = nullptr;
   // Of the current start, if it has staged operations.
-  std::vector<std::shared_ptr<StagedShare>> stagedShares_;
-  bool stagedBegun_ = false;
-  bool stagedCancelled_ = false;
+  std::vector<std::shared_ptr<StagedShare>> stagedShares_ KVX_GUARDED_BY(mutex_);
+  bool stagedBegun_ KVX_GUARDED_BY(mutex_) = false;
+  bool stagedCancelled_ KVX_GUARDED_BY(mutex_) = false;
 
   std::atomic<TransferState> state_{TransferState::kIdle};
   std::atomic<std::uint32_t> inFlight_{0};
@@ -178,8 +181,8 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   // No usable link: an operation failed because our reset closed it, or the start found the
   // next link still opening; nothing is posted until relinkLocked() attaches the next one.
   std::atomic<bool> relink_{false};
-  mutable std::mutex errorMutex_;  // leaf lock: guards error_
-  Status error_;
+  mutable sync::Mutex errorMutex_;  // leaf lock
+  Status error_ KVX_GUARDED_BY(errorMutex_);
 };
 
 }  // namespace kvx::engine

@@ -3,17 +3,17 @@
 namespace kvx::engine {
 
 TransferId TransferTable::nextId() {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return TransferId(nextId_++);
 }
 
 void TransferTable::insert(std::shared_ptr<Transfer> transfer) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   transfers_.emplace(transfer->id(), std::move(transfer));
 }
 
 Result<std::shared_ptr<Transfer>> TransferTable::find(TransferId id) const {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   auto it = transfers_.find(id);
   if (it == transfers_.end()) {
     return notFound("transfer " + std::to_string(id.value) + " does not exist (or was released)");
@@ -22,7 +22,7 @@ Result<std::shared_ptr<Transfer>> TransferTable::find(TransferId id) const {
 }
 
 Status TransferTable::erase(TransferId id) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   auto it = transfers_.find(id);
   if (it == transfers_.end()) {
     return notFound("transfer " + std::to_string(id.value) + " does not exist (or was released)");
@@ -35,7 +35,7 @@ Status TransferTable::erase(TransferId id) {
 }
 
 std::vector<std::shared_ptr<Transfer>> TransferTable::all() const {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   std::vector<std::shared_ptr<Transfer>> out;
   out.reserve(transfers_.size());
   for (const auto& [id, t] : transfers_) out.push_back(t);
@@ -45,7 +45,7 @@ std::vector<std::shared_ptr<Transfer>> TransferTable::all() const {
 bool TransferTable::pump() {
   std::deque<std::shared_ptr<Transfer>> batch;
   {
-    std::lock_guard lock(attentionMutex_);
+    sync::MutexLock lock(attentionMutex_);
     batch.swap(attention_);
   }
   // Completions queue a transfer once each; advancing it once per batch is enough.
@@ -59,14 +59,14 @@ bool TransferTable::pump() {
 }
 
 bool TransferTable::waitFinished(const Transfer& transfer, Deadline deadline) {
-  std::unique_lock lock(finishedMutex_);
-  return finishedCv_.wait_until(lock, deadline, [&] { return !transfer.pending(); });
+  sync::UniqueLock lock(finishedMutex_);
+  return finishedCv_.wait_until(lock.native(), deadline, [&] { return !transfer.pending(); });
 }
 
 void TransferTable::needsAttention(std::shared_ptr<Transfer> transfer) {
   // Always queue (never drop the reference here): the last reference to a transfer must not
   // be released in completion context, where the transport's lock is held.
-  std::lock_guard lock(attentionMutex_);
+  sync::MutexLock lock(attentionMutex_);
   attention_.push_back(std::move(transfer));
 }
 
@@ -77,7 +77,7 @@ void TransferTable::needsAttentionWoken(std::shared_ptr<Transfer> transfer) {
 
 void TransferTable::finished(Transfer& /*transfer*/) {
   // Taking the mutex orders the state change before a waiter's predicate check.
-  { std::lock_guard lock(finishedMutex_); }
+  { sync::MutexLock lock(finishedMutex_); }
   finishedCv_.notify_all();
 }
 

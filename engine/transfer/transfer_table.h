@@ -11,10 +11,10 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 
 #include "engine/transfer/transfer.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine {
 
@@ -43,16 +43,17 @@ class TransferTable final : public TransferListener {
   void finished(Transfer& transfer) override;
 
  private:
-  mutable std::mutex mutex_;
-  std::uint64_t nextId_ = 1;
-  std::unordered_map<TransferId, std::shared_ptr<Transfer>> transfers_;
+  mutable sync::Mutex mutex_;
+  std::uint64_t nextId_ KVX_GUARDED_BY(mutex_) = 1;
+  std::unordered_map<TransferId, std::shared_ptr<Transfer>> transfers_ KVX_GUARDED_BY(mutex_);
 
-  std::mutex attentionMutex_;  // leaf lock, taken in completion context
-  std::deque<std::shared_ptr<Transfer>> attention_;
+  sync::Mutex attentionMutex_;  // leaf lock, taken in completion context
+  std::deque<std::shared_ptr<Transfer>> attention_ KVX_GUARDED_BY(attentionMutex_);
 
   std::function<void()> wake_;
 
-  std::mutex finishedMutex_;
+  // Guards no data: taken by finished() to order a state change before a waiter's check.
+  sync::Mutex finishedMutex_;
   std::condition_variable finishedCv_;
 };
 

@@ -13,10 +13,10 @@
 
 #include <atomic>
 #include <cstddef>
-#include <mutex>
 #include <optional>
 
 #include "engine/transport/completion.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine {
 
@@ -28,18 +28,18 @@ class GroupOutcome {
   // has ended, nothing before.
   std::optional<Status> arrive(Status status) {
     if (!status.isOk()) {
-      std::lock_guard lock(mutex_);
+      sync::MutexLock lock(mutex_);
       if (error_.isOk()) error_ = std::move(status);
     }
     if (remaining_.fetch_sub(1) != 1) return std::nullopt;
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     return std::move(error_);
   }
 
  private:
   std::atomic<std::size_t> remaining_{0};
-  std::mutex mutex_;  // guards error_
-  Status error_;
+  sync::Mutex mutex_;
+  Status error_ KVX_GUARDED_BY(mutex_);
 };
 
 class CountdownCompletion : public Completion {

@@ -31,7 +31,7 @@ Result<std::unique_ptr<AgentKvPort>> AgentKvPort::create(Agent& agent, const kv:
 AgentKvPort::~AgentKvPort() {
   open_->store(false);
   {
-    std::lock_guard lock(cancelMutex_);
+    sync::MutexLock lock(cancelMutex_);
     stopping_ = true;
   }
   cancelWake_.notify_all();
@@ -172,17 +172,18 @@ Result<TransferId> AgentKvPort::makeSlicedTransfer(const MoveSpec& spec, const R
 
 void AgentKvPort::cancel(MoveId move) {
   {
-    std::lock_guard lock(cancelMutex_);
+    sync::MutexLock lock(cancelMutex_);
     cancels_.push_back(TransferId(move));
   }
   cancelWake_.notify_one();
 }
 
 void AgentKvPort::runCanceller() {
-  std::unique_lock lock(cancelMutex_);
+  sync::UniqueLock lock(cancelMutex_);
   std::vector<TransferId> batch;
   while (true) {
-    cancelWake_.wait(lock, [&] { return stopping_ || !cancels_.empty(); });
+    cancelWake_.wait(lock.native(),
+                     [&]() KVX_REQUIRES(cancelMutex_) { return stopping_ || !cancels_.empty(); });
     if (stopping_) return;
     // Every cancel queued so far goes as one batch: moves that time out together (a peer
     // whose data stopped moving) then wait out one grace period and one link reset

@@ -13,7 +13,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -23,6 +22,7 @@
 #include "kv/pool/kv_pool.h"
 #include "kv/pool/slice_pairs.h"
 #include "kvx/agent.h"
+#include "sync/mutex.h"
 
 namespace kvx::agent::handoff {
 
@@ -79,10 +79,10 @@ class AgentKvPort final : public KvPort {
   std::vector<kv::RangePair> slicePairs_;                    // reused per sliced move
   std::uint64_t readyCpuTotalNs_ = 0;
 
-  std::mutex cancelMutex_;
+  sync::Mutex cancelMutex_;
   std::condition_variable cancelWake_;
-  std::deque<TransferId> cancels_;
-  bool stopping_ = false;
+  std::deque<TransferId> cancels_ KVX_GUARDED_BY(cancelMutex_);
+  bool stopping_ KVX_GUARDED_BY(cancelMutex_) = false;
   std::thread canceller_;
 };
 

@@ -5,13 +5,13 @@
 namespace kvx::agent::handoff {
 
 template <typename Predicate>
-bool RequestBoard::waitOn(std::unique_lock<std::mutex>& lock, const std::string& id,
-                          Deadline deadline, Predicate done) const {
+bool RequestBoard::waitOn(sync::UniqueLock& lock, const std::string& id, Deadline deadline,
+                          Predicate done) const {
   std::shared_ptr<Waiters>& slot = waiters_[id];
   if (slot == nullptr) slot = std::make_shared<Waiters>();
   std::shared_ptr<Waiters> waiters = slot;  // the map may rehash while this waits
   ++waiters->count;
-  const bool met = waiters->changed.wait_until(lock, deadline, done);
+  const bool met = waiters->changed.wait_until(lock.native(), deadline, done);
   if (--waiters->count == 0) waiters_.erase(id);
   return met;
 }
@@ -19,7 +19,7 @@ bool RequestBoard::waitOn(std::unique_lock<std::mutex>& lock, const std::string&
 void RequestBoard::publish(const KvRequestStatus& status, std::vector<bool> layersDone) {
   std::shared_ptr<Waiters> waiting;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     auto [it, inserted] = entries_.try_emplace(status.id);
     const bool wasTerminal = !inserted && isTerminal(it->second.status.state);
     it->second.status = status;
@@ -40,14 +40,14 @@ void RequestBoard::publish(const KvRequestStatus& status, std::vector<bool> laye
 
 void RequestBoard::publishArrival(KvArrival arrival) {
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     arrivals_.push_back(std::move(arrival));
   }
   arrived_.notify_one();
 }
 
 bool RequestBoard::withdrawArrival(const std::string& id) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   auto it = std::find_if(arrivals_.begin(), arrivals_.end(),
                          [&](const KvArrival& a) { return a.id == id; });
   if (it == arrivals_.end()) return false;
@@ -56,15 +56,15 @@ bool RequestBoard::withdrawArrival(const std::string& id) {
 }
 
 std::optional<KvRequestStatus> RequestBoard::get(const std::string& id) const {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return std::nullopt;
   return it->second.status;
 }
 
 Result<KvRequestStatus> RequestBoard::waitTerminal(const std::string& id, Deadline deadline) const {
-  std::unique_lock lock(mutex_);
-  auto terminal = [&] {
+  sync::UniqueLock lock(mutex_);
+  auto terminal = [&]() KVX_REQUIRES(mutex_) {
     auto it = entries_.find(id);
     return it != entries_.end() && isTerminal(it->second.status.state);
   };
@@ -79,10 +79,10 @@ Result<KvRequestStatus> RequestBoard::waitTerminal(const std::string& id, Deadli
 
 Status RequestBoard::waitLayer(const std::string& id, std::uint32_t layer,
                                Deadline deadline) const {
-  std::unique_lock lock(mutex_);
+  sync::UniqueLock lock(mutex_);
   Status outcome = timedOut("layer " + std::to_string(layer) + " of request '" + id +
                             "' was not in place by the deadline");
-  auto ready = [&] {
+  auto ready = [&]() KVX_REQUIRES(mutex_) {
     auto it = entries_.find(id);
     if (it == entries_.end()) return false;
     const Entry& e = it->second;
@@ -106,8 +106,9 @@ Status RequestBoard::waitLayer(const std::string& id, std::uint32_t layer,
 }
 
 Result<KvArrival> RequestBoard::nextArrival(Deadline deadline) {
-  std::unique_lock lock(mutex_);
-  if (!arrived_.wait_until(lock, deadline, [&] { return !arrivals_.empty(); })) {
+  sync::UniqueLock lock(mutex_);
+  if (!arrived_.wait_until(lock.native(), deadline,
+                           [&]() KVX_REQUIRES(mutex_) { return !arrivals_.empty(); })) {
     return timedOut("no request arrived before the deadline");
   }
   KvArrival out = std::move(arrivals_.front());
@@ -118,7 +119,7 @@ Result<KvArrival> RequestBoard::nextArrival(Deadline deadline) {
 void RequestBoard::wakeAll() {
   std::vector<std::shared_ptr<Waiters>> all;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     for (const auto& [id, waiters] : waiters_) all.push_back(waiters);
   }
   for (const auto& waiters : all) waiters->changed.notify_all();

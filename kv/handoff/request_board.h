@@ -24,6 +24,7 @@
 #include "kvx/kv_types.h"
 #include "kvx/result.h"
 #include "kvx/transfer.h"
+#include "sync/mutex.h"
 
 namespace kvx::agent::handoff {
 
@@ -57,19 +58,20 @@ class RequestBoard {
     std::size_t count = 0;
   };
 
-  // Waits on `id`'s changes until `done()` or the deadline; false at the deadline.
-  // REQUIRES: `lock` holds mutex_.
+  // Waits on `id`'s changes until `done()` (called under mutex_) or the deadline; false at the
+  // deadline. REQUIRES: `lock` holds mutex_.
   template <typename Predicate>
-  bool waitOn(std::unique_lock<std::mutex>& lock, const std::string& id, Deadline deadline,
-              Predicate done) const;
+  bool waitOn(sync::UniqueLock& lock, const std::string& id, Deadline deadline,
+              Predicate done) const KVX_REQUIRES(mutex_);
 
   const std::size_t retain_;
-  mutable std::mutex mutex_;
-  mutable std::unordered_map<std::string, std::shared_ptr<Waiters>> waiters_;  // by request
+  mutable sync::Mutex mutex_;
+  // By request.
+  mutable std::unordered_map<std::string, std::shared_ptr<Waiters>> waiters_ KVX_GUARDED_BY(mutex_);
   mutable std::condition_variable arrived_;  // nextArrival()'s callers
-  std::unordered_map<std::string, Entry> entries_;
-  std::deque<std::string> terminalOrder_;
-  std::deque<KvArrival> arrivals_;
+  std::unordered_map<std::string, Entry> entries_ KVX_GUARDED_BY(mutex_);
+  std::deque<std::string> terminalOrder_ KVX_GUARDED_BY(mutex_);
+  std::deque<KvArrival> arrivals_ KVX_GUARDED_BY(mutex_);
 };
 
 }  // namespace kvx::agent::handoff

@@ -9,7 +9,7 @@ TaskLoop::TaskLoop(std::chrono::milliseconds tickEvery, std::function<void()> ti
 
 TaskLoop::~TaskLoop() {
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -18,7 +18,7 @@ TaskLoop::~TaskLoop() {
 
 void TaskLoop::post(std::function<void()> task) {
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (stopping_) return;
     tasks_.push_back(std::move(task));
   }
@@ -37,7 +37,7 @@ Status TaskLoop::callStatus(std::function<Status()> task, Deadline deadline) {
 Status TaskLoop::lateAnswer() {
   std::size_t queued = 0;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     queued = tasks_.size();
   }
   const Clock::rep since = busySince_.load();
@@ -62,10 +62,11 @@ void TaskLoop::runTimed(const std::function<void()>& work) {
 
 void TaskLoop::run() {
   auto nextTick = Clock::now() + tickEvery_;
-  std::unique_lock lock(mutex_);
+  sync::UniqueLock lock(mutex_);
   while (!stopping_) {
     if (tasks_.empty())
-      wake_.wait_until(lock, nextTick, [&] { return stopping_ || !tasks_.empty(); });
+      wake_.wait_until(lock.native(), nextTick,
+                       [&]() KVX_REQUIRES(mutex_) { return stopping_ || !tasks_.empty(); });
     if (stopping_) break;
     std::deque<std::function<void()>> batch;
     batch.swap(tasks_);

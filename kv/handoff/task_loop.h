@@ -14,11 +14,11 @@
 #include <functional>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "kvx/result.h"
 #include "kvx/transfer.h"
+#include "sync/mutex.h"
 
 namespace kvx::agent::handoff {
 
@@ -47,10 +47,10 @@ class TaskLoop {
 
   const std::chrono::milliseconds tickEvery_;
   const std::function<void()> tick_;
-  std::mutex mutex_;
+  sync::Mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::function<void()>> tasks_;
-  bool stopping_ = false;
+  std::deque<std::function<void()>> tasks_ KVX_GUARDED_BY(mutex_);
+  bool stopping_ KVX_GUARDED_BY(mutex_) = false;
   // When the task or tick now running began (steady clock ticks); 0 between tasks.
   std::atomic<Clock::rep> busySince_{0};
   std::thread thread_;

@@ -13,11 +13,9 @@ import sys
 LAYERS = [
     ("api/include/", "public"), ("api/src/", "public"),
     ("api/c/", "c_api"), ("api/python/", "python"), ("api/shared_library/", "shared_library"),
-    ("files/", "files"), ("json/", "json"),
+    ("files/", "files"), ("json/", "json"), ("sync/", "sync"),
     ("engine/gpu/", "gpu"), ("engine/", "engine"),
-    # The KV layer (kv pools, placement, hand-off, KvAgent) inside agent/.
-    ("kv/pool/", "kv"), ("kv/placement/", "kv"), ("kv/handoff/", "kv"),
-    ("agent/kv_agent", "kv"), ("agent/peer_reconnector", "kv"),
+    ("kv/", "kv"),  # the KV layer: pools, placement, hand-off, KvAgent, the peer reconnector
     ("agent/", "control"),  # the control channel, metadata and the Agent facade
     ("workload/", "workload"), ("doctor/", "doctor"), ("process/", "process"),
     ("examples/", "examples"),
@@ -26,24 +24,25 @@ LAYERS = [
 
 ALLOWED = {
     "public": set(),
+    "sync": set(),  # header-only, links nothing; never used by the public API
     "files": {"public"},
     "json": {"public"},
-    "gpu": {"public"},
-    "engine": {"public", "gpu"},
-    "control": {"public", "engine", "gpu", "files", "json"},
-    "kv": {"public", "json", "files"},
+    "gpu": {"public", "sync"},
+    "engine": {"public", "gpu", "sync"},
+    "control": {"public", "engine", "gpu", "files", "json", "sync"},
+    "kv": {"public", "json", "files", "sync"},
     "c_api": {"public"},
-    "python": {"public"},
+    "python": {"public", "sync"},
     "shared_library": {"public"},
     "examples": {"public"},
     "workload": {"public", "files", "json"},
     "doctor": {"public", "engine", "gpu", "files"},
     "process": {"public"},
-    "daemon": {"public", "kv", "control", "gpu", "files", "workload", "process"},
+    "daemon": {"public", "kv", "control", "gpu", "files", "workload", "process", "sync"},
     "demo": {"public", "daemon", "workload", "process"},
     "cli": {"public", "daemon", "demo", "bench", "doctor", "files", "json", "workload", "process"},
     "bench": {"public", "kv", "control", "engine", "gpu", "files", "json", "workload",
-              "doctor", "process"},
+              "doctor", "process", "sync"},
     "tests": None,  # tests and fuzz targets may reach anything they test
     "fuzz": None,
 }

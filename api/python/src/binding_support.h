@@ -7,13 +7,13 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "api/python/src/status_errors.h"
 #include "kvx/agent_options.h"
 #include "kvx/memory.h"
+#include "sync/mutex.h"
 
 namespace kvx::python {
 
@@ -52,7 +52,7 @@ class AgentHandle {
       : agent_(std::move(agent)), name_(std::move(name)) {}
 
   std::shared_ptr<T> get() const {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     if (!agent_) raise(failedPrecondition("agent '" + name_ + "' is closed"));
     return agent_;
   }
@@ -60,7 +60,7 @@ class AgentHandle {
   void close() {
     std::shared_ptr<T> last;
     {
-      std::lock_guard lock(mutex_);
+      sync::MutexLock lock(mutex_);
       last = std::move(agent_);
     }
     pybind11::gil_scoped_release released;
@@ -70,8 +70,8 @@ class AgentHandle {
   const std::string& name() const { return name_; }
 
  private:
-  mutable std::mutex mutex_;
-  std::shared_ptr<T> agent_;
+  mutable sync::Mutex mutex_;
+  std::shared_ptr<T> agent_ KVX_GUARDED_BY(mutex_);
   std::string name_;
 };
 

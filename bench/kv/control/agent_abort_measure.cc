@@ -7,7 +7,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -17,6 +16,7 @@
 #include "bench/kv/control/control_output.h"
 #include "bench/kv/control/memory_room.h"
 #include "kvx/agent.h"
+#include "sync/mutex.h"
 
 namespace kvx::bench {
 namespace {
@@ -27,10 +27,10 @@ constexpr std::uint64_t kSegment = 1u << 20;
 // How a post ended; shared with its callback, which may outlive the measuring frame if the
 // transfer is still pending when the agents are destroyed.
 struct Finish {
-  std::mutex mutex;
+  sync::Mutex mutex;
   std::condition_variable changed;
-  std::optional<Clock::time_point> at;
-  TransferStatus status;
+  std::optional<Clock::time_point> at KVX_GUARDED_BY(mutex);
+  TransferStatus status KVX_GUARDED_BY(mutex);
 };
 
 // Anonymous memory, populated; unmapped when destroyed (after the agents that use it).
@@ -65,7 +65,7 @@ Result<CancelTry> cancelDuringPost(Agent& agent, TransferId transfer, double del
     const auto started = Clock::now();
     posting.store(true);
     posted = agent.post(transfer, [finish](TransferId, const TransferStatus& s) {
-      std::lock_guard lock(finish->mutex);
+      sync::MutexLock lock(finish->mutex);
       finish->at = Clock::now();
       finish->status = s;
       finish->changed.notify_all();
@@ -79,9 +79,10 @@ Result<CancelTry> cancelDuringPost(Agent& agent, TransferId transfer, double del
   out.returnedMs = msSince(cancelAt);
   poster.join();
   KVX_RETURN_IF_ERROR(posted);
-  std::unique_lock lock(finish->mutex);
-  if (!finish->changed.wait_until(lock, deadlineIn(std::chrono::seconds(10)),
-                                  [&] { return finish->at.has_value(); })) {
+  sync::UniqueLock lock(finish->mutex);
+  if (!finish->changed.wait_until(
+          lock.native(), deadlineIn(std::chrono::seconds(10)),
+          [&]() KVX_REQUIRES(finish->mutex) { return finish->at.has_value(); })) {
     return timedOut("the cancelled transfer did not finish within 10 s (cancel: " +
                     cancelStatus.toString() + ")");
   }

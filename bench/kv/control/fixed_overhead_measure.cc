@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "bench/kv/control/control_output.h"
 #include "bench/kv/control/sample_stats.h"
 #include "kvx/agent.h"
+#include "sync/mutex.h"
 
 namespace kvx::bench {
 namespace {
@@ -32,14 +32,16 @@ constexpr std::uint64_t kAwakeRowBytes = 4096;
 // The events of one try, stamped on the threads that see them. Shared with the handler and
 // the callback, which may run after the measuring frame returned on a failure.
 struct Events {
-  std::mutex mutex;
+  sync::Mutex mutex;
   std::condition_variable changed;
-  std::optional<Clock::time_point> notified;  // the target's handler ran
-  std::optional<Clock::time_point> done;      // the initiator's completion callback ran
-  TransferStatus ended;
+  // The target's handler ran.
+  std::optional<Clock::time_point> notified KVX_GUARDED_BY(mutex);
+  // The initiator's completion callback ran.
+  std::optional<Clock::time_point> done KVX_GUARDED_BY(mutex);
+  TransferStatus ended KVX_GUARDED_BY(mutex);
 
   void reset() {
-    std::lock_guard lock(mutex);
+    sync::MutexLock lock(mutex);
     notified.reset();
     done.reset();
   }
@@ -47,14 +49,14 @@ struct Events {
   // `drive`, by calling it in a loop (the caller drives the initiator's progress).
   bool await(bool needDone, Agent* drive) {
     const auto deadline = Clock::now() + kEventDeadline;
-    const auto seen = [&] { return notified && (!needDone || done); };
+    const auto seen = [&]() KVX_REQUIRES(mutex) { return notified && (!needDone || done); };
     if (drive == nullptr) {
-      std::unique_lock lock(mutex);
-      return changed.wait_until(lock, deadline, seen);
+      sync::UniqueLock lock(mutex);
+      return changed.wait_until(lock.native(), deadline, seen);
     }
     while (Clock::now() < deadline) {
       drive->progress();
-      std::lock_guard lock(mutex);
+      sync::MutexLock lock(mutex);
       if (seen()) return true;
     }
     return false;
@@ -85,7 +87,7 @@ Result<OverheadPair> connectOverheadPair(const std::string& transport,
   KVX_ASSIGN_OR_RETURN(pair.peer, pair.initiator->connect(pair.target->listenAddress()));
   pair.target->setNotificationHandler([events = pair.events](Notification) {
     const auto now = Clock::now();
-    std::lock_guard lock(events->mutex);
+    sync::MutexLock lock(events->mutex);
     events->notified = now;
     events->changed.notify_all();
   });
@@ -126,7 +128,7 @@ Result<Latencies> oneBlockLatencies(OverheadPair& pair, std::uint64_t bytes,
     const auto posted = Clock::now();
     KVX_RETURN_IF_ERROR(a.post(transfer, [events](TransferId, const TransferStatus& s) {
       const auto now = Clock::now();
-      std::lock_guard lock(events->mutex);
+      sync::MutexLock lock(events->mutex);
       events->done = now;
       events->ended = s;
       events->changed.notify_all();
@@ -135,7 +137,7 @@ Result<Latencies> oneBlockLatencies(OverheadPair& pair, std::uint64_t bytes,
       return timedOut(fmt::format("transfer {} of {}: no notification or completion within {} s", i,
                                   bytesLabel(bytes), kEventDeadline.count()));
     }
-    std::lock_guard lock(events->mutex);
+    sync::MutexLock lock(events->mutex);
     if (events->ended.state != TransferState::kDone) return events->ended.status;
     if (i < o.warmup) continue;
     out.notifiedUs.push_back(usBetween(posted, *events->notified));
@@ -159,7 +161,7 @@ Result<std::vector<double>> notificationLatencies(OverheadPair& pair,
       return timedOut(
           fmt::format("notification {}: not handled within {} s", i, kEventDeadline.count()));
     }
-    std::lock_guard lock(events->mutex);
+    sync::MutexLock lock(events->mutex);
     if (i >= o.warmup) out.push_back(usBetween(sent, *events->notified));
   }
   return out;

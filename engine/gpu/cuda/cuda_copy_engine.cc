@@ -44,7 +44,7 @@ CudaCopyEngine::~CudaCopyEngine() {
   if (poller_.joinable()) {
     close();
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      sync::MutexLock lock(mutex_);
       stopping_ = true;
     }
     wake_.notify_all();
@@ -63,7 +63,7 @@ void CudaCopyEngine::copy(const CopyRequest& request, CopyCallback done) {
     return;
   }
   if (refused.isOk()) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    sync::MutexLock lock(mutex_);
     cudaEvent_t event = nullptr;
     if (closed_) {
       refused =
@@ -103,7 +103,7 @@ Status CudaCopyEngine::submit(const CopyRequest& request, cudaEvent_t& event) {
 }
 
 void CudaCopyEngine::close() {
-  std::unique_lock<std::mutex> lock(mutex_);
+  sync::UniqueLock lock(mutex_);
   if (!closed_) {
     closed_ = true;
     closeDeadline_ = std::chrono::steady_clock::now() + options_.closeTimeout;
@@ -111,8 +111,8 @@ void CudaCopyEngine::close() {
   wake_.notify_all();
   if (poller_.get_id() == std::this_thread::get_id()) return;  // from a callback
   // The poller reports every copy by closeDeadline_; the margin covers the callbacks.
-  drained_.wait_until(lock, closeDeadline_ + std::chrono::seconds(1),
-                      [&] { return inFlight_ == 0; });
+  drained_.wait_until(lock.native(), closeDeadline_ + std::chrono::seconds(1),
+                      [&]() KVX_REQUIRES(mutex_) { return inFlight_ == 0; });
 }
 
 std::string CudaCopyEngine::describe() const {
@@ -126,9 +126,10 @@ void CudaCopyEngine::poll() {
   for (;;) {
     bool pastDeadline = false;
     {
-      std::unique_lock<std::mutex> lock(mutex_);
+      sync::UniqueLock lock(mutex_);
       if (mine.empty()) {
-        wake_.wait(lock, [&] { return stopping_ || !submitted_.empty(); });
+        wake_.wait(lock.native(),
+                   [&]() KVX_REQUIRES(mutex_) { return stopping_ || !submitted_.empty(); });
         if (stopping_ && submitted_.empty()) return;
       }
       for (InFlight& f : submitted_) mine.push_back(std::move(f));
@@ -159,7 +160,7 @@ void CudaCopyEngine::poll() {
     for (auto& [done, status] : ready) done(std::move(status));
     if (!ready.empty()) {
       {
-        std::lock_guard<std::mutex> lock(mutex_);
+        sync::MutexLock lock(mutex_);
         inFlight_ -= ready.size();
         spareEvents_.insert(spareEvents_.end(), freed.begin(), freed.end());
       }

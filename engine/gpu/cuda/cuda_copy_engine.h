@@ -18,12 +18,12 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "engine/gpu/copy_engine.h"
 #include "kvx/result.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine::gpu::cuda {
 
@@ -47,23 +47,24 @@ class CudaCopyEngine final : public CopyEngine {
   };
 
   CudaCopyEngine(const CopyEngineOptions& options, std::string deviceName);
-  Status submit(const CopyRequest& request, cudaEvent_t& event);  // REQUIRES: mutex_ held
+  Status submit(const CopyRequest& request, cudaEvent_t& event) KVX_REQUIRES(mutex_);
   void poll();
 
   const CopyEngineOptions options_;
   const std::string deviceName_;
   std::vector<cudaStream_t> streams_;  // created by create(), destroyed by the destructor
 
-  std::mutex mutex_;
-  std::condition_variable wake_;          // the poller: new copies, close, stop
-  std::condition_variable drained_;       // close(): nothing left in flight
-  std::deque<InFlight> submitted_;        // GUARDED_BY(mutex_): not yet taken by the poller
-  std::vector<cudaEvent_t> spareEvents_;  // GUARDED_BY(mutex_)
-  std::size_t inFlight_ = 0;              // GUARDED_BY(mutex_): submitted, not yet reported
-  std::size_t nextStream_ = 0;            // GUARDED_BY(mutex_)
-  bool closed_ = false;                   // GUARDED_BY(mutex_)
-  std::chrono::steady_clock::time_point closeDeadline_;  // GUARDED_BY(mutex_)
-  bool stopping_ = false;                                // GUARDED_BY(mutex_)
+  sync::Mutex mutex_;
+  std::condition_variable wake_;     // the poller: new copies, close, stop
+  std::condition_variable drained_;  // close(): nothing left in flight
+  // Not yet taken by the poller.
+  std::deque<InFlight> submitted_ KVX_GUARDED_BY(mutex_);
+  std::vector<cudaEvent_t> spareEvents_ KVX_GUARDED_BY(mutex_);
+  std::size_t inFlight_ KVX_GUARDED_BY(mutex_) = 0;  // submitted, not yet reported
+  std::size_t nextStream_ KVX_GUARDED_BY(mutex_) = 0;
+  bool closed_ KVX_GUARDED_BY(mutex_) = false;
+  std::chrono::steady_clock::time_point closeDeadline_ KVX_GUARDED_BY(mutex_);
+  bool stopping_ KVX_GUARDED_BY(mutex_) = false;
   std::thread poller_;
 };
 

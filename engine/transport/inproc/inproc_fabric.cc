@@ -8,31 +8,31 @@ InprocFabric& InprocFabric::instance() {
 }
 
 std::uint64_t InprocFabric::attach(InprocTransport* transport) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   const std::uint64_t id = nextId_++;
   transports_[id] = transport;
   return id;
 }
 
 void InprocFabric::detach(std::uint64_t transportId) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   transports_.erase(transportId);
 }
 
 std::uint64_t InprocFabric::addMemory(std::uint64_t ownerId, void* address, std::uint64_t length) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   const std::uint64_t id = nextId_++;
   memory_[id] = Memory{ownerId, address, length};
   return id;
 }
 
 void InprocFabric::removeMemory(std::uint64_t memoryId) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   memory_.erase(memoryId);
 }
 
 bool InprocFabric::hasMemory(std::uint64_t memoryId) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return memory_.count(memoryId) != 0;
 }
 

@@ -4,8 +4,9 @@
 // and each other's memory through. Addresses and remote keys are 8-byte ids in it.
 
 #include <cstdint>
-#include <mutex>
 #include <unordered_map>
+
+#include "sync/mutex.h"
 
 namespace kvx::engine::inproc {
 
@@ -27,7 +28,7 @@ class InprocFabric {
   template <typename Copy>
   bool withRemoteRange(std::uint64_t memoryId, std::uint64_t remoteAddress, std::uint64_t length,
                        Copy&& copy) {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     auto it = memory_.find(memoryId);
     if (it == memory_.end()) return false;
     const Memory& m = it->second;
@@ -42,7 +43,7 @@ class InprocFabric {
   // Calls `fn(transport)` under the fabric lock if the transport is still attached.
   template <typename Fn>
   bool withTransport(std::uint64_t transportId, Fn&& fn) {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     auto it = transports_.find(transportId);
     if (it == transports_.end()) return false;
     fn(*it->second);
@@ -56,10 +57,10 @@ class InprocFabric {
     std::uint64_t length;
   };
 
-  std::mutex mutex_;
-  std::uint64_t nextId_ = 1;
-  std::unordered_map<std::uint64_t, InprocTransport*> transports_;
-  std::unordered_map<std::uint64_t, Memory> memory_;
+  sync::Mutex mutex_;
+  std::uint64_t nextId_ KVX_GUARDED_BY(mutex_) = 1;
+  std::unordered_map<std::uint64_t, InprocTransport*> transports_ KVX_GUARDED_BY(mutex_);
+  std::unordered_map<std::uint64_t, Memory> memory_ KVX_GUARDED_BY(mutex_);
 };
 
 }  // namespace kvx::engine::inproc

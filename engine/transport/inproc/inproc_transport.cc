@@ -70,20 +70,20 @@ Result<std::shared_ptr<Endpoint>> InprocTransport::connect(std::span<const std::
     return peerFailed("no inproc transport with id " + std::to_string(target));
   }
   auto endpoint = std::make_shared<InprocEndpoint>(*this, target, std::move(onError));
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   endpoints_.push_back(endpoint);
   return std::shared_ptr<Endpoint>(endpoint);
 }
 
 void InprocTransport::setMessageHandler(MessageHandler handler) {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   handler_ = std::move(handler);
 }
 
 void InprocTransport::queueCompletion(const InprocEndpoint* source, Completion* completion,
                                       Status status) {
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     completions_.push_back(PendingCompletion{source, completion, std::move(status)});
   }
   wake();
@@ -92,17 +92,17 @@ void InprocTransport::queueCompletion(const InprocEndpoint* source, Completion* 
 void InprocTransport::deliverMessage(std::vector<std::uint8_t> header,
                                      std::vector<std::uint8_t> payload) {
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     inbox_.push_back(Message{std::move(header), std::move(payload)});
   }
   wake();
 }
 
 void InprocTransport::drainCompletions(const InprocEndpoint* source) {
-  std::lock_guard progressLock(progressMutex_);
+  sync::MutexLock progressLock(progressMutex_);
   std::deque<PendingCompletion> mine;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     for (auto it = completions_.begin(); it != completions_.end();) {
       if (it->source == source) {
         mine.push_back(std::move(*it));
@@ -118,7 +118,7 @@ void InprocTransport::drainCompletions(const InprocEndpoint* source) {
 bool InprocTransport::checkPeers() {
   std::vector<std::shared_ptr<InprocEndpoint>> live;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     std::erase_if(endpoints_, [](const std::weak_ptr<InprocEndpoint>& e) { return e.expired(); });
     for (auto& weak : endpoints_) {
       if (auto e = weak.lock()) live.push_back(std::move(e));
@@ -138,7 +138,7 @@ bool InprocTransport::progress() {
 }
 
 bool InprocTransport::deliver() {
-  std::lock_guard progressLock(progressMutex_);
+  sync::MutexLock progressLock(progressMutex_);
   std::uint64_t drained = 0;
   [[maybe_unused]] ssize_t n = ::read(eventFd_, &drained, sizeof(drained));
 
@@ -146,7 +146,7 @@ bool InprocTransport::deliver() {
   std::deque<Message> messages;
   MessageHandler handler;
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     completions.swap(completions_);
     messages.swap(inbox_);
     handler = handler_;
@@ -159,7 +159,7 @@ bool InprocTransport::deliver() {
 }
 
 bool InprocTransport::arm() {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return completions_.empty() && inbox_.empty();
 }
 

@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "engine/transport/transport.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine::inproc {
 
@@ -62,20 +62,20 @@ class InprocTransport final : public Transport {
   };
 
   // Runs queued completions and messages (under progressMutex_); true if there were any.
-  bool deliver();
+  bool deliver() KVX_EXCLUDES(progressMutex_, mutex_);
   // Reports endpoints whose peer transport is gone; never under progressMutex_.
-  bool checkPeers();
+  bool checkPeers() KVX_EXCLUDES(progressMutex_);
 
   std::string agentName_;
   std::uint64_t fabricId_ = 0;
   int eventFd_ = -1;
 
-  std::mutex progressMutex_;  // one progress() at a time; handlers run under it
-  std::mutex mutex_;          // guards the queues, the handler and the endpoint list
-  std::deque<PendingCompletion> completions_;
-  std::deque<Message> inbox_;
-  MessageHandler handler_;
-  std::vector<std::weak_ptr<InprocEndpoint>> endpoints_;
+  sync::Mutex progressMutex_;  // one progress() at a time; handlers run under it
+  sync::Mutex mutex_;
+  std::deque<PendingCompletion> completions_ KVX_GUARDED_BY(mutex_);
+  std::deque<Message> inbox_ KVX_GUARDED_BY(mutex_);
+  MessageHandler handler_ KVX_GUARDED_BY(mutex_);
+  std::vector<std::weak_ptr<InprocEndpoint>> endpoints_ KVX_GUARDED_BY(mutex_);
 };
 
 }  // namespace kvx::engine::inproc

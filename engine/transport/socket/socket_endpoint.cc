@@ -9,11 +9,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 
 #include "engine/memory/address_range.h"
 #include "engine/transport/socket/socket_memory.h"
 #include "engine/transport/socket/socket_transport.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine::socket {
 namespace {
@@ -37,11 +37,12 @@ SocketEndpoint::SocketEndpoint(SocketTransport& transport, SocketAddress peer,
 }
 
 SocketEndpoint::~SocketEndpoint() {
-  auto lock = transport_.lock();
+  CallerLock lock(transport_.mutex());
   if (state_ != State::kClosed) closeLocked(true);
 }
 
 Status SocketEndpoint::startLocked(Clock::time_point now) {
+  transport_.mutex().assumeHeld();
   connectDeadline_ = now + transport_.connectTimeout();
   if (!tryNextAddressLocked()) {
     return peerFailed("cannot start a socket data connection to " + stream_.peer() + ":" +
@@ -77,7 +78,7 @@ bool SocketEndpoint::tryNextAddressLocked() {
     }
     watchingWrite_ = true;
     stream_.adoptSocket(fd, name);
-    std::lock_guard<std::mutex> lock(descriptionMutex_);
+    sync::MutexLock lock(descriptionMutex_);
     description_ = "socket/tcp " + name;
     return true;
   }
@@ -176,25 +177,25 @@ int SocketEndpoint::localDevice(const RmaOp& op) {
 }
 
 void SocketEndpoint::put(const RmaOp& op, Completion* completion) {
-  auto lock = transport_.lock();
+  CallerLock lock(transport_.mutex());
   postRmaLocked(op, true, completion);
   kickLocked(true);
 }
 
 void SocketEndpoint::get(const RmaOp& op, Completion* completion) {
-  auto lock = transport_.lock();
+  CallerLock lock(transport_.mutex());
   postRmaLocked(op, false, completion);
   kickLocked(true);
 }
 
 void SocketEndpoint::postBatch(std::span<const RmaOp> ops, bool write, Completion* completion) {
-  auto lock = transport_.lock();
+  CallerLock lock(transport_.mutex());
   for (const RmaOp& op : ops) postRmaLocked(op, write, completion);
   kickLocked(true);
 }
 
 void SocketEndpoint::flush(Completion* completion) {
-  auto lock = transport_.lock();
+  CallerLock lock(transport_.mutex());
   Status refused = unusableLocked();
   if (!refused.isOk()) {
     completion->onComplete(refused);
@@ -207,7 +208,7 @@ void SocketEndpoint::flush(Completion* completion) {
 
 void SocketEndpoint::sendMessage(std::span<const std::uint8_t> header,
                                  std::span<const std::uint8_t> payload, Completion* completion) {
-  auto lock = transport_.lock();
+  CallerLock lock(transport_.mutex());
   Status refused = unusableLocked();
   const std::uint64_t total = header.size() + payload.size();
   if (refused.isOk() && total > kMaxMessageBytes) {
@@ -384,7 +385,7 @@ void SocketEndpoint::closeLocked(bool reset) {
 }
 
 void SocketEndpoint::close(bool force) {
-  auto lock = transport_.lock();
+  CallerLock lock(transport_.mutex());
   if (state_ == State::kClosed) return;
   // A graceful close waits for the answers to what is in flight, driving the whole transport
   // (not only this socket) so that the other connections, and this transport's own inbound
@@ -404,7 +405,7 @@ void SocketEndpoint::close(bool force) {
 bool SocketEndpoint::failed() const { return failed_.load(std::memory_order_acquire); }
 
 std::string SocketEndpoint::description() const {
-  std::lock_guard<std::mutex> lock(descriptionMutex_);
+  sync::MutexLock lock(descriptionMutex_);
   return description_;
 }
 

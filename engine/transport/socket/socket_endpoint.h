@@ -14,7 +14,6 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <string>
 
@@ -23,19 +22,20 @@
 #include "engine/transport/socket/socket_address.h"
 #include "engine/transport/socket/socket_connection.h"
 #include "engine/transport/socket/socket_stream.h"
+#include "engine/transport/socket/socket_transport.h"
 #include "engine/transport/transport.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine::socket {
-
-class SocketTransport;
 
 class SocketEndpoint final : public Endpoint, public SocketConnection, private FrameHandler {
  public:
   SocketEndpoint(SocketTransport& transport, SocketAddress peer, EndpointErrorHandler onError);
   ~SocketEndpoint() override;
 
-  // REQUIRES: the transport's lock. Starts connecting; PEER_FAILED when no address of the
-  // peer can even be tried.
+  // REQUIRES: the transport's lock (the transport calls it holding its lock, which the
+  // analysis cannot tell is transport_.mutex(): it assumes it). Starts connecting;
+  // PEER_FAILED when no address of the peer can even be tried.
   Status startLocked(Clock::time_point now);
 
   Result<std::unique_ptr<RemoteKey>> unpackRemoteKey(std::span<const std::uint8_t> packed,
@@ -50,9 +50,11 @@ class SocketEndpoint final : public Endpoint, public SocketConnection, private F
   bool failed() const override;
   std::string description() const override;
 
-  bool onEventsLocked(std::uint32_t events) override;
-  void onTickLocked(Clock::time_point now) override;
-  bool needsAttentionLocked() const override { return moreInput_ || postFailure_.has_value(); }
+  bool onEventsLocked(std::uint32_t events) override KVX_REQUIRES(transport_.mutex());
+  void onTickLocked(Clock::time_point now) override KVX_REQUIRES(transport_.mutex());
+  bool needsAttentionLocked() const override KVX_REQUIRES(transport_.mutex()) {
+    return moreInput_ || postFailure_.has_value();
+  }
 
  private:
   enum class State { kConnecting, kOpen, kFailed, kClosed };
@@ -65,45 +67,51 @@ class SocketEndpoint final : public Endpoint, public SocketConnection, private F
     int device = -1;  // the GPU whose memory `dest` is; -1: host memory
   };
 
-  Result<BodySink> onHeader(const FrameHeader& header) override;
-  Status onFrame(const FrameHeader& header, std::vector<std::uint8_t> body) override;
+  // The frame reader's callbacks, from onEventsLocked.
+  Result<BodySink> onHeader(const FrameHeader& header) override KVX_REQUIRES(transport_.mutex());
+  Status onFrame(const FrameHeader& header, std::vector<std::uint8_t> body) override
+      KVX_REQUIRES(transport_.mutex());
 
-  void postRmaLocked(const RmaOp& op, bool write, Completion* completion);
+  void postRmaLocked(const RmaOp& op, bool write, Completion* completion)
+      KVX_REQUIRES(transport_.mutex());
   // The status a post gets when the endpoint cannot take it (closed or failed); OK otherwise.
-  Status unusableLocked() const;
+  Status unusableLocked() const KVX_REQUIRES(transport_.mutex());
   Status checkRma(const RmaOp& op) const;
   // The GPU of the operation's local memory; -1 for host memory.
   static int localDevice(const RmaOp& op);
-  bool tryNextAddressLocked();
+  bool tryNextAddressLocked() KVX_REQUIRES(transport_.mutex());
   // Writes what the socket takes. A failure found while posting (`fromPost`) is left to
   // progress(): a post completes no operation but its own.
-  void kickLocked(bool fromPost);
-  void failLocked(const Status& status);
-  void closeLocked(bool reset);
-  void completeFlushesLocked();
-  void updateWatchLocked();
+  void kickLocked(bool fromPost) KVX_REQUIRES(transport_.mutex());
+  void failLocked(const Status& status) KVX_REQUIRES(transport_.mutex());
+  void closeLocked(bool reset) KVX_REQUIRES(transport_.mutex());
+  void completeFlushesLocked() KVX_REQUIRES(transport_.mutex());
+  void updateWatchLocked() KVX_REQUIRES(transport_.mutex());
 
   SocketTransport& transport_;
   SocketAddress peer_;
   // failed() and description() take no transport lock: callers ask while holding locks that
   // completions (which run under it) take too.
   std::atomic<bool> failed_{false};
-  mutable std::mutex descriptionMutex_;  // a leaf lock
-  std::string description_;              // GUARDED_BY(descriptionMutex_)
+  mutable sync::Mutex descriptionMutex_;  // a leaf lock
+  std::string description_ KVX_GUARDED_BY(descriptionMutex_);
   EndpointErrorHandler onError_;
-  SocketStream stream_;
-  FrameReader reader_;
-  State state_ = State::kConnecting;
-  std::uint64_t id_ = 0;
-  std::size_t nextAddress_ = 0;
-  std::string connectErrors_;
-  Clock::time_point connectDeadline_{};
-  bool watchingWrite_ = true;
-  bool moreInput_ = false;             // the last pump stopped for its budget
-  std::optional<Status> postFailure_;  // a write failure found while posting
-  Status failure_;
-  std::uint64_t sequence_ = 0;
-  std::deque<Pending> pending_;
+  // Under the transport's lock:
+  SocketStream stream_ KVX_GUARDED_BY(transport_.mutex());
+  FrameReader reader_ KVX_GUARDED_BY(transport_.mutex());
+  State state_ KVX_GUARDED_BY(transport_.mutex()) = State::kConnecting;
+  std::uint64_t id_ KVX_GUARDED_BY(transport_.mutex()) = 0;
+  std::size_t nextAddress_ KVX_GUARDED_BY(transport_.mutex()) = 0;
+  std::string connectErrors_ KVX_GUARDED_BY(transport_.mutex());
+  Clock::time_point connectDeadline_ KVX_GUARDED_BY(transport_.mutex()) = {};
+  bool watchingWrite_ KVX_GUARDED_BY(transport_.mutex()) = true;
+  bool moreInput_ KVX_GUARDED_BY(transport_.mutex()) =
+      false;  // the last pump stopped for its budget
+  // A write failure found while posting.
+  std::optional<Status> postFailure_ KVX_GUARDED_BY(transport_.mutex());
+  Status failure_ KVX_GUARDED_BY(transport_.mutex());
+  std::uint64_t sequence_ KVX_GUARDED_BY(transport_.mutex()) = 0;
+  std::deque<Pending> pending_ KVX_GUARDED_BY(transport_.mutex());
 };
 
 }  // namespace kvx::engine::socket

@@ -71,10 +71,12 @@ void InboundConnection::onTickLocked(Clock::time_point now) {
 }
 
 bool InboundConnection::touchesRegionLocked(std::uint64_t region) const {
+  transport_.mutex().assumeHeld();
   return (reader_.inBody() && placingRegion_ == region) || stream_.hasQueuedTag(region);
 }
 
 void InboundConnection::endLocked(const Status& why) {
+  transport_.mutex().assumeHeld();
   if (ended_) return;
   ended_ = true;
   if (why.code() == StatusCode::kProtocolError || why.code() == StatusCode::kTimedOut) {

@@ -106,7 +106,7 @@ Status SocketTransport::listen(const std::string& netDevices) {
 
 SocketTransport::~SocketTransport() {
   {
-    auto lock = mutex_.lockForCaller();
+    CallerLock lock(mutex_);
     for (auto& [id, connection] : inbound_) connection->endLocked(cancelled("transport closing"));
     inbound_.clear();
   }
@@ -131,7 +131,7 @@ Result<std::unique_ptr<TransportMemory>> SocketTransport::addRegion(
   key.address = reinterpret_cast<std::uint64_t>(address);
   key.length = length;
   {
-    auto lock = mutex_.lockForCaller();
+    CallerLock lock(mutex_);
     key.region = nextRegion_++;
     regions_[key.region] = Region{key.secret, key.address, key.length, device};
   }
@@ -170,7 +170,7 @@ Result<std::unique_ptr<TransportMemory>> SocketTransport::allocateMemory(std::ui
 }
 
 void SocketTransport::deregister(std::uint64_t region) {
-  auto lock = mutex_.lockForCaller();
+  CallerLock lock(mutex_);
   regions_.erase(region);
   for (auto& [id, connection] : inbound_) {
     if (connection->touchesRegionLocked(region)) {
@@ -183,7 +183,7 @@ void SocketTransport::deregister(std::uint64_t region) {
 void SocketTransport::dropPeer(std::span<const std::uint8_t> peerAddress) {
   Result<SocketAddress> peer = parseSocketAddress(peerAddress);
   if (!peer.isOk()) return;  // never connected: nothing of it is served here
-  auto lock = mutex_.lockForCaller();
+  CallerLock lock(mutex_);
   for (auto& [id, connection] : inbound_) {
     if (connection->initiatorLocked() == peer->instance) {
       const std::uint64_t unread = connection->unreadLocked();
@@ -235,7 +235,7 @@ Result<std::shared_ptr<Endpoint>> SocketTransport::connect(
   }
   auto endpoint = std::make_shared<SocketEndpoint>(*this, std::move(peer), std::move(onError));
   {
-    auto lock = mutex_.lockForCaller();
+    CallerLock lock(mutex_);
     KVX_RETURN_IF_ERROR(endpoint->startLocked(SocketConnection::Clock::now()));
   }
   wake();  // a sleeping driver must start watching the connect
@@ -243,7 +243,7 @@ Result<std::shared_ptr<Endpoint>> SocketTransport::connect(
 }
 
 void SocketTransport::setMessageHandler(MessageHandler handler) {
-  auto lock = mutex_.lockForCaller();
+  CallerLock lock(mutex_);
   handler_ = std::move(handler);
 }
 
@@ -368,7 +368,7 @@ bool SocketTransport::progress() {
   std::vector<std::pair<EndpointErrorHandler, Status>> errors;
   bool any = false;
   {
-    auto lock = mutex_.lockForProgress();
+    ProgressLock lock(mutex_);
     any = progressLocked();
     errors.swap(deferredErrors_);
   }
@@ -404,7 +404,7 @@ bool SocketTransport::progressLocked() {
 }
 
 bool SocketTransport::arm() {
-  auto lock = mutex_.lockForProgress();
+  ProgressLock lock(mutex_);
   return deferredErrors_.empty() && retired_.empty() && attention_.empty();
 }
 

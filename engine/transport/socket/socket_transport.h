@@ -32,7 +32,6 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -85,37 +84,39 @@ class SocketTransport final : public Transport {
   void wake() override;
 
   // For this transport's connections and memory: the lock that guards all state, taken as a
-  // caller (ahead of the progress thread, see CallerFirstMutex).
-  std::unique_lock<std::mutex> lock() { return mutex_.lockForCaller(); }
+  // caller through CallerLock (ahead of the progress thread, see CallerFirstMutex).
+  CallerFirstMutex& mutex() KVX_RETURN_CAPABILITY(mutex_) { return mutex_; }
   std::uint64_t instance() const { return address_.instance; }
   std::chrono::milliseconds connectTimeout() const { return connectTimeout_; }
   const std::string& agentName() const { return agentName_; }
   // REQUIRES: mutex(). Watches `fd` for `connection`; returns its id.
-  std::uint64_t addConnectionLocked(SocketConnection* connection, int fd, bool wantWrite);
+  std::uint64_t addConnectionLocked(SocketConnection* connection, int fd, bool wantWrite)
+      KVX_REQUIRES(mutex_);
   // REQUIRES: mutex(). Changes what is watched (a new fd after a retried connect, or write
   // interest; read interest off while a connection's answers are backed up).
-  void watchLocked(std::uint64_t id, int fd, bool wantWrite, bool wantRead = true);
+  void watchLocked(std::uint64_t id, int fd, bool wantWrite, bool wantRead = true)
+      KVX_REQUIRES(mutex_);
   // REQUIRES: mutex(). The connection needs a call without an epoll event (see
   // SocketConnection::needsAttentionLocked); wakes a sleeping driver.
-  void attendLocked(std::uint64_t id);
+  void attendLocked(std::uint64_t id) KVX_REQUIRES(mutex_);
   // REQUIRES: mutex(). One round of progress: connections that need attention, socket
   // events, deadlines. Error handlers it queues run from progress() (or the next one).
-  bool progressLocked();
+  bool progressLocked() KVX_REQUIRES(mutex_);
   // REQUIRES: mutex(). Stops watching; `fd` may already be closed (-1).
-  void removeConnectionLocked(std::uint64_t id, int fd);
+  void removeConnectionLocked(std::uint64_t id, int fd) KVX_REQUIRES(mutex_);
   // REQUIRES: mutex(). `handler` runs with `status` from the next progress(), after it has
   // released the lock (an error handler may close endpoints).
-  void deferErrorLocked(EndpointErrorHandler handler, Status status);
+  void deferErrorLocked(EndpointErrorHandler handler, Status status) KVX_REQUIRES(mutex_);
   // REQUIRES: mutex(). The inbound connection is destroyed from the next progress().
-  void retireLocked(std::uint64_t id);
+  void retireLocked(std::uint64_t id) KVX_REQUIRES(mutex_);
   // REQUIRES: mutex(). Checks a request against the registered regions.
   Result<RegionAccess> accessLocked(std::uint64_t region, std::uint64_t key, std::uint64_t address,
-                                    std::uint64_t length) const;
+                                    std::uint64_t length) const KVX_REQUIRES(mutex_);
   // REQUIRES: mutex(). Runs the message handler.
   void deliverMessageLocked(std::span<const std::uint8_t> header,
-                            std::span<const std::uint8_t> payload);
+                            std::span<const std::uint8_t> payload) KVX_REQUIRES(mutex_);
   // REQUIRES: mutex(). Copies between host bytes and GPU memory (SocketDeviceCopies).
-  SocketDeviceCopies& deviceCopiesLocked() { return deviceCopies_; }
+  SocketDeviceCopies& deviceCopiesLocked() KVX_REQUIRES(mutex_) { return deviceCopies_; }
   // Forgets a region (SocketMemory's destructor); closes connections moving its bytes.
   void deregister(std::uint64_t region);
 
@@ -137,10 +138,10 @@ class SocketTransport final : public Transport {
   Result<std::unique_ptr<TransportMemory>> addRegion(std::uint8_t* address, std::uint64_t length,
                                                      MemoryKind kind, int device,
                                                      std::unique_ptr<std::uint8_t[]> owned);
-  bool dispatchLocked(std::uint64_t id, std::uint32_t events);
-  bool acceptLocked();
-  void tickLocked();
-  bool retireConnectionsLocked();
+  bool dispatchLocked(std::uint64_t id, std::uint32_t events) KVX_REQUIRES(mutex_);
+  bool acceptLocked() KVX_REQUIRES(mutex_);
+  void tickLocked() KVX_REQUIRES(mutex_);
+  bool retireConnectionsLocked() KVX_REQUIRES(mutex_);
 
   std::string agentName_;
   std::chrono::milliseconds connectTimeout_;
@@ -155,18 +156,19 @@ class SocketTransport final : public Transport {
 
   // Callers through lock(), the progress thread through progress() and arm().
   CallerFirstMutex mutex_;
-  MessageHandler handler_;                              // GUARDED_BY(mutex_)
-  std::unordered_map<std::uint64_t, Region> regions_;   // GUARDED_BY(mutex_)
-  std::uint64_t nextRegion_ = 1;                        // GUARDED_BY(mutex_)
-  std::unordered_map<std::uint64_t, Watched> watched_;  // GUARDED_BY(mutex_), by id
-  std::unordered_map<std::uint64_t, std::unique_ptr<InboundConnection>> inbound_;  // by id
-  std::vector<std::uint64_t> retired_;                                   // GUARDED_BY(mutex_)
-  std::set<std::uint64_t> attention_;                                    // GUARDED_BY(mutex_)
-  std::vector<std::pair<EndpointErrorHandler, Status>> deferredErrors_;  // GUARDED_BY(mutex_)
-  std::uint64_t nextConnection_ = 3;                // GUARDED_BY(mutex_); 1, 2 below
-  SocketConnection::Clock::time_point lastTick_{};  // GUARDED_BY(mutex_)
+  MessageHandler handler_ KVX_GUARDED_BY(mutex_);
+  std::unordered_map<std::uint64_t, Region> regions_ KVX_GUARDED_BY(mutex_);
+  std::uint64_t nextRegion_ KVX_GUARDED_BY(mutex_) = 1;
+  std::unordered_map<std::uint64_t, Watched> watched_ KVX_GUARDED_BY(mutex_);  // by id
+  std::unordered_map<std::uint64_t, std::unique_ptr<InboundConnection>> inbound_
+      KVX_GUARDED_BY(mutex_);  // by id
+  std::vector<std::uint64_t> retired_ KVX_GUARDED_BY(mutex_);
+  std::set<std::uint64_t> attention_ KVX_GUARDED_BY(mutex_);
+  std::vector<std::pair<EndpointErrorHandler, Status>> deferredErrors_ KVX_GUARDED_BY(mutex_);
+  std::uint64_t nextConnection_ KVX_GUARDED_BY(mutex_) = 3;  // 1, 2 below
+  SocketConnection::Clock::time_point lastTick_ KVX_GUARDED_BY(mutex_) = {};
   // Set while the listener is unwatched after accept ran out of descriptors.
-  std::optional<SocketConnection::Clock::time_point> acceptPausedUntil_;  // GUARDED_BY(mutex_)
+  std::optional<SocketConnection::Clock::time_point> acceptPausedUntil_ KVX_GUARDED_BY(mutex_);
 };
 
 }  // namespace kvx::engine::socket

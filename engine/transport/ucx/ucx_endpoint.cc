@@ -55,7 +55,7 @@ UcxEndpoint::UcxEndpoint(std::shared_ptr<UcxWorker> worker, EndpointErrorHandler
     : worker_(std::move(worker)), onError_(std::move(onError)) {}
 
 Status UcxEndpoint::open(std::span<const std::uint8_t> ucxAddress) {
-  auto lock = worker_->lock();
+  UcxWorker::Lock lock(*worker_);
   ucp_ep_params_t params{};
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
@@ -77,12 +77,13 @@ Status UcxEndpoint::open(std::span<const std::uint8_t> ucxAddress) {
 }
 
 UcxEndpoint::~UcxEndpoint() {
-  auto lock = worker_->lock();
-  closeLocked(lock, false);
+  UcxWorker::Lock lock(*worker_);
+  closeLocked(false);
 }
 
 void UcxEndpoint::onUcxError(void* arg, ucp_ep_h, ucs_status_t status) {
   auto* self = static_cast<UcxEndpoint*>(arg);
+  self->worker_->mutex().assumeHeld();  // UCX calls it from progress, under the lock
   self->failure_ = fromUcs(
       status, self->worker_->agentName() + ": UCX endpoint over " + self->description_ + " failed");
   self->failed_.store(true, std::memory_order_release);
@@ -139,7 +140,7 @@ Result<std::unique_ptr<RemoteKey>> UcxEndpoint::unpackRemoteKey(
   std::unique_ptr<UcxRemoteKey> key;
   void* mapped = nullptr;
   {
-    auto lock = worker_->lock();
+    UcxWorker::Lock lock(*worker_);
     KVX_RETURN_IF_ERROR(checkPostableLocked("unpack remote key"));
     ucp_rkey_h handle = nullptr;
     const std::vector<std::uint8_t> padded = paddedForUcx(parsed.ucxKey);
@@ -175,7 +176,7 @@ void UcxEndpoint::get(const RmaOp& op, Completion* completion) {
 
 void UcxEndpoint::postBatch(std::span<const RmaOp> ops, bool write, Completion* completion) {
   const UcxOp kind = write ? UcxOp::kPut : UcxOp::kGet;
-  auto lock = worker_->lock();
+  UcxWorker::Lock lock(*worker_);
   const Status status = checkPostableLocked(toString(kind));
   for (const RmaOp& op : ops) {
     if (!status.isOk()) {
@@ -187,7 +188,7 @@ void UcxEndpoint::postBatch(std::span<const RmaOp> ops, bool write, Completion* 
 }
 
 void UcxEndpoint::postRma(const RmaOp& op, Completion* completion, UcxOp kind) {
-  auto lock = worker_->lock();
+  UcxWorker::Lock lock(*worker_);
   Status status = checkPostableLocked(toString(kind));
   if (!status.isOk()) return completion->onComplete(std::move(status));
   postRmaLocked(op, completion, kind);
@@ -216,7 +217,7 @@ void UcxEndpoint::postRmaLocked(const RmaOp& op, Completion* completion, UcxOp k
 }
 
 void UcxEndpoint::flush(Completion* completion) {
-  auto lock = worker_->lock();
+  UcxWorker::Lock lock(*worker_);
   Status status = checkPostableLocked("flush");
   if (!status.isOk()) return completion->onComplete(std::move(status));
   const ucp_request_param_t param = sendParam();
@@ -226,7 +227,7 @@ void UcxEndpoint::flush(Completion* completion) {
 
 void UcxEndpoint::sendMessage(std::span<const std::uint8_t> header,
                               std::span<const std::uint8_t> payload, Completion* completion) {
-  auto lock = worker_->lock();
+  UcxWorker::Lock lock(*worker_);
   Status status = checkPostableLocked("send message");
   if (!status.isOk()) return completion->onComplete(std::move(status));
   const ucp_request_param_t param = sendParam();
@@ -236,16 +237,16 @@ void UcxEndpoint::sendMessage(std::span<const std::uint8_t> header,
 }
 
 void UcxEndpoint::close(bool force) {
-  auto lock = worker_->lock();
-  closeLocked(lock, force);
+  UcxWorker::Lock lock(*worker_);
+  closeLocked(force);
 }
 
 void UcxEndpoint::forceClose(std::chrono::steady_clock::time_point deadline) {
-  auto lock = worker_->lock();
-  closeLocked(lock, true, deadline);
+  UcxWorker::Lock lock(*worker_);
+  closeLocked(true, deadline);
 }
 
-void UcxEndpoint::closeLocked(std::unique_lock<std::mutex>& lock, bool force,
+void UcxEndpoint::closeLocked(bool force,
                               std::optional<std::chrono::steady_clock::time_point> until) {
   if (closed_) return;
   closed_ = true;
@@ -264,7 +265,7 @@ void UcxEndpoint::closeLocked(std::unique_lock<std::mutex>& lock, bool force,
                         : std::chrono::steady_clock::duration(kGracefulCloseTimeout)));
   if (isRequest(request)) {
     const bool done = worker_->progressUntil(
-        lock, [&] { return ucp_request_check_status(request) != UCS_INPROGRESS; }, deadline);
+        [&] { return ucp_request_check_status(request) != UCS_INPROGRESS; }, deadline);
     if (!done) {
       spdlog::warn(
           "{}: closing the UCX endpoint over {} did not finish within {} ms", worker_->agentName(),
@@ -279,8 +280,8 @@ void UcxEndpoint::closeLocked(std::unique_lock<std::mutex>& lock, bool force,
   }
   // A forced close cancels the requests in flight; UCX may report some of them only from
   // its next progress.
-  worker_->progressUntil(
-      lock, [&] { return pending_.empty(); }, deadline);
+  worker_->progressUntil([&]() KVX_REQUIRES(worker_->mutex()) { return pending_.empty(); },
+                         deadline);
   if (!pending_.empty()) {
     const std::string why = "UCX endpoint over " + description_ + " closed with " +
                             std::to_string(pending_.size()) + " operation(s) in flight";

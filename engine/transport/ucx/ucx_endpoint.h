@@ -76,24 +76,29 @@ class UcxEndpoint final : public Endpoint, public std::enable_shared_from_this<U
 
   UcxWorker& worker() const { return *worker_; }
   // REQUIRES: the worker's mutex. Called by a UcxRemoteKey being destroyed.
-  void forgetKeyLocked(UcxRemoteKey* key) { keys_.erase(key); }
+  void forgetKeyLocked(UcxRemoteKey* key) KVX_REQUIRES(worker_->mutex()) { keys_.erase(key); }
 
  private:
   UcxEndpoint(std::shared_ptr<UcxWorker> worker, EndpointErrorHandler onError);
   // `ucxAddress`: the peer's worker address, already taken out of its frame.
   Status open(std::span<const std::uint8_t> ucxAddress);
 
+  // From inside ucp_worker_progress, under the worker's mutex.
   static void onUcxError(void* arg, ucp_ep_h ep, ucs_status_t status);
   // REQUIRES: the worker's mutex. Non-OK when nothing may be posted now.
-  Status checkPostableLocked(const char* what) const;
+  Status checkPostableLocked(const char* what) const KVX_REQUIRES(worker_->mutex());
   // REQUIRES: the worker's mutex. Validates `op`; returns its UCX key.
-  Result<ucp_rkey_h> checkRmaLocked(const RmaOp& op, const char* what) const;
+  Result<ucp_rkey_h> checkRmaLocked(const RmaOp& op, const char* what) const
+      KVX_REQUIRES(worker_->mutex());
   void postRma(const RmaOp& op, Completion* completion, UcxOp kind);
   // REQUIRES: the worker's mutex, a postable endpoint.
-  void postRmaLocked(const RmaOp& op, Completion* completion, UcxOp kind);
-  // `deadline`: how long to progress the close (default: 2 s forced, 5 s graceful).
-  void closeLocked(std::unique_lock<std::mutex>& lock, bool force,
-                   std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+  void postRmaLocked(const RmaOp& op, Completion* completion, UcxOp kind)
+      KVX_REQUIRES(worker_->mutex());
+  // REQUIRES: the worker's mutex, which it releases while it waits for UCX. `deadline`: how
+  // long to progress the close (default: 2 s forced, 5 s graceful).
+  void closeLocked(bool force,
+                   std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt)
+      KVX_REQUIRES(worker_->mutex());
 
   std::shared_ptr<UcxPeerProbe> probe_;          // checks keys before UCX sees them; may be null
   std::vector<std::uint8_t> framedPeerAddress_;  // what probe_ is given with each key
@@ -101,12 +106,11 @@ class UcxEndpoint final : public Endpoint, public std::enable_shared_from_this<U
   EndpointErrorHandler onError_;
   std::string description_;  // set once in open()
   std::atomic<bool> failed_{false};
-  // Guarded by the worker's mutex:
-  ucp_ep_h ep_ = nullptr;
-  bool closed_ = false;
-  Status failure_;
-  PendingRequests pending_;
-  std::unordered_set<UcxRemoteKey*> keys_;
+  ucp_ep_h ep_ KVX_GUARDED_BY(worker_->mutex()) = nullptr;
+  bool closed_ KVX_GUARDED_BY(worker_->mutex()) = false;
+  Status failure_ KVX_GUARDED_BY(worker_->mutex());
+  PendingRequests pending_ KVX_GUARDED_BY(worker_->mutex());
+  std::unordered_set<UcxRemoteKey*> keys_ KVX_GUARDED_BY(worker_->mutex());
 };
 
 }  // namespace kvx::engine::ucx

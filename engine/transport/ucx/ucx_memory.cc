@@ -52,7 +52,7 @@ Result<std::unique_ptr<UcxMemory>> UcxMemory::allocate(std::shared_ptr<UcxWorker
 }
 
 Status UcxMemory::map(void* address, std::uint64_t length, bool allocate) {
-  auto lock = worker_->lock();
+  UcxWorker::Lock lock(*worker_);
   ucp_context_h context = worker_->context().handle();
 
   ucp_mem_map_params_t params{};
@@ -95,7 +95,7 @@ Status UcxMemory::map(void* address, std::uint64_t length, bool allocate) {
 
 UcxMemory::~UcxMemory() {
   if (memh_ == nullptr) return;
-  auto lock = worker_->lock();
+  UcxWorker::Lock lock(*worker_);
   ucp_mem_unmap(worker_->context().handle(), memh_);
 }
 

@@ -240,7 +240,7 @@ UcxPeerProbe::UcxPeerProbe(const TransportOptions& options)
     : transports_(options.transports), netDevices_(options.netDevices) {}
 
 std::uint64_t UcxPeerProbe::probesRun() const {
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   return probesRun_;
 }
 
@@ -250,7 +250,7 @@ Status UcxPeerProbe::check(std::span<const std::uint8_t> framedAddress,
   std::vector<std::string> unseen;      // cache entries to add once the probe passes
   std::vector<std::size_t> probedKeys;  // indices into `keys` of the keys sent to the probe
   {
-    std::lock_guard lock(mutex_);
+    sync::MutexLock lock(mutex_);
     std::string address = addressKey(framedAddress);
     if (!accepted_.contains(address)) unseen.push_back(std::move(address));
     for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -295,7 +295,7 @@ Status UcxPeerProbe::check(std::span<const std::uint8_t> framedAddress,
   if (!WIFEXITED(run.status) || WEXITSTATUS(run.status) != 0) {
     return invalidArgument(what + " was refused by UCX: " + lastLines(run.output));
   }
-  std::lock_guard lock(mutex_);
+  sync::MutexLock lock(mutex_);
   for (std::string& entry : unseen) accepted_.insert(std::move(entry));
   return Status::ok();
 }

@@ -27,13 +27,13 @@
 // Thread safety: check() may be called from any thread; probes may run at once.
 
 #include <cstdint>
-#include <mutex>
 #include <set>
 #include <span>
 #include <string>
 
 #include "engine/transport/transport.h"
 #include "kvx/status.h"
+#include "sync/mutex.h"
 
 namespace kvx::engine::ucx {
 
@@ -59,10 +59,10 @@ class UcxPeerProbe {
  private:
   const std::string transports_;
   const std::string netDevices_;
-  mutable std::mutex mutex_;
-  // GUARDED_BY(mutex_): "A" + address, "K" + kind + address + key, for blobs that passed.
-  std::set<std::string> accepted_;
-  std::uint64_t probesRun_ = 0;  // GUARDED_BY(mutex_)
+  mutable sync::Mutex mutex_;
+  // "A" + address, "K" + kind + address + key, for blobs that passed.
+  std::set<std::string> accepted_ KVX_GUARDED_BY(mutex_);
+  std::uint64_t probesRun_ KVX_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace kvx::engine::ucx

@@ -37,12 +37,18 @@ Result<PackedRemoteKey> parseRemoteKey(std::span<const std::uint8_t> packed) {
 }
 
 UcxRemoteKey::~UcxRemoteKey() {
-  auto lock = endpoint_->worker().lock();
+  UcxWorker::Lock lock(endpoint_->worker());
   releaseLocked();
   endpoint_->forgetKeyLocked(this);
 }
 
+ucp_rkey_h UcxRemoteKey::handleLocked() const {
+  endpoint_->worker().mutex().assumeHeld();
+  return handle_;
+}
+
 void UcxRemoteKey::releaseLocked() {
+  endpoint_->worker().mutex().assumeHeld();
   if (handle_ == nullptr) return;
   ucp_rkey_destroy(handle_);
   handle_ = nullptr;

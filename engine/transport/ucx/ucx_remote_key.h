@@ -20,11 +20,10 @@
 #include <vector>
 
 #include "engine/transport/endpoint.h"
+#include "engine/transport/ucx/ucx_endpoint.h"
 #include "kvx/result.h"
 
 namespace kvx::engine::ucx {
-
-class UcxEndpoint;
 
 struct PackedRemoteKey {
   std::uint64_t address = 0;
@@ -49,9 +48,11 @@ class UcxRemoteKey final : public RemoteKey {
   ~UcxRemoteKey() override;
 
   const UcxEndpoint* endpoint() const { return endpoint_.get(); }
-  // REQUIRES: the transport's lock. Null once the endpoint was closed.
-  ucp_rkey_h handleLocked() const { return handle_; }
-  // REQUIRES: the transport's lock. Destroys the UCX key (endpoint closing).
+  // REQUIRES: the transport's lock (the worker's mutex). The endpoint calls these holding it,
+  // which the analysis cannot tell is this key's endpoint's: they assume it (assumeHeld).
+  // Null once the endpoint was closed.
+  ucp_rkey_h handleLocked() const;
+  // Destroys the UCX key (endpoint closing).
   void releaseLocked();
   // True when [address, address + length) lies inside the peer's region.
   bool covers(std::uint64_t address, std::uint64_t length) const {
@@ -63,7 +64,7 @@ class UcxRemoteKey final : public RemoteKey {
 
  private:
   std::shared_ptr<UcxEndpoint> endpoint_;
-  ucp_rkey_h handle_;  // guarded by the transport's lock
+  ucp_rkey_h handle_ KVX_GUARDED_BY(endpoint_->worker().mutex());
   std::uint64_t address_;
   std::uint64_t length_;
 };

@@ -42,16 +42,6 @@ void UcxWorker::prepareThread() const {
   if (threadSetup_()) threadSetUpFor = serial_;
 }
 
-std::unique_lock<std::mutex> UcxWorker::lock() const {
-  prepareThread();
-  return mutex_.lockForCaller();
-}
-
-std::unique_lock<std::mutex> UcxWorker::progressLock() const {
-  prepareThread();
-  return mutex_.lockForProgress();
-}
-
 Status UcxWorker::init() {
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -72,6 +62,7 @@ Status UcxWorker::init() {
                                       reinterpret_cast<const std::uint8_t*>(address), length));
   ucp_worker_release_address(worker_, address);
 
+  CallerLock lock(mutex_);  // not shared yet; taken so that receiver_ is only used under it
   return receiver_.install(worker_);
 }
 
@@ -83,7 +74,8 @@ bool UcxWorker::progress() {
   std::vector<std::pair<EndpointErrorHandler, Status>> errors;
   unsigned events = 0;
   {
-    auto lock = progressLock();
+    prepareThread();
+    ProgressLock lock(mutex_);  // after any caller waiting for it
     for (int round = 0; round < kProgressRounds; ++round) {
       const unsigned n = ucp_worker_progress(worker_);
       events += n;
@@ -98,7 +90,8 @@ bool UcxWorker::progress() {
 }
 
 bool UcxWorker::arm() {
-  auto lock = progressLock();
+  prepareThread();
+  ProgressLock lock(mutex_);  // after any caller waiting for it
   if (!deferredErrors_.empty()) return false;
   const ucs_status_t status = ucp_worker_arm(worker_);
   if (status == UCS_OK) return true;
@@ -116,18 +109,18 @@ void UcxWorker::signal() {
 }
 
 void UcxWorker::setMessageHandler(MessageHandler handler) {
-  auto lock = this->lock();
+  Lock lock(*this);
   receiver_.setHandler(std::move(handler));
 }
 
-bool UcxWorker::progressUntil(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done,
+bool UcxWorker::progressUntil(const std::function<bool()>& done,
                               std::chrono::steady_clock::time_point deadline) {
   while (!done()) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     if (ucp_worker_progress(worker_) == 0) {
-      lock.unlock();
+      mutex_.unlock();
       std::this_thread::sleep_for(kIdleBackoff);
-      lock.lock();
+      mutex_.relock();
     }
   }
   return true;

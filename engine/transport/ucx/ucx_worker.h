@@ -5,7 +5,8 @@
 // context) that those calls may need.
 //
 // Thread mode: the worker is created UCS_THREAD_MODE_SERIALIZED ("many threads, one at a
-// time") and guarded by lock(). The progress thread takes that lock in a tight loop, so the
+// time") and guarded by mutex() (held through UcxWorker::Lock). The progress thread takes
+// that lock in a tight loop, so the
 // lock lets callers in first (CallerFirstMutex): progress() and arm() wait while a caller
 // waits, instead of winning every race against it. Completion callbacks must run under the
 // transport's lock anyway (completion.h), and the endpoint/key/request bookkeeping needs a lock of
@@ -23,7 +24,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,10 +44,23 @@ class UcxWorker {
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
 
-  // The lock that serialises every UCX call of this worker, taken after the calling thread
-  // was set up (setThreadSetup): every UCX call happens under it, so no thread reaches UCX
-  // unprepared.
-  std::unique_lock<std::mutex> lock() const;
+  // Holds the lock that serialises every UCX call of this worker (mutex()) for a scope, taken
+  // as a caller after the calling thread was set up (setThreadSetup): every UCX call happens
+  // under it, so no thread reaches UCX unprepared.
+  class KVX_SCOPED_CAPABILITY Lock {
+   public:
+    explicit Lock(const UcxWorker& worker) KVX_ACQUIRE(worker.mutex_)
+        : lock_(worker.preparedMutex()) {}
+    ~Lock() KVX_RELEASE() {}
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+
+   private:
+    CallerLock lock_;
+  };
+  // The lock itself, for annotations: what Lock holds, and what the worker's state and its
+  // endpoints' are guarded by.
+  CallerFirstMutex& mutex() const KVX_RETURN_CAPABILITY(mutex_) { return mutex_; }
   // See Transport::setThreadSetup. REQUIRES: no other thread uses the worker yet.
   void setThreadSetup(ThreadSetup setup) { threadSetup_ = std::move(setup); }
   ucp_worker_h handle() const { return worker_; }
@@ -67,16 +80,17 @@ class UcxWorker {
   // ucp_worker_signal: any thread, no lock.
   void signal();
   // Takes the lock.
-  void setMessageHandler(MessageHandler handler);
+  void setMessageHandler(MessageHandler handler) KVX_EXCLUDES(mutex_);
 
-  // REQUIRES: the lock held by `lock`. Progresses until `done()` or `deadline`, releasing the
-  // lock while UCX has nothing to do so that other threads are not shut out. Returns done().
-  bool progressUntil(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done,
-                     std::chrono::steady_clock::time_point deadline);
+  // REQUIRES: the lock held. Progresses until `done()` (called with the lock held) or
+  // `deadline`, releasing the lock while UCX has nothing to do so that other threads are not
+  // shut out. Returns done().
+  bool progressUntil(const std::function<bool()>& done,
+                     std::chrono::steady_clock::time_point deadline) KVX_REQUIRES(mutex_);
 
   // REQUIRES: the lock held. Queues `handler(status)` for the next progress() to run outside
   // the lock (UCX calls endpoint error callbacks from deep inside its progress).
-  void deferErrorLocked(EndpointErrorHandler handler, Status status);
+  void deferErrorLocked(EndpointErrorHandler handler, Status status) KVX_REQUIRES(mutex_);
 
  private:
   UcxWorker(std::shared_ptr<UcxContext> context, std::string agentName);
@@ -84,20 +98,23 @@ class UcxWorker {
 
   // Runs threadSetup_ on the calling thread unless it already succeeded there for this worker.
   void prepareThread() const;
-  // lock() for progress() and arm(): taken after any caller waiting for it.
-  std::unique_lock<std::mutex> progressLock() const;
+  // prepareThread(), then mutex_: for Lock.
+  CallerFirstMutex& preparedMutex() const {
+    prepareThread();
+    return mutex_;
+  }
 
   std::shared_ptr<UcxContext> context_;
   std::string agentName_;
   const std::uint64_t serial_;  // tells workers apart in each thread's "set up for" record
   ThreadSetup threadSetup_;     // set before the worker is shared between threads
-  // Callers through lock(), the progress thread through progress() and arm().
+  // Callers through Lock, the progress thread through progress() and arm().
   mutable CallerFirstMutex mutex_;
   ucp_worker_h worker_ = nullptr;
   int eventFd_ = -1;
   std::vector<std::uint8_t> address_;
-  UcxMessageReceiver receiver_;                                          // guarded by mutex_
-  std::vector<std::pair<EndpointErrorHandler, Status>> deferredErrors_;  // guarded by mutex_
+  UcxMessageReceiver receiver_ KVX_GUARDED_BY(mutex_);
+  std::vector<std::pair<EndpointErrorHandler, Status>> deferredErrors_ KVX_GUARDED_BY(mutex_);
 };
 
 }  // namespace kvx::engine::ucx

@@ -7,6 +7,8 @@
 #include <thread>
 
 using kvx::engine::CallerFirstMutex;
+using kvx::engine::CallerLock;
+using kvx::engine::ProgressLock;
 
 TEST_CASE("a polling thread takes the mutex at most once while a caller waits for it",
           "[caller_first_mutex]") {
@@ -21,7 +23,7 @@ TEST_CASE("a polling thread takes the mutex at most once while a caller waits fo
   long progressRounds = 0;           // under the mutex
   std::thread progress([&] {
     while (!stop.load()) {
-      auto lock = mutex.lockForProgress();
+      ProgressLock lock(mutex);
       ++progressRounds;
       if (mutex.callersWaiting() > 0) ++roundsWhileCallerWaited;
       const auto start = std::chrono::steady_clock::now();  // a round of work, lock held
@@ -33,7 +35,7 @@ TEST_CASE("a polling thread takes the mutex at most once while a caller waits fo
   long callerCount = 0;
   for (int i = 0; i < kCallerAcquisitions; ++i) {
     {
-      auto lock = mutex.lockForCaller();
+      CallerLock lock(mutex);
       ++callerCount;
     }
     std::this_thread::sleep_for(std::chrono::microseconds(100));  // now and then
@@ -49,17 +51,17 @@ TEST_CASE("a polling thread takes the mutex at most once while a caller waits fo
 TEST_CASE("the polling side waits for announced callers and resumes once they are in",
           "[caller_first_mutex]") {
   CallerFirstMutex mutex;
-  auto held = mutex.lockForCaller();
+  CallerLock held(mutex);
   std::atomic<int> order{0};
   int callerPlace = 0;
   int progressPlace = 0;
   std::thread caller([&] {
-    auto lock = mutex.lockForCaller();
+    CallerLock lock(mutex);
     callerPlace = ++order;
   });
   while (mutex.callersWaiting() == 0) std::this_thread::yield();
   std::thread progress([&] {
-    auto lock = mutex.lockForProgress();
+    ProgressLock lock(mutex);
     progressPlace = ++order;
   });
   held.unlock();
@@ -74,9 +76,9 @@ TEST_CASE("with no caller waiting the polling side takes the mutex at once",
           "[caller_first_mutex]") {
   CallerFirstMutex mutex;
   for (int i = 0; i < 3; ++i) {
-    auto lock = mutex.lockForProgress();
+    ProgressLock lock(mutex);
     CHECK(lock.owns_lock());
   }
-  auto lock = mutex.lockForCaller();
+  CallerLock lock(mutex);
   CHECK(lock.owns_lock());
 }
