@@ -7,4 +7,7 @@ build_dir=${KVX_BUILD_DIR:-$root/build}
 
 "$root/scripts/build.sh" "$build_dir"
 cd "$build_dir"
-ctest --output-on-failure --timeout 600 -LE slow "$@"
+# Two tests at a time (KVX_TEST_JOBS overrides): many tests wait on processes, sockets and
+# deadlines rather than on the CPU; on 2 cores the suite takes about 180 s against about
+# 330 s one at a time.
+ctest --output-on-failure --timeout 600 -j "${KVX_TEST_JOBS:-2}" -LE slow "$@"
