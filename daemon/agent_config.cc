@@ -41,8 +41,8 @@ Result<std::string> modelText(const std::string& model) {
   return model;
 }
 
-Result<agent::kv::ModelShape> shapeOfText(const std::string& text) {
-  auto shape = agent::kv::shapeFromNameOrJson(text);
+Result<kv::ModelShape> shapeOfText(const std::string& text) {
+  auto shape = kv::shapeFromNameOrJson(text);
   if (!shape.isOk()) return shape.status().withContext("--model");
   return shape;
 }
@@ -174,22 +174,22 @@ Result<KvAgentOptions> toKvAgentOptions(const AgentConfig& c) {
   KVX_ASSIGN_OR_RETURN(std::string model, modelText(c.model));
   options.pool.model = model;
   if (c.tpSize > 1 || c.decodeTp > 1) {
-    KVX_ASSIGN_OR_RETURN(agent::kv::ModelShape shape, shapeOfText(model));
+    KVX_ASSIGN_OR_RETURN(kv::ModelShape shape, shapeOfText(model));
     KVX_ASSIGN_OR_RETURN(TpPlan plan,
                          makeTpPlan(shape.kvHeads, shape.mla, c.tpSize, c.tpRank, c.decodeTp));
     shape.kvHeads = plan.heads().count;
-    options.pool.model = agent::kv::shapeToJson(shape);
+    options.pool.model = kv::shapeToJson(shape);
   }
   return options;
 }
 
-Result<agent::kv::ModelShape> loadModelShape(const std::string& model) {
+Result<kv::ModelShape> loadModelShape(const std::string& model) {
   KVX_ASSIGN_OR_RETURN(std::string text, modelText(model));
   return shapeOfText(text);
 }
 
 Result<TpPlan> tpPlanOf(const AgentConfig& c) {
-  KVX_ASSIGN_OR_RETURN(agent::kv::ModelShape shape, loadModelShape(c.model));
+  KVX_ASSIGN_OR_RETURN(kv::ModelShape shape, loadModelShape(c.model));
   return makeTpPlan(shape.kvHeads, shape.mla, c.tpSize, c.tpRank, c.decodeTp);
 }
 

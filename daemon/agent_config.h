@@ -109,7 +109,7 @@ Result<KvAgentOptions> toKvAgentOptions(const AgentConfig& config);
 
 // The shape --model names: a built-in one, or a JSON shape file. NOT_FOUND for a file that
 // cannot be read, INVALID_ARGUMENT for text that is not a shape.
-Result<agent::kv::ModelShape> loadModelShape(const std::string& model);
+Result<kv::ModelShape> loadModelShape(const std::string& model);
 
 // The agent's place in its TP group and, for a prefill agent, the decode group's size,
 // checked against the model's KV heads (makeTpPlan). Errors as toKvAgentOptions.

@@ -55,9 +55,8 @@ Status fitPool(std::uint64_t& blocks, std::uint64_t need, bool userSized, const 
 // With a trace, every pool must hold the largest prompt the demo replays: the replay would
 // otherwise fail each such request after a minute of others. Pools the demo sizes grow to it
 // within what the host has; a size the user gave that cannot hold it is refused at once.
-Status fitPoolsToTrace(const DemoOptions& o, const agent::kv::ModelShape& shape,
-                       std::uint32_t parts, std::uint32_t prefills, std::uint32_t decodes,
-                       DemoPlan& plan) {
+Status fitPoolsToTrace(const DemoOptions& o, const kv::ModelShape& shape, std::uint32_t parts,
+                       std::uint32_t prefills, std::uint32_t decodes, DemoPlan& plan) {
   auto records = workload::readTraceFile(o.trace);
   if (!records.isOk()) return records.status().withContext("--trace");
   const std::size_t replayed = std::min<std::size_t>(o.requests, records->size());

@@ -21,8 +21,8 @@
 namespace {
 
 using kvx::StatusCode;
-namespace handoff = kvx::agent::handoff;
-namespace kv = kvx::agent::kv;
+namespace handoff = kvx::kv::handoff;
+namespace kv = kvx::kv;
 
 void checkPool(const kv::PoolDescription& pool) {
   KVX_FUZZ_CHECK(kv::validateDescription(pool).isOk());

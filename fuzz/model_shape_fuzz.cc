@@ -17,7 +17,7 @@
 namespace {
 
 using kvx::StatusCode;
-namespace kv = kvx::agent::kv;
+namespace kv = kvx::kv;
 
 bool fits64(const kv::ModelShape& s) {
   std::uint64_t bytes = s.kvHeads;

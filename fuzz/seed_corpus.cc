@@ -150,10 +150,10 @@ void metadataBlobs() {
 }
 
 void kvMessages() {
-  using namespace agent::handoff;
-  agent::kv::PoolDescription pool;
-  pool.shape = agent::kv::builtinShape("llama3-70b").value();
-  pool.layout = agent::kv::KvLayout::kCrossLayer;
+  using namespace kv::handoff;
+  kv::PoolDescription pool;
+  pool.shape = kv::builtinShape("llama3-70b").value();
+  pool.layout = kv::KvLayout::kCrossLayer;
   pool.blocks = 512;
   pool.tensorRegions = {RegionId(7)};
   const std::pair<const char*, KvMessage> samples[] = {
@@ -213,8 +213,8 @@ void stagingMessages() {
 }
 
 void modelShapes() {
-  for (const std::string& name : agent::kv::builtinShapeNames()) {
-    write("model_shape", name, agent::kv::shapeToJson(agent::kv::builtinShape(name).value()));
+  for (const std::string& name : kv::builtinShapeNames()) {
+    write("model_shape", name, kv::shapeToJson(kv::builtinShape(name).value()));
   }
   write("model_shape", "defaults", R"({"name":"tiny","layers":2,"kvHeads":4,"headDim":64})");
   write("model_shape", "zero-layers", R"({"name":"z","layers":0,"kvHeads":4,"headDim":64})");

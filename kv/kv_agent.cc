@@ -4,7 +4,7 @@
 
 namespace kvx {
 
-using namespace agent::handoff;
+using namespace kv::handoff;
 
 KvAgent::KvAgent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 KvAgent::~KvAgent() = default;
@@ -106,7 +106,7 @@ Result<std::vector<std::uint64_t>> KvAgent::allocateBlocks(std::uint64_t count) 
   return impl_->loop->call<std::vector<std::uint64_t>>(
       [this, count]() -> Result<std::vector<std::uint64_t>> {
         KVX_ASSIGN_OR_RETURN(auto extents, impl_->allocator->allocate(count));
-        return agent::kv::expandExtents(extents);
+        return kv::expandExtents(extents);
       },
       impl_->callDeadline());
 }
@@ -114,7 +114,7 @@ Result<std::vector<std::uint64_t>> KvAgent::allocateBlocks(std::uint64_t count) 
 Status KvAgent::freeBlocks(std::span<const std::uint64_t> blocks) {
   std::vector<std::uint64_t> copy(blocks.begin(), blocks.end());
   return impl_->loop->callStatus(
-      [this, copy] { return impl_->allocator->free(agent::kv::compressBlocks(copy)); },
+      [this, copy] { return impl_->allocator->free(kv::compressBlocks(copy)); },
       impl_->callDeadline());
 }
 

@@ -7,7 +7,7 @@
 
 namespace kvx {
 
-using namespace agent::handoff;
+using namespace kv::handoff;
 
 Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions options) {
   if (options.prefixChunkTokens == 0) {
@@ -16,17 +16,17 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   KVX_ASSIGN_OR_RETURN(impl->agent, Agent::create(options.agent));
-  KVX_ASSIGN_OR_RETURN(impl->pool, kvx::agent::kv::KvPool::create(*impl->agent, options.pool));
+  KVX_ASSIGN_OR_RETURN(impl->pool, kvx::kv::KvPool::create(*impl->agent, options.pool));
   if (options.prefixChunkTokens % impl->pool->info().tokensPerBlock != 0) {
     return invalidArgument("prefixChunkTokens (" + std::to_string(options.prefixChunkTokens) +
                            ") must be a multiple of the pool's tokens per block (" +
                            std::to_string(impl->pool->info().tokensPerBlock) + ")");
   }
-  impl->allocator = std::make_unique<agent::kv::BlockAllocator>(impl->pool->info().blocks);
+  impl->allocator = std::make_unique<kv::BlockAllocator>(impl->pool->info().blocks);
   KVX_ASSIGN_OR_RETURN(impl->port, AgentKvPort::create(*impl->agent, *impl->pool));
   std::weak_ptr<LoopGuard> weakGuard = impl->guard;
   if (options.role == KvRole::kDecode && options.checkFreeBlocks) {
-    KVX_ASSIGN_OR_RETURN(impl->canary, agent::kv::FreeBlockCanary::create(*impl->pool));
+    KVX_ASSIGN_OR_RETURN(impl->canary, kv::FreeBlockCanary::create(*impl->pool));
     spdlog::info(
         "{}: checking free blocks for late writes (each freed block is filled, then "
         "checked when placed again and at shutdown)",
@@ -54,10 +54,10 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
     if (auto g = weakGuard.lock()) g->post([self, event] { self->onPeerEvent(event); });
   });
   if (options.reconnect) {
-    agent::ReconnectPolicy policy;
+    kv::ReconnectPolicy policy;
     policy.maxDelay = std::max(options.reconnectMaxDelay, policy.firstDelay);
     policy.attemptTimeout = options.reconnectAttemptTimeout;
-    impl->reconnector = std::make_unique<agent::PeerReconnector>(
+    impl->reconnector = std::make_unique<kv::PeerReconnector>(
         options.agent.name, policy,
         [self](const std::string& address, Deadline deadline) {
           return self->connect(address, deadline);
@@ -70,7 +70,7 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
   }
   spdlog::info("{}: {} agent on {}, pool {} ({} MiB, {} tensors)", options.agent.name,
                toString(options.role), impl->agent->listenAddress(),
-               kvx::agent::kv::describe(impl->pool->description()),
+               kvx::kv::describe(impl->pool->description()),
                impl->pool->info().blockBytes * impl->pool->info().blocks >> 20,
                impl->pool->info().tensors);
   return impl;
@@ -80,7 +80,7 @@ KvAgent::Impl::~Impl() {
   if (loop) (void)shutdown(deadlineIn(std::chrono::seconds(2)), "the agent is being destroyed");
   // Destroying the reconnector waits for an attempt in progress, which needs the loop, so the
   // loop still runs here and may be in forgetPeer: take the reconnector out under its lock.
-  std::unique_ptr<agent::PeerReconnector> gone;
+  std::unique_ptr<kv::PeerReconnector> gone;
   {
     sync::MutexLock lock(reconnectorMutex);
     gone = std::move(reconnector);
@@ -271,7 +271,7 @@ Result<std::string> KvAgent::Impl::connectOnce(const std::string& address, Deadl
 }
 
 void KvAgent::Impl::onNotification(const Notification& n) {
-  auto message = kvx::agent::handoff::decode(n.payload);
+  auto message = kvx::kv::handoff::decode(n.payload);
   if (!message.isOk()) {
     spdlog::warn("{}: dropped a message from '{}': {}", options.agent.name, n.peer,
                  message.status().toString());
@@ -344,7 +344,7 @@ void KvAgent::Impl::onHello(const std::string& peer, const HelloMsg& hello) {
   entry.role = hello.role;
   entry.totalBlocks = hello.pool.blocks;
   entry.kvHeads = hello.pool.shape.kvHeads;
-  Status ok = kvx::agent::kv::checkSliceCompatible(pool->description(), hello.pool);
+  Status ok = kvx::kv::checkSliceCompatible(pool->description(), hello.pool);
   if (ok.isOk() && hello.role == options.role) {
     ok = failedPrecondition("both agents are " + std::string(toString(options.role)) +
                             " agents; a KV hand-off needs a prefill and a decode agent");
@@ -369,7 +369,7 @@ void KvAgent::Impl::onHello(const std::string& peer, const HelloMsg& hello) {
   if (ok.isOk()) {
     auto path = agent->dataPathDescription(peer);
     spdlog::info("{}: {} agent '{}' joined: {}; data path {}", options.agent.name,
-                 toString(hello.role), peer, kvx::agent::kv::describe(hello.pool),
+                 toString(hello.role), peer, kvx::kv::describe(hello.pool),
                  path.isOk() ? *path : path.status().message());
     if (prefill) {
       prefill->onPeerReady(peer, hello.pool.blocks, hello.freeBlocks, hello.pool.shape.kvHeads);

@@ -27,8 +27,8 @@ struct KvAgent::Impl {
   // Forwards tasks to the loop from open() until close().
   struct LoopGuard {
     sync::Mutex mutex;
-    agent::handoff::TaskLoop* loop KVX_GUARDED_BY(mutex) = nullptr;
-    void open(agent::handoff::TaskLoop* to) {
+    kv::handoff::TaskLoop* loop KVX_GUARDED_BY(mutex) = nullptr;
+    void open(kv::handoff::TaskLoop* to) {
       sync::MutexLock lock(mutex);
       loop = to;
     }
@@ -67,7 +67,7 @@ struct KvAgent::Impl {
 
   // Service thread.
   void onNotification(const Notification& n);
-  void onHello(const std::string& peer, const agent::handoff::HelloMsg& hello);
+  void onHello(const std::string& peer, const kv::handoff::HelloMsg& hello);
   // A peer joined or left the agent (kvx::PeerEvent). A departure of the incarnation that
   // said hello, or a join of another incarnation under its name, ends its KV requests.
   void onPeerEvent(const PeerEvent& event);
@@ -92,14 +92,14 @@ struct KvAgent::Impl {
 
   KvAgentOptions options;
   std::unique_ptr<Agent> agent;
-  std::unique_ptr<agent::kv::KvPool> pool;
-  std::unique_ptr<agent::kv::BlockAllocator> allocator;
-  std::unique_ptr<agent::kv::FreeBlockCanary> canary;  // decode with checkFreeBlocks
-  std::unique_ptr<agent::handoff::AgentKvPort> port;
-  agent::handoff::RequestBoard board;
-  std::unique_ptr<agent::handoff::SideContext> context;
-  std::unique_ptr<agent::handoff::PrefillSide> prefill;
-  std::unique_ptr<agent::handoff::DecodeSide> decode;
+  std::unique_ptr<kv::KvPool> pool;
+  std::unique_ptr<kv::BlockAllocator> allocator;
+  std::unique_ptr<kv::FreeBlockCanary> canary;  // decode with checkFreeBlocks
+  std::unique_ptr<kv::handoff::AgentKvPort> port;
+  kv::handoff::RequestBoard board;
+  std::unique_ptr<kv::handoff::SideContext> context;
+  std::unique_ptr<kv::handoff::PrefillSide> prefill;
+  std::unique_ptr<kv::handoff::DecodeSide> decode;
   std::map<std::string, PeerEntry> kvPeers;  // service thread
   // This agent's KV session with each peer it said hello to (service thread): kept while
   // the session lasts, so a connect() to a peer already in session repeats it.
@@ -116,9 +116,9 @@ struct KvAgent::Impl {
   std::set<std::string> dialing KVX_GUARDED_BY(peersMutex);
 
   std::shared_ptr<LoopGuard> guard = std::make_shared<LoopGuard>();
-  std::unique_ptr<agent::handoff::TaskLoop> loop;
+  std::unique_ptr<kv::handoff::TaskLoop> loop;
   // Dials lost peers again (options.reconnect); null when off. Uses the loop: goes before it.
-  std::unique_ptr<agent::PeerReconnector> reconnector;
+  std::unique_ptr<kv::PeerReconnector> reconnector;
   // Guards `reconnector` between the destructor, which takes it out, and forgetPeer on the
   // loop; the other uses are on the caller's thread before destruction.
   sync::Mutex reconnectorMutex;

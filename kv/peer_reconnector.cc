@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-namespace kvx::agent {
+namespace kvx::kv {
 
 PeerReconnector::PeerReconnector(std::string agentName, ReconnectPolicy policy, ConnectFn connect,
                                  IsConnectedFn isConnected)
@@ -114,4 +114,4 @@ void PeerReconnector::attempt(const std::string& peer, const std::string& addres
   retry.due = now + retry.delay;
 }
 
-}  // namespace kvx::agent
+}  // namespace kvx::kv

@@ -22,7 +22,7 @@
 #include "kvx/transfer.h"
 #include "sync/mutex.h"
 
-namespace kvx::agent {
+namespace kvx::kv {
 
 struct ReconnectPolicy {
   std::chrono::milliseconds firstDelay{100};
@@ -78,4 +78,4 @@ class PeerReconnector {
   std::thread thread_;  // last: starts after everything above exists
 };
 
-}  // namespace kvx::agent
+}  // namespace kvx::kv

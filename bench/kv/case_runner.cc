@@ -78,7 +78,7 @@ Result<std::string> clippedPromptsNote(const BenchCase& c, std::uint64_t tokens)
 
 }  // namespace
 
-std::uint64_t CaseRunner::poolBlocks(const agent::kv::ModelShape& shape, std::uint64_t tokens,
+std::uint64_t CaseRunner::poolBlocks(const kv::ModelShape& shape, std::uint64_t tokens,
                                      std::uint64_t window, std::uint64_t budgetBytes) {
   const std::uint64_t perRequest = shape.blocksForTokens(tokens);
   const std::uint64_t wanted = perRequest * (window + 1) + kPoolSlackBlocks;
@@ -90,7 +90,7 @@ std::uint64_t CaseRunner::poolBlocks(const agent::kv::ModelShape& shape, std::ui
 }
 
 Result<CaseRun> CaseRunner::run(const BenchCase& c) const {
-  KVX_ASSIGN_OR_RETURN(agent::kv::ModelShape shape, agent::kv::shapeFromNameOrJson(c.model));
+  KVX_ASSIGN_OR_RETURN(kv::ModelShape shape, kv::shapeFromNameOrJson(c.model));
   KVX_ASSIGN_OR_RETURN(std::string model, modelArgument(c.model, options_.workDir, c.label));
   CaseRun run;
   run.segmentBytes = shape.segmentBytes() / std::max<std::uint32_t>(1, c.decodeTp);

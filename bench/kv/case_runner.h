@@ -50,7 +50,7 @@ class CaseRunner {
 
   // Blocks a pool needs to hold `window` requests of `tokens` tokens each (plus slack),
   // bounded by `budgetBytes` (0: no bound) but never below one request (plus slack).
-  static std::uint64_t poolBlocks(const agent::kv::ModelShape& shape, std::uint64_t tokens,
+  static std::uint64_t poolBlocks(const kv::ModelShape& shape, std::uint64_t tokens,
                                   std::uint64_t window, std::uint64_t budgetBytes);
 
  private:

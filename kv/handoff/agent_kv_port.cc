@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <time.h>
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 namespace {
 
 std::uint64_t threadCpuNs() {
@@ -206,4 +206,4 @@ void AgentKvPort::disconnect(const std::string& peer, const Status& why) {
 
 std::vector<std::string> AgentKvPort::livePeers() const { return agent_.peers(); }
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

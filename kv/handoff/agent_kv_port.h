@@ -24,7 +24,7 @@
 #include "kvx/agent.h"
 #include "sync/mutex.h"
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 
 class AgentKvPort final : public KvPort {
  public:
@@ -86,4 +86,4 @@ class AgentKvPort final : public KvPort {
   std::thread canceller_;
 };
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

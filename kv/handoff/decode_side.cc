@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 
 DecodeSide::DecodeSide(SideContext& context)
     : context_(context), cache_(context.options.prefixCacheBlocks) {}
@@ -238,4 +238,4 @@ void DecodeSide::broadcastCapacity() {
   for (const std::string& peer : peers_) (void)context_.port.send(peer, CapacityMsg{free});
 }
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

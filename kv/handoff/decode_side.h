@@ -34,7 +34,7 @@
 #include "kv/placement/lease_table.h"
 #include "kv/pool/prefix_cache.h"
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 
 class DecodeSide {
  public:
@@ -150,4 +150,4 @@ class DecodeSide {
   bool accepting_ = true;
 };
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

@@ -6,7 +6,7 @@
 
 #include "kv/handoff/decode_side.h"
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 
 void DecodeSide::failGroup(Group& g, Status why, const PartKey* trigger, bool tellTrigger) {
   if (g.failing) return;
@@ -148,4 +148,4 @@ void DecodeSide::failAll(const Status& why) {
   }
 }
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

@@ -6,7 +6,7 @@
 
 #include "kv/handoff/decode_side.h"
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 
 void DecodeSide::onPlace(const std::string& peer, const PlaceMsg& m) {
   const PartKey key{peer, m.req};
@@ -229,4 +229,4 @@ void DecodeSide::reportLateWrites(std::span<const kv::BlockExtent> extents,
   }
 }
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

@@ -9,7 +9,7 @@
 
 #include "kv/handoff/kv_port.h"
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 
 class InFlightMoves {
  public:
@@ -34,4 +34,4 @@ class InFlightMoves {
   std::uint64_t operations_ = 0;
 };
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

@@ -4,7 +4,7 @@
 
 #include "json/json_reader.h"
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 
 using jsonio::JsonReader;
 using nlohmann::json;
@@ -305,4 +305,4 @@ Result<KvMessage> decode(std::string_view text) {
   return decodeObject(r, type);
 }
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

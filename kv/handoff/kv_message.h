@@ -31,7 +31,7 @@
 #include "kvx/kv_types.h"
 #include "kvx/result.h"
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 
 using kv::BlockExtent;
 
@@ -126,4 +126,4 @@ inline constexpr std::uint32_t kMaxGatherParts = 1024;
 // which would otherwise alter it). INVALID_ARGUMENT says which rule it breaks.
 Status checkRequestId(std::string_view id);
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

@@ -20,7 +20,7 @@
 #include "kvx/result.h"
 #include "kvx/transfer.h"
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 
 // What a finished move reports.
 struct MoveResult {
@@ -77,4 +77,4 @@ class KvPort {
   virtual std::vector<std::string> livePeers() const = 0;
 };
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 
 PrefillSide::PrefillSide(SideContext& context)
     : context_(context),
@@ -410,4 +410,4 @@ std::vector<KvPeerStatus> PrefillSide::peerViews() const {
   return out;
 }
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

@@ -25,7 +25,7 @@
 #include "kv/placement/placement_scheduler.h"
 #include "kv/placement/wait_queue.h"
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 
 class PrefillSide {
  public:
@@ -105,4 +105,4 @@ class PrefillSide {
   std::unordered_set<std::string> redialed_;
 };
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

@@ -5,7 +5,7 @@
 
 #include "kv/handoff/prefill_side.h"
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 
 void PrefillSide::fail(Request& r, Status why, bool tellPeer) {
   if (r.failing) return;
@@ -138,4 +138,4 @@ void PrefillSide::failAll(const Status& why) {
   }
 }
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 
 template <typename Predicate>
 bool RequestBoard::waitOn(sync::UniqueLock& lock, const std::string& id, Deadline deadline,
@@ -126,4 +126,4 @@ void RequestBoard::wakeAll() {
   arrived_.notify_all();
 }
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

@@ -26,7 +26,7 @@
 #include "kvx/transfer.h"
 #include "sync/mutex.h"
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 
 class RequestBoard {
  public:
@@ -74,4 +74,4 @@ class RequestBoard {
   std::deque<KvArrival> arrivals_ KVX_GUARDED_BY(mutex_);
 };
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

@@ -13,7 +13,7 @@
 #include "kv/pool/pool_description.h"
 #include "kvx/kv_types.h"
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 
 struct SideContext {
   std::string name;  // this agent's, for logs
@@ -33,4 +33,4 @@ struct SideContext {
   }
 };
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

@@ -2,7 +2,7 @@
 
 #include <string>
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 
 TaskLoop::TaskLoop(std::chrono::milliseconds tickEvery, std::function<void()> tick)
     : tickEvery_(tickEvery), tick_(std::move(tick)), thread_([this] { run(); }) {}
@@ -80,4 +80,4 @@ void TaskLoop::run() {
   }
 }
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

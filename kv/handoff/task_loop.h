@@ -20,7 +20,7 @@
 #include "kvx/transfer.h"
 #include "sync/mutex.h"
 
-namespace kvx::agent::handoff {
+namespace kvx::kv::handoff {
 
 class TaskLoop {
  public:
@@ -68,4 +68,4 @@ Result<T> TaskLoop::call(std::function<Result<T>()> task, Deadline deadline) {
   return future.get();
 }
 
-}  // namespace kvx::agent::handoff
+}  // namespace kvx::kv::handoff

@@ -1,6 +1,6 @@
 #include "kv/placement/lease_table.h"
 
-namespace kvx::agent::placement {
+namespace kvx::kv::placement {
 
 Status LeaseTable::grant(std::string id, Deadline expiry) {
   if (contains(id)) {
@@ -54,4 +54,4 @@ std::optional<Deadline> LeaseTable::expiryOf(const std::string& id) const {
   return it->second;
 }
 
-}  // namespace kvx::agent::placement
+}  // namespace kvx::kv::placement

@@ -18,7 +18,7 @@
 #include "kvx/status.h"
 #include "kvx/transfer.h"
 
-namespace kvx::agent::placement {
+namespace kvx::kv::placement {
 
 class LeaseTable {
  public:
@@ -51,4 +51,4 @@ class LeaseTable {
   std::set<std::pair<Deadline, std::string>> byExpiry_;  // (expiry, id)
 };
 
-}  // namespace kvx::agent::placement
+}  // namespace kvx::kv::placement

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-namespace kvx::agent::placement {
+namespace kvx::kv::placement {
 
 namespace {
 
@@ -301,4 +301,4 @@ std::optional<DecodePeerView> PlacementScheduler::peer(const std::string& name) 
   return it->second.view;
 }
 
-}  // namespace kvx::agent::placement
+}  // namespace kvx::kv::placement

@@ -50,7 +50,7 @@
 #include "kv/placement/prefix_memory.h"
 #include "kvx/status.h"
 
-namespace kvx::agent::placement {
+namespace kvx::kv::placement {
 
 struct SchedulerOptions {
   std::uint64_t maxInFlightBytesPerPeer = 1ull << 30;
@@ -156,4 +156,4 @@ class PlacementScheduler {
   std::map<std::string, PeerState> peers_;  // ordered: name order is the last tie-break
 };
 
-}  // namespace kvx::agent::placement
+}  // namespace kvx::kv::placement

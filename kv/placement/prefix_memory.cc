@@ -1,6 +1,6 @@
 #include "kv/placement/prefix_memory.h"
 
-namespace kvx::agent::placement {
+namespace kvx::kv::placement {
 
 void PrefixMemory::remember(std::span<const std::uint64_t> hashes) {
   if (capacity_ == 0) return;
@@ -35,4 +35,4 @@ std::size_t PrefixMemory::leadingMatches(std::span<const std::uint64_t> hashes) 
   return matched;
 }
 
-}  // namespace kvx::agent::placement
+}  // namespace kvx::kv::placement

@@ -16,7 +16,7 @@
 #include <span>
 #include <unordered_map>
 
-namespace kvx::agent::placement {
+namespace kvx::kv::placement {
 
 class PrefixMemory {
  public:
@@ -49,4 +49,4 @@ class PrefixMemory {
   std::unordered_map<std::uint64_t, std::list<std::uint64_t>::iterator> index_;
 };
 
-}  // namespace kvx::agent::placement
+}  // namespace kvx::kv::placement

@@ -1,6 +1,6 @@
 #include "kv/placement/wait_queue.h"
 
-namespace kvx::agent::placement {
+namespace kvx::kv::placement {
 
 Status WaitQueue::push(std::string id, Deadline deadline) {
   if (contains(id)) return alreadyExists("request " + id + " is already waiting for placement");
@@ -65,4 +65,4 @@ std::vector<std::string> WaitQueue::ids() const {
   return out;
 }
 
-}  // namespace kvx::agent::placement
+}  // namespace kvx::kv::placement

@@ -22,7 +22,7 @@
 #include "kvx/status.h"
 #include "kvx/transfer.h"
 
-namespace kvx::agent::placement {
+namespace kvx::kv::placement {
 
 class WaitQueue {
  public:
@@ -72,4 +72,4 @@ class WaitQueue {
   std::set<std::pair<Deadline, std::uint64_t>> deadlines_;  // (deadline, sequence)
 };
 
-}  // namespace kvx::agent::placement
+}  // namespace kvx::kv::placement

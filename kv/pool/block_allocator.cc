@@ -4,7 +4,7 @@
 #include <iterator>
 #include <string>
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 namespace {
 
 std::string describe(const BlockExtent& e) {
@@ -193,4 +193,4 @@ void BlockAllocator::carve(FreeMap::const_iterator it, const BlockExtent& e) {
   freeBlocks_ -= e.count;
 }
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

@@ -22,7 +22,7 @@
 #include "kv/pool/block_extent.h"
 #include "kvx/result.h"
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 
 struct AllocatorStats {
   std::uint64_t freeBlocks = 0;
@@ -96,4 +96,4 @@ class BlockAllocator {
   std::uint64_t contiguousAllocations_ = 0;
 };
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

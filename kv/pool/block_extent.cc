@@ -1,6 +1,6 @@
 #include "kv/pool/block_extent.h"
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 
 std::uint64_t totalBlocks(std::span<const BlockExtent> extents) {
   std::uint64_t total = 0;
@@ -30,4 +30,4 @@ std::vector<BlockExtent> compressBlocks(std::span<const std::uint64_t> blocks) {
   return extents;
 }
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

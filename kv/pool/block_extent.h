@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 
 struct BlockExtent {
   std::uint64_t first = 0;
@@ -30,4 +30,4 @@ std::vector<std::uint64_t> expandExtents(std::span<const BlockExtent> extents);
 // (b, b+1, b+2, ...) in the given order become one extent; nothing is sorted.
 std::vector<BlockExtent> compressBlocks(std::span<const std::uint64_t> blocks);
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

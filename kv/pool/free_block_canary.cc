@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 namespace {
 
 // The word filling every 8 bytes of a free block: the block index times an odd constant (a
@@ -77,4 +77,4 @@ std::vector<std::uint64_t> FreeBlockCanary::check(std::span<const BlockExtent> e
   return changed;
 }
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

@@ -17,7 +17,7 @@
 #include "kv/pool/block_extent.h"
 #include "kv/pool/kv_pool.h"
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 
 class FreeBlockCanary {
  public:
@@ -42,4 +42,4 @@ class FreeBlockCanary {
   std::uint64_t lateWrites_ = 0;
 };
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

@@ -1,6 +1,6 @@
 #include "kv/pool/head_slice.h"
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 
 std::string HeadSlice::toString() const {
   if (whole()) return "whole segments";
@@ -8,4 +8,4 @@ std::string HeadSlice::toString() const {
          ") <-> [" + std::to_string(remoteFirst) + ", " + std::to_string(remoteFirst + count) + ")";
 }
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

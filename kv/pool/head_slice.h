@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 
 struct HeadSlice {
   std::uint32_t localFirst = 0;
@@ -24,4 +24,4 @@ struct HeadSlice {
   friend bool operator==(const HeadSlice&, const HeadSlice&) = default;
 };
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

@@ -1,6 +1,6 @@
 #include "kv/pool/kv_pool.h"
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 
 namespace {
 
@@ -170,4 +170,4 @@ std::vector<MemoryRange> KvPool::allSegmentRanges(const PoolDescription& remote)
   return rangesInOrder(layout, order, remote.tensorRegions);
 }
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

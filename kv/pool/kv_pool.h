@@ -19,7 +19,7 @@
 #include "kvx/agent.h"
 #include "kvx/kv_types.h"
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 
 class KvPool {
  public:
@@ -76,4 +76,4 @@ class KvPool {
   std::vector<RegionId> regions_;  // per tensor
 };
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

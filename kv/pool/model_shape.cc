@@ -4,7 +4,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 namespace {
 
 // Public model facts (WORKLOADS.md): bf16, vLLM block sizes.
@@ -120,4 +120,4 @@ Result<ModelShape> shapeFromNameOrJson(std::string_view text) {
   return builtinShape(text);
 }
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

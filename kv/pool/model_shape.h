@@ -14,7 +14,7 @@
 
 #include "kvx/result.h"
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 
 struct ModelShape {
   std::string name;
@@ -54,4 +54,4 @@ std::string shapeToJson(const ModelShape& shape);
 // A built-in name, or else JSON text.
 Result<ModelShape> shapeFromNameOrJson(std::string_view text);
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

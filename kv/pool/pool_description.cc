@@ -2,7 +2,7 @@
 
 #include <limits>
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 
 std::string describe(const PoolDescription& pool) {
   const ModelShape& s = pool.shape;
@@ -47,4 +47,4 @@ Status validateDescription(const PoolDescription& pool) {
   return Status::ok();
 }
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

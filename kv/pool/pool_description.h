@@ -12,7 +12,7 @@
 #include "kvx/ids.h"
 #include "kvx/status.h"
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 
 struct PoolDescription {
   ModelShape shape;
@@ -36,4 +36,4 @@ Status checkSliceCompatible(const PoolDescription& local, const PoolDescription&
 // tensor and a segment count that prepared-list indices (32 bits) can address.
 Status validateDescription(const PoolDescription& pool);
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

@@ -2,7 +2,7 @@
 
 #include <limits>
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 namespace {
 
 // a * b, or nothing on overflow.
@@ -108,4 +108,4 @@ std::string segmentMismatch(const ModelShape& a, KvLayout aLayout, const ModelSh
   return "";
 }
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

@@ -22,7 +22,7 @@
 #include "kv/pool/model_shape.h"
 #include "kvx/result.h"
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 
 enum class KvLayout : std::uint8_t { kNHD, kHND, kBlocksFirst, kCrossLayer };
 
@@ -77,4 +77,4 @@ class PoolLayout {
 std::string segmentMismatch(const ModelShape& a, KvLayout aLayout, const ModelShape& b,
                             KvLayout bLayout);
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

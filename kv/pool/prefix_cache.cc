@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 namespace {
 
 std::string idText(std::uint64_t hashId) { return "prefix chunk " + std::to_string(hashId); }
@@ -140,4 +140,4 @@ void PrefixCache::evictOne(std::vector<BlockExtent>& out) {
   chunks_.erase(it);
 }
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

@@ -28,7 +28,7 @@
 #include "kv/pool/block_extent.h"
 #include "kvx/result.h"
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 
 class PrefixCache {
  public:
@@ -94,4 +94,4 @@ class PrefixCache {
   std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> owners_;
 };
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

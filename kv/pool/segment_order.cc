@@ -1,6 +1,6 @@
 #include "kv/pool/segment_order.h"
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 
 std::uint32_t SegmentOrder::index(std::uint64_t block, std::uint32_t layer,
                                   std::uint32_t kv) const {
@@ -56,4 +56,4 @@ void SegmentOrder::appendPairs(const SegmentOrder& remote,
   }
 }
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

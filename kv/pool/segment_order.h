@@ -15,7 +15,7 @@
 
 #include "kv/pool/pool_layout.h"
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 
 class SegmentOrder {
  public:
@@ -40,4 +40,4 @@ class SegmentOrder {
   std::uint32_t kvCount_;
 };
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

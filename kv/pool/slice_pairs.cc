@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 
 namespace {
 
@@ -94,4 +94,4 @@ Status appendSlicePairs(const PoolLayout& local, const PoolLayout& remote,
   return Status::ok();
 }
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

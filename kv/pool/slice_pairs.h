@@ -14,7 +14,7 @@
 #include "kv/pool/head_slice.h"
 #include "kv/pool/pool_layout.h"
 
-namespace kvx::agent::kv {
+namespace kvx::kv {
 
 // Two equally long ranges, one in each pool.
 struct RangePair {
@@ -32,4 +32,4 @@ Status appendSlicePairs(const PoolLayout& local, const PoolLayout& remote,
                         std::span<const std::uint64_t> remoteBlocks, std::uint32_t firstLayer,
                         std::uint32_t layerCount, HeadSlice slice, std::vector<RangePair>& out);
 
-}  // namespace kvx::agent::kv
+}  // namespace kvx::kv

@@ -342,7 +342,7 @@ TEST_CASE("tensor-parallel and benchmark options", "[agent_config]") {
   auto options = toKvAgentOptions(*config);
   REQUIRE(options.isOk());
   // The pool holds the rank's 2 of llama3-8b's 8 heads.
-  auto shape = kvx::agent::kv::shapeFromJson(options->pool.model);
+  auto shape = kvx::kv::shapeFromJson(options->pool.model);
   REQUIRE(shape.isOk());
   CHECK(shape->kvHeads == 2);
   CHECK(shape->layers == 32);

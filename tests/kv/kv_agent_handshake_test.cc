@@ -22,9 +22,9 @@
 #include "tests/support/test_agent.h"
 
 using namespace kvx;
-using namespace kvx::agent::handoff;
+using namespace kvx::kv::handoff;
 using namespace std::chrono_literals;
-namespace kv = kvx::agent::kv;
+namespace kv = kvx::kv;
 
 namespace {
 
@@ -220,7 +220,7 @@ TEST_CASE("connects to one address take turns", "[kv]") {
     }
   });
   prefill.agent().setNotificationHandler([&](Notification n) {
-    auto message = kvx::agent::handoff::decode(n.payload);
+    auto message = kvx::kv::handoff::decode(n.payload);
     if (!message.isOk() || !std::holds_alternative<HelloMsg>(*message)) return;
     {
       std::lock_guard lock(mutex);

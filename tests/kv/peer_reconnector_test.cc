@@ -11,7 +11,7 @@
 #include <vector>
 
 using namespace kvx;
-using namespace kvx::agent;
+using namespace kvx::kv;
 using namespace std::chrono_literals;
 
 namespace {

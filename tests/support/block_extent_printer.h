@@ -9,8 +9,8 @@
 
 namespace Catch {
 template <>
-struct StringMaker<kvx::agent::kv::BlockExtent> {
-  static std::string convert(const kvx::agent::kv::BlockExtent& e) {
+struct StringMaker<kvx::kv::BlockExtent> {
+  static std::string convert(const kvx::kv::BlockExtent& e) {
     return "{" + std::to_string(e.first) + "+" + std::to_string(e.count) + "}";
   }
 };

@@ -110,7 +110,7 @@ TEST_CASE("a sweep crosses its lists", "[bench]") {
 
 TEST_CASE("case pools hold the requests in flight, within the budget, never below one request",
           "[bench]") {
-  const agent::kv::ModelShape llama = *agent::kv::shapeFromNameOrJson("llama3-8b");
+  const kv::ModelShape llama = *kv::shapeFromNameOrJson("llama3-8b");
   // 4k tokens = 256 blocks of 2 MiB; 8 in flight + 1 + 16 slack.
   CHECK(CaseRunner::poolBlocks(llama, 4096, 8, 0) == 256 * 9 + 16);
   // A 1 GiB budget holds 512 blocks.

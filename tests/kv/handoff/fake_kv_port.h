@@ -60,11 +60,11 @@
 
 namespace kvx::test::handoff {
 
-using agent::handoff::KvMessage;
-using agent::handoff::KvPort;
-using agent::handoff::MoveId;
-using agent::handoff::MoveResult;
-using agent::handoff::MoveSpec;
+using kv::handoff::KvMessage;
+using kv::handoff::KvPort;
+using kv::handoff::MoveId;
+using kv::handoff::MoveResult;
+using kv::handoff::MoveSpec;
 
 enum class Order : std::uint8_t { kFifo, kLifo, kRandom };
 
@@ -75,7 +75,7 @@ struct MoveRecord {
   TransferOp op = TransferOp::kWrite;
   std::vector<std::uint64_t> local, remote;
   std::uint32_t firstLayer = 0, layerCount = 0;
-  agent::kv::HeadSlice heads;               // whole segments by default
+  kv::HeadSlice heads;                      // whole segments by default
   std::optional<std::string> notification;  // encoded
   std::function<void(MoveResult)> onDone;
   Status failWith;  // scripted failure, applied when it would land
@@ -97,7 +97,7 @@ class FakeKvPort final : public KvPort {
   FakeKvPort(FakeNetwork& network, std::string name) : network_(network), name_(std::move(name)) {}
 
   Status send(const std::string& peer, const KvMessage& message) override;
-  Status attachPool(const std::string& peer, const agent::kv::PoolDescription& pool,
+  Status attachPool(const std::string& peer, const kv::PoolDescription& pool,
                     bool readyNow) override;
   void detachPool(const std::string& peer) override;
   Result<MoveId> move(const MoveSpec& spec, std::function<void(MoveResult)> onDone) override;
@@ -269,7 +269,7 @@ class FakeNetwork {
   Status send(const std::string& from, const std::string& to, const KvMessage& message) {
     if (!linked(from, to)) return peerFailed("fake: no link from '" + from + "' to '" + to + "'");
     sentLog_.emplace_back(from, message.index());
-    events_.push_back(Event{Kind::kMessage, from, to, agent::handoff::encode(message), 0, 0});
+    events_.push_back(Event{Kind::kMessage, from, to, kv::handoff::encode(message), 0, 0});
     return Status::ok();
   }
 
@@ -332,7 +332,7 @@ class FakeNetwork {
 
   void process(const Event& e) {
     if (e.kind == Kind::kMessage) {
-      auto message = agent::handoff::decode(e.payload);
+      auto message = kv::handoff::decode(e.payload);
       if (!message.isOk()) {
         violations_.push_back("undecodable message '" + e.payload +
                               "': " + message.status().toString());
@@ -386,7 +386,7 @@ class FakeNetwork {
     bytesCopied_ += m.bytes;
     m.landed = true;
     if (m.notification) {
-      sentLog_.emplace_back(m.owner, agent::handoff::decode(*m.notification)->index());
+      sentLog_.emplace_back(m.owner, kv::handoff::decode(*m.notification)->index());
       events_.push_back(Event{Kind::kMessage, m.owner, m.peer, *m.notification, 0, 0});
     }
     events_.push_back(Event{Kind::kComplete, "", "", "", m.id, 0});
@@ -462,8 +462,8 @@ inline Status FakeKvPort::send(const std::string& peer, const KvMessage& message
   return network_.send(name_, peer, message);
 }
 
-inline Status FakeKvPort::attachPool(const std::string& peer,
-                                     const agent::kv::PoolDescription& pool, bool) {
+inline Status FakeKvPort::attachPool(const std::string& peer, const kv::PoolDescription& pool,
+                                     bool) {
   if (pool.blocks != network_.pool(peer).blocks()) {
     return invalidArgument("fake: the description of '" + peer + "' does not match its pool");
   }
@@ -484,7 +484,7 @@ inline Result<MoveId> FakeKvPort::move(const MoveSpec& spec,
   record.firstLayer = spec.firstLayer;
   record.layerCount = spec.layerCount;
   record.heads = spec.heads;
-  if (spec.notification) record.notification = agent::handoff::encode(*spec.notification);
+  if (spec.notification) record.notification = kv::handoff::encode(*spec.notification);
   record.onDone = std::move(onDone);
   return network_.move(name_, std::move(record));
 }

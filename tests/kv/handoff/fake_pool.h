@@ -17,8 +17,8 @@
 namespace kvx::test::handoff {
 
 // 4 layers, K and V, 4 tokens per block, 4 bytes per token: 16-byte segments, 128-byte blocks.
-inline agent::kv::ModelShape tinyShape() {
-  agent::kv::ModelShape shape;
+inline kv::ModelShape tinyShape() {
+  kv::ModelShape shape;
   shape.name = "tiny";
   shape.layers = 4;
   shape.kvHeads = 1;
@@ -30,17 +30,16 @@ inline agent::kv::ModelShape tinyShape() {
 
 class FakePool {
  public:
-  explicit FakePool(std::uint64_t blocks, agent::kv::ModelShape shape = tinyShape())
-      : allocator_(blocks) {
+  explicit FakePool(std::uint64_t blocks, kv::ModelShape shape = tinyShape()) : allocator_(blocks) {
     description_.shape = std::move(shape);
-    description_.layout = agent::kv::KvLayout::kCrossLayer;
+    description_.layout = kv::KvLayout::kCrossLayer;
     description_.blocks = blocks;
     bytes_.assign(blocks * blockBytes(), 0);
   }
 
-  const agent::kv::PoolDescription& description() const { return description_; }
-  agent::kv::BlockAllocator& allocator() { return allocator_; }
-  const agent::kv::BlockAllocator& allocator() const { return allocator_; }
+  const kv::PoolDescription& description() const { return description_; }
+  kv::BlockAllocator& allocator() { return allocator_; }
+  const kv::BlockAllocator& allocator() const { return allocator_; }
   std::uint64_t blocks() const { return description_.blocks; }
   std::uint32_t layers() const { return description_.shape.layers; }
   std::uint32_t kvCount() const { return description_.shape.kvCount(); }
@@ -53,8 +52,8 @@ class FakePool {
   }
 
  private:
-  agent::kv::PoolDescription description_;
-  agent::kv::BlockAllocator allocator_;
+  kv::PoolDescription description_;
+  kv::BlockAllocator allocator_;
   std::vector<std::uint8_t> bytes_;
 };
 

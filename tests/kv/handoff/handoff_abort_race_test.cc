@@ -8,7 +8,7 @@
 
 using namespace kvx;
 using namespace kvx::test::handoff;
-using kvx::agent::handoff::AbortMsg;
+using kvx::kv::handoff::AbortMsg;
 
 // An abort from the prefill side that crosses the decode side's confirmation reaches a
 // request that is complete, or consumed by the server. The decode side must leave those

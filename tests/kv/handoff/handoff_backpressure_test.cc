@@ -7,7 +7,7 @@
 
 using namespace kvx;
 using namespace kvx::test::handoff;
-using kvx::agent::handoff::PlaceMsg;
+using kvx::kv::handoff::PlaceMsg;
 
 TEST_CASE("a full decode pool queues a request until a release frees blocks", "[handoff]") {
   const KvMode mode = GENERATE(KvMode::kPush, KvMode::kPull);

@@ -9,9 +9,9 @@
 
 using namespace kvx;
 using namespace kvx::test::handoff;
-using kvx::agent::handoff::AbortAckMsg;
-using kvx::agent::handoff::AbortMsg;
-using kvx::agent::handoff::PlaceMsg;
+using kvx::kv::handoff::AbortAckMsg;
+using kvx::kv::handoff::AbortMsg;
+using kvx::kv::handoff::PlaceMsg;
 
 namespace {
 

@@ -27,14 +27,14 @@
 namespace kvx::test::handoff {
 
 using namespace std::chrono_literals;
-using agent::handoff::DecodeSide;
-using agent::handoff::PrefillSide;
-using agent::handoff::RequestBoard;
-using agent::handoff::SideContext;
+using kv::handoff::DecodeSide;
+using kv::handoff::PrefillSide;
+using kv::handoff::RequestBoard;
+using kv::handoff::SideContext;
 
 // One agent: its pool, its published view and its state machine.
 struct Side {
-  Side(std::string n, KvRole r, std::uint64_t blocks, agent::kv::ModelShape shape)
+  Side(std::string n, KvRole r, std::uint64_t blocks, kv::ModelShape shape)
       : name(std::move(n)), role(r), pool(blocks, std::move(shape)) {}
 
   std::string name;
@@ -73,16 +73,14 @@ class HandoffHarness {
   }
 
   Side& addPrefill(const std::string& name, std::uint64_t blocks,
-                   KvAgentOptions options = defaultOptions(),
-                   agent::kv::ModelShape shape = tinyShape()) {
+                   KvAgentOptions options = defaultOptions(), kv::ModelShape shape = tinyShape()) {
     options.role = KvRole::kPrefill;
     Side& s = add(name, blocks, options, std::move(shape));
     s.prefill = std::make_unique<PrefillSide>(*s.context);
     return s;
   }
   Side& addDecode(const std::string& name, std::uint64_t blocks,
-                  KvAgentOptions options = defaultOptions(),
-                  agent::kv::ModelShape shape = tinyShape()) {
+                  KvAgentOptions options = defaultOptions(), kv::ModelShape shape = tinyShape()) {
     options.role = KvRole::kDecode;
     Side& s = add(name, blocks, options, std::move(shape));
     s.decode = std::make_unique<DecodeSide>(*s.context);
@@ -142,13 +140,13 @@ class HandoffHarness {
     KvRequestSpec spec;
     spec.id = id;
     spec.tokens = tokens;
-    spec.sourceBlocks = agent::kv::expandExtents(*extents);
+    spec.sourceBlocks = kv::expandExtents(*extents);
     for (std::size_t i = 0; i < blocks; ++i) fill(p.pool, spec.sourceBlocks[i], keys[i]);
     keys_[id] = std::move(keys);
     return spec;
   }
   void freeSource(Side& p, const KvRequestSpec& spec) {
-    REQUIRE(p.pool.allocator().free(agent::kv::compressBlocks(spec.sourceBlocks)).isOk());
+    REQUIRE(p.pool.allocator().free(kv::compressBlocks(spec.sourceBlocks)).isOk());
   }
   const std::vector<std::uint64_t>& keys(const std::string& id) const { return keys_.at(id); }
 
@@ -242,7 +240,7 @@ class HandoffHarness {
 
  private:
   Side& add(const std::string& name, std::uint64_t blocks, const KvAgentOptions& options,
-            agent::kv::ModelShape shape) {
+            kv::ModelShape shape) {
     auto s = std::make_unique<Side>(name, options.role, blocks, std::move(shape));
     Side* raw = s.get();
     FakeKvPort& port =

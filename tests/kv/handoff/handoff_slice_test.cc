@@ -12,8 +12,8 @@ using namespace kvx::test::handoff;
 namespace {
 
 // A model with 4 KV heads held `perRank` to a rank: 4 layers, 4 tokens per block, 2-byte heads.
-agent::kv::ModelShape rankShape(std::uint32_t perRank) {
-  agent::kv::ModelShape shape = tinyShape();
+kv::ModelShape rankShape(std::uint32_t perRank) {
+  kv::ModelShape shape = tinyShape();
   shape.name = "tp-tiny";
   shape.kvHeads = perRank;
   shape.headDim = 2;

@@ -13,8 +13,8 @@
 
 namespace kvx::test::handoff {
 
-using namespace kvx::agent::handoff;
-namespace kv = kvx::agent::kv;
+using namespace kvx::kv::handoff;
+namespace kv = kvx::kv;
 using nlohmann::json;
 
 inline kv::PoolDescription pool(const std::string& model, kv::KvLayout layout,

@@ -9,9 +9,9 @@
 #include "tests/kv/handoff/kv_message_samples.h"
 
 using namespace kvx;
-using namespace kvx::agent::handoff;
+using namespace kvx::kv::handoff;
 using namespace kvx::test::handoff;
-namespace kv = kvx::agent::kv;
+namespace kv = kvx::kv;
 using nlohmann::json;
 
 namespace {

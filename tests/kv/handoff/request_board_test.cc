@@ -11,7 +11,7 @@
 #include <vector>
 
 using namespace kvx;
-using kvx::agent::handoff::RequestBoard;
+using kvx::kv::handoff::RequestBoard;
 using namespace std::chrono_literals;
 
 namespace {

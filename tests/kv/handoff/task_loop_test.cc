@@ -8,7 +8,7 @@
 #include <thread>
 
 using namespace kvx;
-using kvx::agent::handoff::TaskLoop;
+using kvx::kv::handoff::TaskLoop;
 using namespace std::chrono_literals;
 
 TEST_CASE("a call runs its task on the loop thread and returns its result", "[task_loop]") {

@@ -7,7 +7,7 @@
 #include <vector>
 
 using namespace kvx;
-using namespace kvx::agent::placement;
+using namespace kvx::kv::placement;
 using namespace std::chrono_literals;
 using Ids = std::vector<std::string>;
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 using namespace kvx;
-using namespace kvx::agent::placement;
+using namespace kvx::kv::placement;
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-using namespace kvx::agent::placement;
+using namespace kvx::kv::placement;
 using Hashes = std::vector<std::uint64_t>;
 
 TEST_CASE("leading matches stop at the first unknown id", "[placement]") {

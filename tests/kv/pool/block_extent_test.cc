@@ -9,7 +9,7 @@
 
 #include "tests/support/block_extent_printer.h"
 
-using namespace kvx::agent::kv;
+using namespace kvx::kv;
 
 using Blocks = std::vector<std::uint64_t>;
 using Extents = std::vector<BlockExtent>;

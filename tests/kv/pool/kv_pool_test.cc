@@ -9,7 +9,7 @@
 #include "tests/support/test_agent.h"
 
 using namespace kvx;
-using namespace kvx::agent::kv;
+using namespace kvx::kv;
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 using namespace kvx;
-using namespace kvx::agent::kv;
+using namespace kvx::kv;
 
 TEST_CASE("built-in shapes have the sizes of WORKLOADS.md", "[kv]") {
   // bytes per token (per rank) and one (layer, K or V, block) segment

@@ -5,7 +5,7 @@
 #include <utility>
 
 using namespace kvx;
-using namespace kvx::agent::kv;
+using namespace kvx::kv;
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 using namespace kvx;
-using namespace kvx::agent::kv;
+using namespace kvx::kv;
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include "tests/support/block_extent_printer.h"
 
 using namespace kvx;
-using namespace kvx::agent::kv;
+using namespace kvx::kv;
 
 namespace {
 

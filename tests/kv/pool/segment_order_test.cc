@@ -9,7 +9,7 @@
 #include "kv/pool/pool_layout.h"
 
 using namespace kvx;
-using namespace kvx::agent::kv;
+using namespace kvx::kv;
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 using namespace kvx;
-using namespace kvx::agent::kv;
+using namespace kvx::kv;
 
 namespace {
 
