@@ -1,6 +1,5 @@
 #include "demo/demo_run.h"
 
-#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -10,7 +9,6 @@
 #include <fstream>
 #include <optional>
 
-#include "daemon/gpu_memory_options.h"
 #include "daemon/prefill_report.h"
 #include "demo/demo_report.h"
 #include "kvx/transfer.h"

@@ -1,6 +1,5 @@
 #include "bench/kv/bench_run.h"
 
-#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
