@@ -69,7 +69,7 @@ Result<std::string> Agent::connect(const std::string& address) {
 
 Result<std::string> Agent::connect(const std::string& address, Deadline deadline) {
   KVX_ASSIGN_OR_RETURN(auto remote,
-                       impl_->channel->connect(address, impl_->engine->localMetadata(), deadline));
+                       impl_->channel->connect(address, impl_->localMetadata(), deadline));
   std::string peerName = remote.name;
   const Status added = impl_->engine->addOrUpdatePeer(std::move(remote));
   if (!added.isOk()) {
@@ -83,7 +83,7 @@ Result<std::string> Agent::connect(const std::string& address, Deadline deadline
 }
 
 Result<std::vector<std::uint8_t>> Agent::exportMetadata() const {
-  return agent::metadata::encodeMetadataBlob(impl_->engine->localMetadata());
+  return agent::metadata::encodeMetadataBlob(impl_->localMetadata());
 }
 
 Result<std::string> Agent::loadPeerMetadata(std::span<const std::uint8_t> blob) {
@@ -96,7 +96,8 @@ Result<std::string> Agent::loadPeerMetadata(std::span<const std::uint8_t> blob) 
 
 Result<PeerInfo> Agent::peerInfo(const std::string& peer) const {
   KVX_ASSIGN_OR_RETURN(auto remote, impl_->engine->peer(peer));
-  return PeerInfo{remote->name(), remote->regions(), remote->incarnation()};
+  return PeerInfo{remote->name(), remote->regions(), remote->incarnation(),
+                  remote->applicationInfo()};
 }
 
 std::vector<std::string> Agent::peers() const { return impl_->engine->peerNames(); }

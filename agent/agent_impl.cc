@@ -17,6 +17,11 @@ Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
     return invalidArgument("agent name '" + options.name + "' cannot be used (" + name.message() +
                            "): use letters, digits, '.', '_' and '-'");
   }
+  if (Status app =
+          agent::metadata::validateApplicationInfo(options.applicationInfo, "applicationInfo");
+      !app.isOk()) {
+    return invalidArgument("agent '" + options.name + "': " + app.message());
+  }
   agent::channel::ChannelOptions channelOptions;
   channelOptions.listenAddress = options.listenAddress;
   channelOptions.connectTimeout = options.connectTimeout;
@@ -84,6 +89,13 @@ Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
   handlers.onPeerDisconnected = [self](const std::string& peer, const Status& why) {
     self->onPeerDisconnected(peer, why);
   };
+  handlers.holdsPeer = [self](const engine::PeerMetadata& remote) {
+    auto known = self->engine->peer(remote.name);
+    return known.isOk() && (*known)->incarnation() == remote.incarnation;
+  };
+  handlers.onPeerStartedOver = [self](const engine::PeerMetadata& remote, const Status& why) {
+    return self->onPeerStartedOver(remote, why);
+  };
   auto channel = agent::channel::ControlChannel::start(channelOptions, std::move(handlers));
   if (!channel.isOk()) return channel.status().withContext("agent '" + impl->options.name + "'");
   impl->channel = std::move(channel).value();
@@ -110,8 +122,14 @@ Agent::Impl::~Impl() {
   engine.reset();
 }
 
+engine::PeerMetadata Agent::Impl::localMetadata() const {
+  engine::PeerMetadata local = engine->localMetadata();
+  local.applicationInfo = options.applicationInfo;
+  return local;
+}
+
 void Agent::Impl::publishMetadata() {
-  Status s = channel->broadcastMetadata(engine->localMetadata());
+  Status s = channel->broadcastMetadata(localMetadata());
   if (!s.isOk())
     spdlog::warn("agent '{}': metadata update not sent: {}", options.name, s.toString());
 }
@@ -124,7 +142,19 @@ Result<engine::PeerMetadata> Agent::Impl::onHello(const engine::PeerMetadata& re
   }
   spdlog::info("agent '{}': peer '{}' connected ({} regions)", options.name, remote.name,
                remote.regions.size());
-  return engine->localMetadata();
+  return localMetadata();
+}
+
+Status Agent::Impl::onPeerStartedOver(const engine::PeerMetadata& remote, const Status& why) {
+  // The peer leaves (its transfers fail with `why`, a departure event goes out) and joins
+  // again: whoever watches peer events sees the old session end before the new one starts.
+  (void)engine->removePeer(remote.name, why);
+  Status added = engine->addOrUpdatePeer(remote);
+  if (!added.isOk()) {
+    spdlog::warn("agent '{}': peer '{}' started over and was refused: {}", options.name,
+                 remote.name, added.toString());
+  }
+  return added;
 }
 
 void Agent::Impl::onMetadataUpdate(const engine::PeerMetadata& remote) {

@@ -19,11 +19,17 @@ struct Agent::Impl {
   static Result<std::unique_ptr<Impl>> create(AgentOptions options);
   ~Impl();
 
+  // The engine's metadata (its regions, data-path address) plus what the control plane
+  // adds (AgentOptions::applicationInfo): what peers are told, by handshake or blob.
+  engine::PeerMetadata localMetadata() const;
   // Sends the current metadata to every connected peer (after a region change).
   void publishMetadata();
 
   Result<engine::PeerMetadata> onHello(const engine::PeerMetadata& remote);
   void onMetadataUpdate(const engine::PeerMetadata& remote);
+  // The channel found that `remote` started over without us (or we without it): the engine
+  // forgets the peer (its transfers fail with `why`; kLeft) and takes it anew (kJoined).
+  Status onPeerStartedOver(const engine::PeerMetadata& remote, const Status& why);
   void onPeerDisconnected(const std::string& peer, const Status& why);
   // The engine removed `peer` because its data path failed: drop its control link too, so
   // that both sides forget each other and a reconnect starts from a fresh handshake.

@@ -1,8 +1,9 @@
 // Fuzz target for the control channel's message codec (agent/channel/messages/message.h):
-// hello, hello_ack, metadata_update, error, goodbye and heartbeat, and the checked JSON
+// hello, hello_ack, metadata_update, error, goodbye, heartbeat, rejoin and rejoin_ack (the
+// authentication messages have a target of their own), and the checked JSON
 // reading and metadata decoding under them.
 //
-// Input: byte 0 picks the frame type (the six messages, the metadata blob type and unknown
+// Input: byte 0 picks the frame type (the messages above, the metadata blob type and unknown
 // types), the rest is the frame's payload. Properties:
 //   - a refusal is PROTOCOL_ERROR with a message; nothing throws out;
 //   - an accepted message has the frame's type and, if it carries metadata, metadata that
@@ -33,7 +34,7 @@ using kvx::StatusCode;
 using namespace kvx::agent::channel;
 
 // Appended to, never reordered: a seed's byte 0 keeps naming the same type.
-constexpr std::uint16_t kTypes[] = {1, 2, 3, 4, 5, 0x100, 0, 6, 0xffff, 7, 8, 9};
+constexpr std::uint16_t kTypes[] = {1, 2, 3, 4, 5, 0x100, 0, 6, 0xffff, 7, 8, 9, 10, 11};
 
 void checkMetadata(const Message& message) {
   std::visit(

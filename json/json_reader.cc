@@ -234,6 +234,12 @@ Result<bool> JsonReader::boolean(std::string_view key) const {
   return value->get<bool>();
 }
 
+Result<std::optional<bool>> JsonReader::optionalBoolean(std::string_view key) const {
+  if (!value_->contains(key)) return std::optional<bool>();
+  KVX_ASSIGN_OR_RETURN(bool flag, boolean(key));
+  return std::optional<bool>(flag);
+}
+
 Result<std::vector<std::uint8_t>> JsonReader::hexBytes(std::string_view key,
                                                        std::size_t maxBytes) const {
   KVX_ASSIGN_OR_RETURN(std::string text, string(key, maxBytes * 2));

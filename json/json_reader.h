@@ -68,6 +68,8 @@ class JsonReader {
       std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) const;
   Result<std::int64_t> integer(std::string_view key, std::int64_t min, std::int64_t max) const;
   Result<bool> boolean(std::string_view key) const;
+  // Absent: nullopt; present: checked as boolean.
+  Result<std::optional<bool>> optionalBoolean(std::string_view key) const;
   // A lowercase hex string of even length, decoded; at most `maxBytes` decoded bytes.
   Result<std::vector<std::uint8_t>> hexBytes(std::string_view key, std::size_t maxBytes) const;
   Result<JsonReader> child(std::string_view key) const;

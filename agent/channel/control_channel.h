@@ -46,6 +46,13 @@
 // closed, and a TLS client of a plain listener fails with UNAUTHENTICATED ("does not speak
 // TLS"). The listener's other connections are unaffected.
 //
+// Views that differ: a peer may drop all it holds for this agent and connect again before
+// this agent sees the old link close (it closed it itself; the goodbye is still in flight).
+// The handshake tells this apart from a second link of a peer that keeps its state: the
+// server says in HelloAck whether it knew the client, the client compares with what it
+// holds itself, and either side that still holds a session the other dropped forgets it
+// (onPeerStartedOver) before the connect returns (messages/rejoin.h).
+//
 // Liveness: both sides announce their peerTimeout in the handshake and then send each other
 // heartbeats (messages/heartbeat.h), every heartbeatInterval or twice per the peer's
 // timeout, whichever is more often. An established link on which nothing has arrived for
@@ -130,6 +137,16 @@ struct ChannelHandlers {
   // link to the same name remains (a link each way, or a restarted peer's new link), the
   // close of one is only logged.
   std::function<void(const std::string& peer, const Status& why)> onPeerDisconnected;
+  // Whether this agent holds state for `remote`'s name at its incarnation (an agent: its
+  // engine knows that peer). Together with a link to that name still established, this is
+  // what a handshake calls knowing the peer (messages/rejoin.h). Null: never.
+  std::function<bool(const engine::PeerMetadata& remote)> holdsPeer;
+  // A peer this agent knows started over without it: the peer dropped all it held for this
+  // agent (it said Rejoin), or, seen from the client, the server no longer knew it
+  // (HelloAck::knewYou false while the client knew the server). Forget what is held for the
+  // peer as if its links had closed, failing its work with `why`, and take `remote` as new.
+  // An error ends the handshake (sent to the peer, link closed). Null: nothing is held.
+  std::function<Status(const engine::PeerMetadata& remote, const Status& why)> onPeerStartedOver;
 };
 
 class ControlChannel {

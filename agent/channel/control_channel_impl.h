@@ -72,6 +72,11 @@ class ControlChannel::Impl {
     std::string peer;                    // set when established
     bool notifyOnClose = false;          // established and not closed quietly
     std::shared_ptr<MetadataSlot> slot;  // outbound, until the handshake ends
+    // Inbound, after a HelloAck that knew the client: its hello's metadata, until its first
+    // message (a Rejoin uses it).
+    std::optional<engine::PeerMetadata> rejoinable;
+    // Outbound, between a Rejoin sent and its RejoinAck: the server's HelloAck, held back.
+    std::optional<HelloAck> awaitingRejoinAck;
 
     // "peer 'a' at 127.0.0.1:4000", or just the address before the handshake.
     std::string describe() const {
@@ -98,6 +103,20 @@ class ControlChannel::Impl {
   // An inbound connection was admitted: ends a spell of refusals (logs their count).
   void noteAdmitted();
   void onHello(std::uint64_t id, Link& link, Hello hello);
+  // ---- channel thread: views that differ (control_channel_rejoin.cc) ----
+  // Whether this agent knows `remote`: holdsPeer says yes and a link other than `except` to
+  // its name is established.
+  bool knows(const engine::PeerMetadata& remote, std::uint64_t except) const;
+  // The client's side of a HelloAck: sends Rejoin (and waits) when the server knew us but we
+  // no longer know it; has onPeerStartedOver forget the server when we know it but it no
+  // longer knew us; then completes the connect.
+  void onHelloAck(std::uint64_t id, Link& link, HelloAck ack);
+  // A message on an outbound link awaiting RejoinAck.
+  void onRejoinReply(Link& link, Message message);
+  // The server's side: a Rejoin on a link whose HelloAck knew the client.
+  void onRejoin(Link& link);
+  // Hands the peer's metadata to the connect() caller and establishes the link.
+  void finishConnect(Link& link, HelloAck ack);
   void onEstablishedMessage(std::uint64_t id, Link& link, Message message);
   // Sends an ErrorMessage (best effort) and closes the link's connection.
   void failLink(Link& link, const Status& why);

@@ -84,24 +84,18 @@ void ControlChannel::Impl::onFrame(std::uint64_t id, Frame frame) {
     }
     return;
   }
-  if (auto* ack = std::get_if<HelloAck>(&message)) {
-    std::string peer = ack->metadata.name;
-    const std::optional<std::uint64_t> peerTimeoutMs = ack->peerTimeoutMs;
-    if (!link.slot->set(std::move(ack->metadata))) {
-      // The connect() caller already gave up (deadline or stop): nobody owns this link.
-      sayGoodbye(link, "connect abandoned", cancelled("connect abandoned"),
-                 std::chrono::milliseconds(0));
-      return;
-    }
-    link.slot.reset();
-    establish(link, std::move(peer), peerTimeoutMs);
-    spdlog::info("{}: handshake done with {}", logName_, link.describe());
+  if (link.awaitingRejoinAck) {
+    onRejoinReply(link, std::move(message));
+  } else if (auto* ack = std::get_if<HelloAck>(&message)) {
+    onHelloAck(id, link, std::move(*ack));
   } else {
     failLink(link, protocolError("expected hello_ack or error in reply to hello, got " + got));
   }
 }
 
-void ControlChannel::Impl::onHello(std::uint64_t /*id*/, Link& link, Hello hello) {
+void ControlChannel::Impl::onHello(std::uint64_t id, Link& link, Hello hello) {
+  // Asked before onHello adds the client: whether it was known already.
+  const bool knewYou = knows(hello.metadata, id);
   Result<engine::PeerMetadata> local =
       failedPrecondition("this agent does not accept control connections");
   if (handlers_.onHello) {
@@ -120,14 +114,15 @@ void ControlChannel::Impl::onHello(std::uint64_t /*id*/, Link& link, Hello hello
     failLink(link, internalError("onHello returned invalid metadata: " + valid.message()));
     return;
   }
-  std::vector<std::uint8_t> ack = encodeMessage(
-      HelloAck{std::move(*local), static_cast<std::uint64_t>(options_.peerTimeout.count())});
+  std::vector<std::uint8_t> ack = encodeMessage(HelloAck{
+      std::move(*local), static_cast<std::uint64_t>(options_.peerTimeout.count()), knewYou});
   if (ack.size() - kFrameHeaderBytes > options_.maxFrameBytes) {
     failLink(link, resourceExhausted("hello_ack of " + std::to_string(ack.size()) +
                                      " bytes exceeds the frame limit"));
     return;
   }
   link.connection->send(std::move(ack));
+  if (knewYou) link.rejoinable = hello.metadata;
   establish(link, hello.metadata.name, hello.peerTimeoutMs);
   spdlog::info("{}: accepted {}{}", logName_, link.describe(),
                hello.role ? " (role " + *hello.role + ")" : std::string());
@@ -159,6 +154,8 @@ void ControlChannel::Impl::establish(Link& link, std::string peer,
 }
 
 void ControlChannel::Impl::onEstablishedMessage(std::uint64_t /*id*/, Link& link, Message message) {
+  if (std::holds_alternative<Rejoin>(message)) return onRejoin(link);
+  link.rejoinable.reset();                                 // a Rejoin comes first or not at all
   if (std::holds_alternative<Heartbeat>(message)) return;  // the connection noted the bytes
   if (auto* update = std::get_if<MetadataUpdate>(&message)) {
     if (update->metadata.name != link.peer) {

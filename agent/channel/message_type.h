@@ -19,6 +19,8 @@ enum class MessageType : std::uint16_t {
   kAuthBegin = 7,       // client -> server, first frame when the client holds a token
   kAuthChallenge = 8,   // server -> client, answers auth_begin
   kAuthResponse = 9,    // client -> server, answers auth_challenge; hello follows
+  kRejoin = 10,         // client -> server, after a hello_ack that knew the client (rejoin.h)
+  kRejoinAck = 11,      // server -> client, answers rejoin
   // Not a channel message: the type of the frame that wraps an exported metadata blob.
   kMetadataBlob = 0x100,
 };
@@ -35,6 +37,8 @@ constexpr std::string_view toString(MessageType type) {
     case MessageType::kAuthBegin: return "auth_begin";
     case MessageType::kAuthChallenge: return "auth_challenge";
     case MessageType::kAuthResponse: return "auth_response";
+    case MessageType::kRejoin: return "rejoin";
+    case MessageType::kRejoinAck: return "rejoin_ack";
     case MessageType::kMetadataBlob: return "metadata_blob";
   }
   return "unknown";
@@ -52,6 +56,8 @@ constexpr std::optional<MessageType> parseMessageType(std::uint16_t raw) {
     case MessageType::kAuthBegin:
     case MessageType::kAuthChallenge:
     case MessageType::kAuthResponse:
+    case MessageType::kRejoin:
+    case MessageType::kRejoinAck:
     case MessageType::kMetadataBlob: return static_cast<MessageType>(raw);
   }
   return std::nullopt;

@@ -106,6 +106,19 @@ Status validateAgentName(std::string_view name, std::string_view path) {
   return validateToken(name, path, 1, kMaxAgentNameBytes);
 }
 
+Status validateApplicationInfo(std::string_view info, std::string_view path) {
+  if (info.size() > kMaxApplicationInfoBytes) {
+    return jsonio::fieldError(path,
+                              "at most " + std::to_string(kMaxApplicationInfoBytes) + " bytes",
+                              std::to_string(info.size()) + " bytes");
+  }
+  // It travels as a JSON string, which would alter bytes that are not UTF-8.
+  if (jsonio::utf8Prefix(info, info.size()) != info) {
+    return jsonio::fieldError(path, "valid UTF-8", "bytes that are not");
+  }
+  return Status::ok();
+}
+
 Status validateMetadata(const engine::PeerMetadata& metadata, std::string_view path) {
   const std::string root(path);
   KVX_RETURN_IF_ERROR(validateAgentName(metadata.name, root + ".name"));
@@ -121,6 +134,7 @@ Status validateMetadata(const engine::PeerMetadata& metadata, std::string_view p
                               "at most " + std::to_string(kMaxRegions) + " regions",
                               std::to_string(metadata.regions.size()));
   }
+  KVX_RETURN_IF_ERROR(validateApplicationInfo(metadata.applicationInfo, root + ".app"));
   std::unordered_map<std::uint64_t, std::size_t> ids;
   std::unordered_map<std::string_view, std::size_t> names;
   for (std::size_t i = 0; i < metadata.regions.size(); ++i) {
@@ -170,6 +184,7 @@ json metadataToJson(const engine::PeerMetadata& metadata) {
                             {"slots", window.slots},
                             {"packedKey", jsonio::toHex(window.packedKey)}};
   }
+  if (!metadata.applicationInfo.empty()) out["app"] = metadata.applicationInfo;
   return out;
 }
 
@@ -207,6 +222,9 @@ Result<engine::PeerMetadata> metadataFromJson(const json& value, std::string_vie
                                       std::to_string(out.address));
       }
     }
+    KVX_ASSIGN_OR_RETURN(std::optional<std::string> app,
+                         reader.optionalString("app", kMaxApplicationInfoBytes));
+    metadata.applicationInfo = app.value_or("");
     KVX_RETURN_IF_ERROR(validateMetadata(metadata, path));
     return metadata;
   } catch (const std::exception& e) {

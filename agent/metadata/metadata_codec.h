@@ -8,7 +8,9 @@
 // JSON shape (binary fields are lowercase hex):
 //   {"name": "prefill-0", "incarnation": 1234, "transport": "ucx", "dataAddress": "a1b2..",
 //    "regions": [{"id": 1, "name": "kv.layer0", "address": 140.., "length": 65536,
-//                 "kind": "host", "device": -1, "exposed": true, "packedKey": "0f.."}]}
+//                 "kind": "host", "device": -1, "exposed": true, "packedKey": "0f.."}],
+//    "app": "{\"kv\": ...}"}
+// ("stagingWindow" and "app" appear only when the agent has them.)
 //
 // Decoding checks every field (type, range, limits below) and the metadata as a whole
 // (validateMetadata); errors are PROTOCOL_ERROR naming the field path. Stateless and
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "engine/peer/peer_metadata.h"
+#include "kvx/agent_options.h"
 #include "kvx/result.h"
 #include "kvx/status.h"
 
@@ -40,6 +43,10 @@ inline constexpr std::uint64_t kMaxWindowSlotBytes = std::uint64_t{1} << 30;
 
 // Checks an agent name: 1..256 bytes of [A-Za-z0-9._-]. `path` prefixes the error.
 Status validateAgentName(std::string_view name, std::string_view path);
+
+// Checks an application's description of its agent (AgentOptions::applicationInfo): at
+// most kMaxApplicationInfoBytes of valid UTF-8. `path` prefixes the error.
+Status validateApplicationInfo(std::string_view info, std::string_view path);
 
 // Checks what the JSON types cannot: names, region ids non-zero and unique, region names
 // unique, length > 0, address + length does not overflow, device matches kind, limits.

@@ -37,6 +37,9 @@ struct PeerMetadata {
   std::vector<std::uint8_t> dataAddress;  // Transport::localAddress() of the agent
   std::vector<RegionMetadata> regions;    // exposed regions only
   StagingWindowMetadata stagingWindow;    // absent (slots 0) in older agents' metadata
+  // The application's description of the agent (AgentOptions::applicationInfo): opaque
+  // here, fixed for an incarnation. Empty: none.
+  std::string applicationInfo;
 };
 
 }  // namespace kvx::engine

@@ -18,6 +18,7 @@ RemotePeer::RemotePeer(Transport& transport, PeerMetadata metadata,
     : transport_(transport),
       name_(std::move(metadata.name)),
       incarnation_(metadata.incarnation),
+      applicationInfo_(std::move(metadata.applicationInfo)),
       dataAddress_(std::move(metadata.dataAddress)),
       onLinkFailure_(std::move(onLinkFailure)),
       reopenWait_(reopenWait) {}

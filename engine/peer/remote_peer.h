@@ -46,6 +46,8 @@ class RemotePeer {
 
   const std::string& name() const { return name_; }
   std::uint64_t incarnation() const { return incarnation_; }
+  // PeerMetadata::applicationInfo as the peer's handshake gave it.
+  const std::string& applicationInfo() const { return applicationInfo_; }
 
   // Checks that [offset, offset + length) lies in an exposed region of the peer.
   Result<std::shared_ptr<RemoteRegion>> resolve(const MemoryRange& range, std::size_t index,
@@ -144,6 +146,7 @@ class RemotePeer {
   Transport& transport_;
   const std::string name_;
   const std::uint64_t incarnation_;
+  const std::string applicationInfo_;
   const std::vector<std::uint8_t> dataAddress_;
   const LinkFailureHandler onLinkFailure_;
   const Clock::duration reopenWait_;

@@ -4,8 +4,10 @@
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <vector>
 
+#include "agent/agent_impl.h"
 #include "kvx/agent.h"
 #include "tests/support/test_agent.h"
 
@@ -108,6 +110,55 @@ TEST_CASE("peers joining and leaving are reported with their incarnation", "[age
     std::this_thread::sleep_for(100ms);
     CHECK(listenerEvents.size() == 3);
     CHECK(listener->peerInfo("client").isOk());
+  }
+
+  SECTION("a peer that dropped this agent and connects again: it leaves and joins again") {
+    // The client forgets the listener (as after its data path failed) while its control
+    // link stays up, so the listener sees nothing close: the new handshake must tell it.
+    REQUIRE(agent::engineOf(*client)
+                .removePeer("listener", peerFailed("the data path failed (test)"))
+                .isOk());
+    REQUIRE(client->connect(listener->listenAddress()).isOk());
+    // Before connect returned: whatever the client sends next meets the new session.
+    REQUIRE(listenerEvents.size() == 3);
+    auto events = listenerEvents.waitFor(3);
+    CHECK(events[1].kind == PeerEvent::Kind::kLeft);
+    CHECK(events[1].incarnation == clientIncarnation);
+    CHECK(events[1].why.code() == StatusCode::kPeerFailed);
+    CHECK_THAT(events[1].why.message(), Catch::Contains("without the state of its session"));
+    CHECK(events[2].kind == PeerEvent::Kind::kJoined);
+    CHECK(events[2].incarnation == clientIncarnation);
+    auto atClient = clientEvents.waitFor(3);
+    CHECK(atClient[1].kind == PeerEvent::Kind::kLeft);
+    CHECK(atClient[2].kind == PeerEvent::Kind::kJoined);
+    // The data path works both ways in the new session.
+    REQUIRE(client->sendNotification("listener", "to listener").isOk());
+    CHECK(listener->waitNotification(deadlineIn(5s))->payload == "to listener");
+    REQUIRE(listener->sendNotification("client", "to client").isOk());
+    CHECK(client->waitNotification(deadlineIn(5s))->payload == "to client");
+  }
+
+  SECTION("a peer that no longer knows this agent: this agent starts over when it connects") {
+    REQUIRE(agent::engineOf(*listener)
+                .removePeer("client", peerFailed("the data path failed (test)"))
+                .isOk());
+    REQUIRE(listenerEvents.waitFor(2)[1].kind == PeerEvent::Kind::kLeft);
+    REQUIRE(client->connect(listener->listenAddress()).isOk());
+    REQUIRE(clientEvents.size() == 3);
+    auto atClient = clientEvents.waitFor(3);
+    CHECK(atClient[1].kind == PeerEvent::Kind::kLeft);
+    CHECK_THAT(atClient[1].why.message(), Catch::Contains("no longer knew this agent"));
+    CHECK(atClient[2].kind == PeerEvent::Kind::kJoined);
+    CHECK(listenerEvents.waitFor(3)[2].kind == PeerEvent::Kind::kJoined);
+    REQUIRE(client->sendNotification("listener", "again").isOk());
+    CHECK(listener->waitNotification(deadlineIn(5s))->payload == "again");
+  }
+
+  SECTION("a second connect of a peer that keeps its session changes nothing") {
+    REQUIRE(client->connect(listener->listenAddress()).isOk());
+    std::this_thread::sleep_for(100ms);
+    CHECK(listenerEvents.size() == 1);
+    CHECK(clientEvents.size() == 1);
   }
 
   SECTION("no events after the handler is cleared") {

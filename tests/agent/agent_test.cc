@@ -103,6 +103,33 @@ TEST_CASE("metadata blobs connect agents without a channel", "[agent]") {
   CHECK_FALSE(a->loadPeerMetadata(*a->exportMetadata()).isOk());
 }
 
+TEST_CASE("an application's description of its agent reaches peers with the agent", "[agent]") {
+  AgentOptions described = kvx::test::agentOptions("described", "inproc");
+  described.applicationInfo = R"({"role": "decode", "note": "é"})";
+  auto a = Agent::create(described);
+  REQUIRE(a.isOk());
+  auto b = makeAgent("plain", "inproc");
+  // Through the handshake, both ways (the plain agent's is empty)...
+  REQUIRE(b->connect((*a)->listenAddress()).isOk());
+  CHECK(b->peerInfo("described")->applicationInfo == described.applicationInfo);
+  REQUIRE(eventually([&] { return (*a)->peerInfo("plain").isOk(); }));
+  CHECK((*a)->peerInfo("plain")->applicationInfo.empty());
+  // ...and in a blob.
+  auto c = makeAgent("blob-reader", "inproc");
+  REQUIRE(c->loadPeerMetadata(*(*a)->exportMetadata()).isOk());
+  CHECK(c->peerInfo("described")->applicationInfo == described.applicationInfo);
+
+  AgentOptions tooLong = kvx::test::agentOptions("too-long", "inproc");
+  tooLong.applicationInfo.assign(kMaxApplicationInfoBytes + 1, 'x');
+  const Status refused = Agent::create(tooLong).status();
+  CHECK(refused.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(refused.message(), Catch::Contains("applicationInfo: expected at most 65536 bytes"));
+  AgentOptions notText = kvx::test::agentOptions("not-text", "inproc");
+  notText.applicationInfo = "\xc3";
+  CHECK_THAT(Agent::create(notText).status().message(),
+             Catch::Contains("applicationInfo: expected valid UTF-8"));
+}
+
 TEST_CASE("bad input gets a clear error and the agent keeps serving", "[agent]") {
   auto a = makeAgent("bad-a", "inproc");
   auto b = makeAgent("bad-b", "inproc");

@@ -45,6 +45,10 @@ TEST_CASE("JsonReader checks types and ranges") {
   CHECK_FALSE(reader->optionalString("absent", 5)->has_value());
   CHECK(**reader->optionalString("text", 5) == "abc");
   CHECK(*reader->boolean("flag"));
+  CHECK_FALSE(reader->optionalBoolean("absent")->has_value());
+  CHECK(**reader->optionalBoolean("flag"));
+  CHECK(reader->optionalBoolean("text").status().message() ==
+        "doc.text: expected boolean, got string");
   CHECK(*reader->hexBytes("hex", 2) == std::vector<std::uint8_t>{0x00, 0xff});
   CHECK(reader->hexBytes("hex", 1).status().code() == StatusCode::kProtocolError);
   CHECK((*reader->array("list", 3))->size() == 3);

@@ -13,6 +13,7 @@ namespace kvx::agent::channel {
 nlohmann::json HelloAck::toJson() const {
   nlohmann::json value = {{"metadata", agent::metadata::metadataToJson(metadata)}};
   if (peerTimeoutMs) value["peerTimeoutMs"] = *peerTimeoutMs;
+  if (knewYou) value["knewYou"] = *knewYou;
   return value;
 }
 
@@ -26,6 +27,7 @@ Result<HelloAck> HelloAck::fromJson(const nlohmann::json& value) {
   KVX_ASSIGN_OR_RETURN(
       message.peerTimeoutMs,
       reader.optionalUnsignedInteger("peerTimeoutMs", kMinPeerTimeoutMs, kMaxPeerTimeoutMs));
+  KVX_ASSIGN_OR_RETURN(message.knewYou, reader.optionalBoolean("knewYou"));
   return message;
 }
 

@@ -19,6 +19,10 @@ struct HelloAck {
   engine::PeerMetadata metadata;
   // [kMinPeerTimeoutMs, kMaxPeerTimeoutMs]; absent from a peer without heartbeats.
   std::optional<std::uint64_t> peerTimeoutMs;
+  // Whether the server already knew the client at this incarnation, over a link still
+  // established, and keeps what it holds for it (rejoin.h). Absent from older servers:
+  // then the client does not check.
+  std::optional<bool> knewYou;
 
   nlohmann::json toJson() const;
   // PROTOCOL_ERROR naming the field ("hello_ack.metadata.regions[3].length: ...") on any violation.

@@ -47,6 +47,8 @@ Result<Message> decodeMessage(const Frame& frame) {
       case MessageType::kAuthBegin: return decodeAs<AuthBegin>(frame);
       case MessageType::kAuthChallenge: return decodeAs<AuthChallenge>(frame);
       case MessageType::kAuthResponse: return decodeAs<AuthResponse>(frame);
+      case MessageType::kRejoin: return decodeAs<Rejoin>(frame);
+      case MessageType::kRejoinAck: return decodeAs<RejoinAck>(frame);
       case MessageType::kMetadataBlob: break;
     }
     return protocolError("frame type " + std::to_string(frame.type) + " (" +

@@ -18,12 +18,13 @@
 #include "agent/channel/messages/hello.h"
 #include "agent/channel/messages/hello_ack.h"
 #include "agent/channel/messages/metadata_update.h"
+#include "agent/channel/messages/rejoin.h"
 #include "kvx/result.h"
 
 namespace kvx::agent::channel {
 
 using Message = std::variant<Hello, HelloAck, MetadataUpdate, ErrorMessage, Goodbye, Heartbeat,
-                             AuthBegin, AuthChallenge, AuthResponse>;
+                             AuthBegin, AuthChallenge, AuthResponse, Rejoin, RejoinAck>;
 
 MessageType messageType(const Message& message);
 

@@ -31,6 +31,7 @@ struct PeerInfo {
   std::string name;
   std::vector<RegionInfo> regions;  // exposed regions only
   std::uint64_t incarnation = 0;    // drawn at the peer's start; a restart changes it
+  std::string applicationInfo;      // the peer's AgentOptions::applicationInfo
 };
 
 class Agent final {

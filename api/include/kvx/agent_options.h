@@ -3,6 +3,7 @@
 // Everything an Agent can be configured with. Defaults suit a single node test on 127.0.0.1.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -129,7 +130,17 @@ struct AgentOptions {
 
   // How many RMA operations one transfer keeps in flight at a time.
   std::uint32_t maxOpsInFlight = 256;
+
+  // What the application on top says about itself to every peer: carried in this agent's
+  // metadata (the control channel's handshake, an exported blob) and shown to peers as
+  // PeerInfo::applicationInfo, so that an application's own description of a peer arrives
+  // with the peer rather than in a second handshake (KvAgent puts its role and KV pool
+  // here). Opaque to kvx; fixed for the agent's lifetime. At most kMaxApplicationInfoBytes of
+  // valid UTF-8 (Agent::create: INVALID_ARGUMENT). Empty: none.
+  std::string applicationInfo;
 };
+
+inline constexpr std::size_t kMaxApplicationInfoBytes = 64 * 1024;
 
 // Picks the data path by the name an operator gives it: "shm" or "tcp" (UCX over shared
 // memory or over tcp), "socket" (kvx's own TCP transport, no UCX), "inproc" (tests). Sets

@@ -44,6 +44,7 @@ struct Events {
   std::vector<PeerMetadata> hellos;
   std::vector<PeerMetadata> updates;
   std::vector<std::pair<std::string, Status>> disconnects;
+  std::vector<std::pair<std::string, Status>> startedOver;  // onPeerStartedOver calls
 
   template <typename Pred>
   bool waitFor(Pred pred, std::chrono::milliseconds timeout = 5s) {
@@ -60,6 +61,8 @@ struct TestChannel {
   // Runs on the channel's thread inside onMetadataUpdate, after the update is recorded (a
   // test may block there to stall the channel).
   std::function<void()> afterUpdate;
+  // What holdsPeer answers; never set: the channel holds nobody. Set before connecting.
+  std::atomic<bool> holdsEveryone{false};
 
   static ChannelOptions defaultOptions(std::chrono::milliseconds readTimeout = 5s,
                                        std::uint32_t maxFrameBytes = 1u << 20) {
@@ -99,6 +102,15 @@ struct TestChannel {
         events.disconnects.emplace_back(peer, why);
       }
       events.changed.notify_all();
+    };
+    handlers.holdsPeer = [this](const PeerMetadata&) { return holdsEveryone.load(); };
+    handlers.onPeerStartedOver = [this](const PeerMetadata& remote, const Status& why) {
+      {
+        std::lock_guard lock(events.mutex);
+        events.startedOver.emplace_back(remote.name, why);
+      }
+      events.changed.notify_all();
+      return Status::ok();
     };
     auto started = ControlChannel::start(options, handlers);
     REQUIRE(started.isOk());

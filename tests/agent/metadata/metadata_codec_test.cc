@@ -76,6 +76,27 @@ TEST_CASE("metadata carries a staging window when the agent has one") {
   requireError(wraps, "metadata.stagingWindow");
 }
 
+TEST_CASE("metadata carries the application's description of the agent when it has one") {
+  auto metadata = sampleMetadata("decode-0", 1);
+  CHECK_FALSE(md::metadataToJson(metadata).contains("app"));
+  metadata.applicationInfo = R"({"kv": {"role": "decode"}} é)";
+  const json value = md::metadataToJson(metadata);
+  CHECK(value["app"] == metadata.applicationInfo);
+  auto decoded = viaText(value);
+  REQUIRE(decoded.isOk());
+  CHECK(sameMetadata(*decoded, metadata));
+
+  json big = value;
+  big["app"] = std::string(kvx::kMaxApplicationInfoBytes + 1, 'x');
+  requireError(big, "metadata.app: expected string of at most 65536 bytes");
+  json notText = value;
+  notText["app"] = json::object();
+  requireError(notText, "metadata.app: expected string, got object");
+  metadata.applicationInfo = std::string("\xff\xfe", 2);
+  CHECK_THAT(md::validateMetadata(metadata, "local").message(),
+             Catch::Contains("local.app: expected valid UTF-8"));
+}
+
 TEST_CASE("metadata field checks name the field") {
   const json good = md::metadataToJson(sampleMetadata("a", 4));
   auto with = [&](auto mutate) {

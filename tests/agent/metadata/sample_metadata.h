@@ -32,7 +32,8 @@ inline engine::PeerMetadata sampleMetadata(std::string name = "agent-a", int reg
 
 inline bool sameMetadata(const engine::PeerMetadata& a, const engine::PeerMetadata& b) {
   if (a.name != b.name || a.incarnation != b.incarnation || a.transport != b.transport ||
-      a.dataAddress != b.dataAddress || a.regions.size() != b.regions.size()) {
+      a.dataAddress != b.dataAddress || a.regions.size() != b.regions.size() ||
+      a.applicationInfo != b.applicationInfo) {
     return false;
   }
   for (std::size_t i = 0; i < a.regions.size(); ++i) {

@@ -38,3 +38,18 @@ TEST_CASE("hello_ack field violations name the field") {
   CHECK_THAT(decodeJson(json(1.5)).status().message(),
              Catch::Contains("hello_ack: expected object, got float"));
 }
+
+TEST_CASE("hello_ack says whether the server knew the client; older servers do not say") {
+  for (bool knew : {true, false}) {
+    const HelloAck ack{kvx::test::sampleMetadata("server", 1), std::nullopt, knew};
+    auto decoded = decodeJson(ack.toJson());
+    REQUIRE(decoded.isOk());
+    CHECK(std::get<HelloAck>(*decoded).knewYou == std::optional<bool>(knew));
+  }
+  json older = HelloAck{kvx::test::sampleMetadata("server", 1)}.toJson();
+  CHECK_FALSE(older.contains("knewYou"));
+  CHECK_FALSE(std::get<HelloAck>(*decodeJson(older)).knewYou.has_value());
+  older["knewYou"] = "yes";
+  CHECK_THAT(decodeJson(older).status().message(),
+             Catch::Contains("hello_ack.knewYou: expected boolean, got string"));
+}
