@@ -23,7 +23,9 @@
 #include "engine/transport/transport_registry.h"
 #include "engine/transport/ucx/ucx_frame.h"
 #include "engine/transport/ucx/ucx_remote_key.h"
+#include "kv/handoff/kv_agent_info.h"
 #include "kv/handoff/kv_message.h"
+#include "kv/pool/kv_pool.h"
 #include "kv/pool/model_shape.h"
 #include "workload/latency_stats.h"
 #include "workload/trace_writer.h"
@@ -128,6 +130,9 @@ void messages() {
   message("hello-peer-timeout", 0, payloadOf(Hello{metadata(1), "prefill", 2000}));
   message("hello-ack-peer-timeout", 1, payloadOf(HelloAck{metadata(0), 20}));
   message("unknown-type", 8, R"({"reason":"x"})");
+  message("hello-ack-knew-you", 1, payloadOf(HelloAck{metadata(1), 2000, true}));
+  message("rejoin", 12, payloadOf(Rejoin{}));
+  message("rejoin-ack", 13, payloadOf(RejoinAck{}));
   message("not-json", 4, R"({"reason":)");
   message("deep", 4, std::string(40, '[') + std::string(40, ']'));
   std::string zeroLength = payloadOf(Hello{metadata(1), std::nullopt});
@@ -181,6 +186,25 @@ void kvMessages() {
   write("kv_message", "unknown-type", R"({"t":"teleport","req":"r"})");
   write("kv_message", "zero-extent",
         R"({"t":"placed","req":"r","blocks":[[3,0]],"prefixBlocks":0,"free":1})");
+}
+
+void kvAgentInfos() {
+  using namespace kv::handoff;
+  KvAgentInfo info{KvRole::kDecode,    KvMode::kPush, kv::builtinShape("llama3-8b").value(),
+                   kv::KvLayout::kNHD, 1024,          {}};
+  for (std::uint32_t t = 0; t < info.shape.layers; ++t) {
+    info.regionNames.push_back(kv::KvPool::regionName(t));
+  }
+  write("kv_agent_info", "decode", encodeKvAgentInfo(info));
+  info.role = KvRole::kPrefill;
+  info.mode = KvMode::kPull;
+  info.shape = kv::builtinShape("deepseek-v3").value();
+  info.layout = kv::KvLayout::kCrossLayer;
+  info.regionNames = {"kv.t0"};
+  write("kv_agent_info", "prefill-pull-cross-layer", encodeKvAgentInfo(info));
+  info.regionNames.push_back("kv.t1");
+  write("kv_agent_info", "extra-region", encodeKvAgentInfo(info));
+  write("kv_agent_info", "not-kv", R"({"router": {"shards": 4}})");
 }
 
 void notificationHeaders() {
@@ -348,6 +372,7 @@ int main(int argc, char** argv) {
   messages();
   metadataBlobs();
   kvMessages();
+  kvAgentInfos();
   notificationHeaders();
   stagingMessages();
   modelShapes();

@@ -33,7 +33,7 @@ std::vector<KvPeerStatus> KvAgent::peers() const {
         std::vector<KvPeerStatus> out;
         std::vector<KvPeerStatus> scheduled;
         if (impl_->prefill) scheduled = impl_->prefill->peerViews();
-        for (const auto& [name, entry] : impl_->kvPeers) {
+        for (const auto& [name, entry] : impl_->peers.all()) {
           KvPeerStatus s;
           s.name = name;
           s.role = entry.role;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "kv/handoff/kv_agent_info.h"
+
 namespace kvx {
 
 using namespace kv::handoff;
@@ -12,6 +14,21 @@ using namespace kv::handoff;
 Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions options) {
   if (options.prefixChunkTokens == 0) {
     return invalidArgument("prefixChunkTokens must be > 0");
+  }
+  if (!options.agent.applicationInfo.empty()) {
+    return invalidArgument(
+        "agent.applicationInfo is the KV agent's own (its role and pool, for peers); leave it "
+        "empty");
+  }
+  {
+    // Peers learn this agent's role and pool from its metadata: known before it exists.
+    KVX_ASSIGN_OR_RETURN(const kv::PoolLayout layout, kv::KvPool::layoutOf(options.pool));
+    KvAgentInfo info{options.role,    options.defaultMode, layout.shape(),
+                     layout.layout(), layout.blocks(),     {}};
+    for (std::uint32_t t = 0; t < layout.tensorCount(); ++t) {
+      info.regionNames.push_back(kv::KvPool::regionName(t));
+    }
+    options.agent.applicationInfo = encodeKvAgentInfo(info);
   }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
@@ -62,11 +79,7 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
         [self](const std::string& address, Deadline deadline) {
           return self->connect(address, deadline);
         },
-        [self](const std::string& peer) {
-          sync::MutexLock lock(self->peersMutex);
-          auto it = self->handshakes.find(peer);
-          return it != self->handshakes.end() && it->second.compatible;
-        });
+        [self](const std::string& peer) { return self->peers.compatible(peer); });
   }
   spdlog::info("{}: {} agent on {}, pool {} ({} MiB, {} tensors)", options.agent.name,
                toString(options.role), impl->agent->listenAddress(),
@@ -112,10 +125,7 @@ Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
   if (shutDown.exchange(true)) return Status::ok();
   accepting.store(false);
   if (reconnector) reconnector->stop();
-  {
-    sync::MutexLock lock(peersMutex);  // wakes a connect() waiting for a handshake
-  }
-  peersChanged.notify_all();
+  peers.wakeAll();  // a connect() waiting for a handshake sees shutDown
   (void)loop->callStatus(
       [this] {
         if (decode) decode->stopAccepting();
@@ -173,99 +183,31 @@ Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline 
   if (Clock::now() >= deadline) {
     return timedOut("connecting to " + address + ": the deadline passed before the call");
   }
-  {
-    // One connect per address at a time (the user's and the reconnector's may meet): two at
-    // once would share the half-made connection, and the first to give up would drop it
-    // under the other.
-    sync::UniqueLock lock(peersMutex);
-    const bool turn = peersChanged.wait_until(
-        lock.native(), deadline,
-        [&]() KVX_REQUIRES(peersMutex) { return !dialing.contains(address) || shutDown.load(); });
-    if (shutDown.load()) return failedPrecondition("the KV agent is shut down");
-    if (!turn) {
-      return timedOut("connecting to " + address +
-                      ": another connect to it was still in progress at the deadline");
-    }
-    dialing.insert(address);
-  }
-  struct DialEnd {
-    Impl& self;
-    const std::string& address;
-    ~DialEnd() {
-      {
-        sync::MutexLock lock(self.peersMutex);
-        self.dialing.erase(address);
-      }
-      self.peersChanged.notify_all();
-    }
-  } dialEnd{*this, address};
-  while (true) {
-    const auto left = deadline - Clock::now();
-    const bool mayRetry = left >= 2 * kHelloRetryAfter;
-    bool unanswered = false;
-    auto connected =
-        connectOnce(address, deadline, mayRetry ? Clock::now() + left / 2 : deadline, unanswered);
-    if (connected.isOk() || !unanswered || !mayRetry || shutDown.load()) return connected;
-    spdlog::warn("{}: {}; connecting again", options.agent.name, connected.status().message());
-  }
-}
-
-Result<std::string> KvAgent::Impl::connectOnce(const std::string& address, Deadline deadline,
-                                               Deadline answerBy, bool& unanswered) {
   const auto started = Clock::now();
-  const auto waited = [&] {
-    return std::to_string(
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
-  };
   KVX_ASSIGN_OR_RETURN(std::string peer, agent->connect(address, deadline));
-  {
-    sync::MutexLock lock(peersMutex);
-    repliesSeen.erase(peer);
+  auto info = agent->peerInfo(peer);
+  if (!info.isOk()) {
+    return info.status().withContext("agent '" + peer + "' at " + address +
+                                     " left right after the handshake");
   }
-  // The hello goes out from the service thread, but this call does not wait for that thread
-  // separately: a busy one (a pool being readied) delays the handshake, and the one deadline
-  // below covers both.
-  auto hello = std::make_shared<Status>();
-  loop->post([this, peer, hello] {
-    Status sent = port->send(peer, HelloMsg{options.role, pool->description(), availableBlocks(),
-                                            false, options.defaultMode, ownSession(peer)});
-    if (sent.isOk()) return;
-    {
-      sync::MutexLock lock(peersMutex);
-      *hello = std::move(sent);
-    }
-    peersChanged.notify_all();
-  });
-  sync::UniqueLock lock(peersMutex);
-  const auto done = [&]() KVX_REQUIRES(peersMutex) {
-    return handshakes.contains(peer) || !hello->isOk() || shutDown.load();
-  };
-  bool answered = peersChanged.wait_until(lock.native(), answerBy, done);
-  // A reply that arrived is being handled (readying the peer's pool can take seconds): wait
-  // for it until the caller's deadline.
-  if (!answered && repliesSeen.contains(peer))
-    answered = peersChanged.wait_until(lock.native(), deadline, done);
-  if (!hello->isOk()) {
-    return hello->withContext("sending the KV hello to '" + peer + "' at " + address);
+  // The join event of this handshake (or of an earlier one, if the peer was connected
+  // already) is on its way to the service thread, which takes the peer in; a peer refused
+  // before is looked at once more, since a peer that was still starting may be complete now.
+  if (auto known = peers.find(peer);
+      known && known->incarnation == info->incarnation && !known->compatible) {
+    loop->post([this, peer, incarnation = info->incarnation] { onJoined(peer, incarnation); });
   }
-  if (!answered) {
-    unanswered = !repliesSeen.contains(peer);
-    lock.unlock();
-    // No handshake, so no request with the peer: drop the half-made connection (its control
-    // link and data-path endpoint), so that the next connect() builds both afresh rather
-    // than sending its hello down a link that lost the last one (a UCX tcp endpoint opened
-    // under heavy loss stayed silent for 15 s after the loss ended).
-    Status dropped = agent->disconnect(peer);
-    return timedOut("agent '" + peer + "' at " + address + " did not complete the KV handshake " +
-                    (unanswered ? "(no reply to the hello) " : "") + "within " + waited() +
-                    " ms (is it a kvx KV agent, and is this agent's KV service thread busy?); "
-                    "the connection was dropped" +
-                    (dropped.isOk() ? "" : " (" + dropped.toString() + ")"));
+  auto entry = peers.waitFor(peer, info->incarnation, deadline, shutDown);
+  if (!entry.isOk()) {
+    if (entry.status().code() != StatusCode::kTimedOut) return entry.status();
+    return timedOut(
+        "agent '" + peer + "' at " + address + " connected, but this agent's KV " +
+        "service thread did not take it in within " +
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count()) +
+        " ms (is it busy?); it will when it can");
   }
-  if (!handshakes.contains(peer)) return failedPrecondition("the KV agent is shut down");
-  const PeerEntry& entry = handshakes.at(peer);
-  if (!entry.compatible) return failedPrecondition(entry.reason);
-  lock.unlock();
+  if (!entry->compatible) return failedPrecondition(entry->reason);
   if (reconnector) reconnector->watch(peer, address);
   return peer;
 }
@@ -277,22 +219,8 @@ void KvAgent::Impl::onNotification(const Notification& n) {
                  message.status().toString());
     return;
   }
-  if (const auto* hello = std::get_if<HelloMsg>(&*message)) return onHello(n.peer, *hello);
-  if (const auto* refused = std::get_if<RefusedMsg>(&*message); refused && refused->req.empty()) {
-    PeerEntry entry{KvRole::kDecode, false, refused->why.message(), 0};
-    kvPeers[n.peer] = entry;
-    {
-      sync::MutexLock lock(peersMutex);
-      handshakes[n.peer] = entry;
-    }
-    peersChanged.notify_all();
-    spdlog::warn("{}: '{}' refused the KV handshake: {}", options.agent.name, n.peer,
-                 refused->why.message());
-    return;
-  }
-  auto known = kvPeers.find(n.peer);
-  if (known == kvPeers.end() || !known->second.compatible) {
-    spdlog::warn("{}: dropped a KV message from '{}', which has not completed the KV handshake",
+  if (!peers.compatible(n.peer)) {
+    spdlog::warn("{}: dropped a KV message from '{}', which is not a compatible KV peer",
                  options.agent.name, n.peer);
     return;
   }
@@ -300,100 +228,76 @@ void KvAgent::Impl::onNotification(const Notification& n) {
   if (decode) decode->onMessage(n.peer, *message);
 }
 
-void KvAgent::Impl::onHello(const std::string& peer, const HelloMsg& hello) {
+void KvAgent::Impl::onJoined(const std::string& peer, std::uint64_t incarnation) {
   auto info = agent->peerInfo(peer);
-  if (!info.isOk()) {
-    // A hello that arrived after its connection was dropped (a connect that gave up on it):
-    // there is no one to answer, and refusing it would leave a stale refusal for the next
-    // connect to find.
-    spdlog::info("{}: ignored a KV hello from '{}', which is no longer connected ({})",
-                 options.agent.name, peer, info.status().message());
+  if (!info.isOk() || info->incarnation != incarnation) {
+    // Gone again, or restarted: the events of what followed are queued behind this one.
     return;
   }
-  if (hello.reply) {
-    {
-      sync::MutexLock lock(peersMutex);
-      repliesSeen.insert(peer);
-    }
-    peersChanged.notify_all();
+  if (auto known = peers.find(peer); known && known->incarnation == incarnation) {
+    if (known->compatible) return;  // taken in already
+    // Refused before (a connect looks again: a peer that was still starting may be complete
+    // now); the sides never knew it.
+    port->detachPool(peer);
   }
-  const std::uint64_t incarnation = info->incarnation;
-  if (auto known = kvPeers.find(peer); known != kvPeers.end() &&
-                                       known->second.incarnation != incarnation &&
-                                       incarnation != 0 && known->second.incarnation != 0) {
-    forgetPeer(peer, peerFailed("peer '" + peer + "' restarted (new incarnation)"));
-  }
-  if (auto known = kvPeers.find(peer); known != kvPeers.end() && known->second.session != 0 &&
-                                       hello.session != 0 &&
-                                       known->second.session != hello.session) {
-    // The peer dropped our session (it failed its requests with us, as when its data path
-    // to us failed) and started another, while this side saw no link close: its new
-    // connection came up before the old one went. Without this, what we reserved for the
-    // old session would wait for its leases.
-    spdlog::info(
-        "{}: '{}' started a new KV session (session {}, was {}); the old one's "
-        "requests end",
-        options.agent.name, peer, hello.session, known->second.session);
-    endSession(peer, peerFailed("peer '" + peer +
-                                "' ended its KV session with this agent (its requests with "
-                                "this agent failed on its side) and started a new one"));
-  }
-  PeerEntry entry;
+  kv::KvPeer entry;
   entry.incarnation = incarnation;
-  entry.session = hello.session;
-  entry.role = hello.role;
-  entry.totalBlocks = hello.pool.blocks;
-  entry.kvHeads = hello.pool.shape.kvHeads;
-  Status ok = kvx::kv::checkSliceCompatible(pool->description(), hello.pool);
-  if (ok.isOk() && hello.role == options.role) {
-    ok = failedPrecondition("both agents are " + std::string(toString(options.role)) +
-                            " agents; a KV hand-off needs a prefill and a decode agent");
-  }
-  // Only the side that will initiate moves readies the other's memory now: a prefill agent
-  // pushes by default, a decode agent pulls only from a prefill agent that says it pulls.
-  const KvMode peerMode = hello.mode;
-  const bool initiates = options.role == KvRole::kPrefill ? options.defaultMode == KvMode::kPush
-                                                          : peerMode == KvMode::kPull;
-  if (ok.isOk()) ok = port->attachPool(peer, hello.pool, initiates);
-  entry.compatible = ok.isOk();
-  entry.reason = ok.isOk() ? "" : ok.message();
-  kvPeers[peer] = entry;
-  if (!hello.reply) {
-    if (ok.isOk()) {
-      (void)port->send(peer, HelloMsg{options.role, pool->description(), availableBlocks(), true,
-                                      options.defaultMode, ownSession(peer)});
+  Status ok = Status::ok();
+  std::optional<kv::PoolDescription> remotePool;
+  auto kvInfo = decodeKvAgentInfo(info->applicationInfo);
+  if (!kvInfo.isOk()) {
+    ok = failedPrecondition("'" + peer + "' is not a kvx KV agent, or not one this agent can " +
+                            "work with: " + kvInfo.status().message());
+  } else {
+    entry.role = kvInfo->role;
+    entry.totalBlocks = kvInfo->blocks;
+    entry.kvHeads = kvInfo->shape.kvHeads;
+    auto resolved = resolvePool(*kvInfo, *info);
+    if (resolved.isOk()) {
+      remotePool = std::move(resolved).value();
+      ok = kvx::kv::checkSliceCompatible(pool->description(), *remotePool);
     } else {
-      (void)port->send(peer, RefusedMsg{"", ok, false, 0});
+      ok = resolved.status();
+    }
+    if (ok.isOk() && kvInfo->role == options.role) {
+      ok = failedPrecondition("both agents are " + std::string(toString(options.role)) +
+                              " agents; a KV hand-off needs a prefill and a decode agent");
     }
   }
   if (ok.isOk()) {
+    // Only the side that will initiate moves readies the other's memory now: a prefill agent
+    // pushes by default, a decode agent pulls only from a prefill agent that says it pulls.
+    const bool initiates = options.role == KvRole::kPrefill ? options.defaultMode == KvMode::kPush
+                                                            : kvInfo->mode == KvMode::kPull;
+    ok = port->attachPool(peer, *remotePool, initiates);
+  }
+  entry.compatible = ok.isOk();
+  entry.reason = ok.isOk() ? "" : ok.message();
+  if (ok.isOk()) {
     auto path = agent->dataPathDescription(peer);
     spdlog::info("{}: {} agent '{}' joined: {}; data path {}", options.agent.name,
-                 toString(hello.role), peer, kvx::kv::describe(hello.pool),
+                 toString(entry.role), peer, kvx::kv::describe(*remotePool),
                  path.isOk() ? *path : path.status().message());
-    if (prefill) {
-      prefill->onPeerReady(peer, hello.pool.blocks, hello.freeBlocks, hello.pool.shape.kvHeads);
-    }
+    // Until the peer says how many blocks it has free, all of them: a request it cannot
+    // take is refused as retryable and waits for its next capacity message.
+    if (prefill) prefill->onPeerReady(peer, entry.totalBlocks, entry.totalBlocks, entry.kvHeads);
     if (decode) decode->onPeerReady(peer);
   } else {
     spdlog::warn("{}: refused '{}': {}", options.agent.name, peer, ok.message());
   }
-  {
-    sync::MutexLock lock(peersMutex);
-    handshakes[peer] = entry;
-  }
-  peersChanged.notify_all();
+  peers.record(peer, std::move(entry));
 }
 
 void KvAgent::Impl::onPeerEvent(const PeerEvent& event) {
-  auto known = kvPeers.find(event.peer);
-  if (known == kvPeers.end()) return;
-  const std::uint64_t said = known->second.incarnation;
-  if (event.kind == PeerEvent::Kind::kLeft && (said == event.incarnation || said == 0)) {
-    forgetPeer(event.peer, event.why);
-  } else if (event.kind == PeerEvent::Kind::kJoined && said != event.incarnation) {
+  auto known = peers.find(event.peer);
+  if (event.kind == PeerEvent::Kind::kLeft) {
+    if (known && known->incarnation == event.incarnation) forgetPeer(event.peer, event.why);
+    return;
+  }
+  if (known && known->incarnation != event.incarnation) {
     forgetPeer(event.peer, peerFailed("peer '" + event.peer + "' restarted (new incarnation)"));
   }
+  onJoined(event.peer, event.incarnation);
 }
 
 void KvAgent::Impl::forgetPeer(const std::string& name, const Status& why) {
@@ -401,38 +305,17 @@ void KvAgent::Impl::forgetPeer(const std::string& name, const Status& why) {
   // of it say so themselves.
   spdlog::info("{}: peer '{}' left ({}); requests with it end", options.agent.name, name,
                why.message());
-  endSession(name, why);
-  sync::MutexLock lock(reconnectorMutex);
-  if (reconnector && !shutDown.load()) reconnector->lost(name);
-}
-
-void KvAgent::Impl::endSession(const std::string& name, const Status& why) {
-  kvPeers.erase(name);
-  ownSessions.erase(name);
+  peers.forget(name);
   port->detachPool(name);
   if (prefill) prefill->onPeerGone(name, why);
   if (decode) decode->onPeerGone(name, why);
-  sync::MutexLock lock(peersMutex);
-  handshakes.erase(name);
-}
-
-std::uint64_t KvAgent::Impl::ownSession(const std::string& peer) {
-  auto [it, made] = ownSessions.try_emplace(peer, 0);
-  if (made) it->second = ++sessionsMade;
-  return it->second;
+  sync::MutexLock lock(reconnectorMutex);
+  if (reconnector && !shutDown.load()) reconnector->lost(name);
 }
 
 void KvAgent::Impl::onTick() {
   if (prefill) prefill->onTick();
   if (decode) decode->onTick();
-  const std::vector<std::string> live = port->livePeers();
-  std::vector<std::string> gone;
-  for (const auto& [name, entry] : kvPeers) {
-    if (std::find(live.begin(), live.end(), name) == live.end()) gone.push_back(name);
-  }
-  for (const std::string& name : gone) {
-    forgetPeer(name, peerFailed("the connection to '" + name + "' was lost"));
-  }
 }
 
 }  // namespace kvx

@@ -233,6 +233,11 @@ std::uint64_t DecodeSide::availableBlocks() const {
   return context_.allocator.freeBlocks() + cache_.cachedBlocks() - cache_.pinnedBlocks();
 }
 
+void DecodeSide::onPeerReady(const std::string& peer) {
+  peers_.insert(peer);
+  (void)context_.port.send(peer, CapacityMsg{availableBlocks()});
+}
+
 void DecodeSide::broadcastCapacity() {
   const std::uint64_t free = availableBlocks();
   for (const std::string& peer : peers_) (void)context_.port.send(peer, CapacityMsg{free});

@@ -40,7 +40,8 @@ class DecodeSide {
  public:
   explicit DecodeSide(SideContext& context);
 
-  void onPeerReady(const std::string& peer) { peers_.insert(peer); }
+  // A prefill agent joined: it is told how many blocks are free.
+  void onPeerReady(const std::string& peer);
   void onPeerGone(const std::string& peer, const Status& why);
   void onMessage(const std::string& peer, const KvMessage& message);
   void onTick();

@@ -45,7 +45,9 @@ KvPool::KvPool(Agent& agent, PoolLayout layout, KvPoolSpec spec)
   info_.device = spec_.kind == MemoryKind::kHost ? -1 : spec_.device;
 }
 
-Result<std::unique_ptr<KvPool>> KvPool::create(Agent& agent, const KvPoolSpec& spec) {
+std::string KvPool::regionName(std::uint32_t tensor) { return "kv.t" + std::to_string(tensor); }
+
+Result<PoolLayout> KvPool::layoutOf(const KvPoolSpec& spec) {
   auto parsed = shapeFromNameOrJson(spec.model);
   if (!parsed.isOk()) return invalidArgument(parsed.status().message());
   ModelShape shape = std::move(parsed).value();
@@ -54,7 +56,14 @@ Result<std::unique_ptr<KvPool>> KvPool::create(Agent& agent, const KvPoolSpec& s
   PoolDescription check{shape, kind, spec.blocks,
                         std::vector<RegionId>(layout.tensorCount(), RegionId{})};
   KVX_RETURN_IF_ERROR(validateDescription(check));
+  return layout;
+}
+
+Result<std::unique_ptr<KvPool>> KvPool::create(Agent& agent, const KvPoolSpec& spec) {
+  KVX_ASSIGN_OR_RETURN(PoolLayout layout, layoutOf(spec));
   if (!spec.tensors.empty() && spec.tensors.size() != layout.tensorCount()) {
+    const PoolDescription check{layout.shape(), layout.layout(), spec.blocks,
+                                std::vector<RegionId>(layout.tensorCount(), RegionId{})};
     return invalidArgument("pool " + describe(check) + " needs " +
                            std::to_string(layout.tensorCount()) + " tensors of " +
                            std::to_string(layout.tensorBytes()) + " bytes; got " +
@@ -62,7 +71,7 @@ Result<std::unique_ptr<KvPool>> KvPool::create(Agent& agent, const KvPoolSpec& s
   }
   std::unique_ptr<KvPool> pool(new KvPool(agent, std::move(layout), spec));
   for (std::uint32_t t = 0; t < pool->layout_.tensorCount(); ++t) {
-    const std::string name = "kv.t" + std::to_string(t);
+    const std::string name = regionName(t);
     if (spec.tensors.empty()) {
       KVX_ASSIGN_OR_RETURN(AllocatedRegion region,
                            agent.allocateMemory({name, pool->layout_.tensorBytes(), spec.kind,

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "kv/pool/pool_description.h"
@@ -26,6 +27,11 @@ class KvPool {
   // INVALID_ARGUMENT for an unknown shape or layout, zero blocks, or a count of wrapped
   // tensors the layout does not have; errors of registration or allocation otherwise.
   static Result<std::unique_ptr<KvPool>> create(Agent& agent, const KvPoolSpec& spec);
+  // The layout a pool of `spec` will have, before any memory exists (its errors are
+  // create()'s for the same spec).
+  static Result<PoolLayout> layoutOf(const KvPoolSpec& spec);
+  // The name of the region holding tensor `tensor`: "kv.t<tensor>".
+  static std::string regionName(std::uint32_t tensor);
   ~KvPool();
   KvPool(const KvPool&) = delete;
   KvPool& operator=(const KvPool&) = delete;

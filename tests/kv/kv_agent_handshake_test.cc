@@ -1,22 +1,21 @@
 // kvx-test-labels: unit
-// The KV handshake as a peer sees it, with the other side a bare kvx::Agent speaking the
-// hand-off protocol by hand, so that the test decides what each hello says and when:
-//  - the session a hello carries: a peer that dropped its requests with a decode agent and
-//    says hello again with a new session ends the old session's requests there at once, even
-//    though the decode agent saw no link close (under loss, the peer's new connection can
-//    come up before its old one is seen to go); a hello repeating the session, or from an
-//    agent that does not say one, changes nothing;
-//  - connects to one address take turns, so that two (the user's and the reconnector's)
-//    never share, and drop, one half-made connection.
+// The KV handshake as a peer sees it. It is the agent's own handshake: a KV agent's role and
+// pool travel in its metadata (kv/handoff/kv_agent_info.h). Here the other side is a bare
+// kvx::Agent that describes itself as a prefill agent by hand and speaks the hand-off
+// protocol by hand, so that the test decides when it drops its session:
+//  - a peer that dropped its requests with a decode agent and connects again ends the old
+//    session's requests there at once, although the decode agent saw no link close (under
+//    loss, the peer's new connection can come up before its old one is seen to go);
+//  - a peer that connects again keeping its session keeps its requests.
 #include <catch2/catch.hpp>
-#include <condition_variable>
 #include <functional>
-#include <future>
-#include <mutex>
 #include <thread>
 #include <variant>
 
+#include "agent/agent_impl.h"
+#include "kv/handoff/kv_agent_info.h"
 #include "kv/handoff/kv_message.h"
+#include "kv/pool/kv_pool.h"
 #include "kv/pool/model_shape.h"
 #include "kvx/kv_agent.h"
 #include "tests/support/test_agent.h"
@@ -55,29 +54,48 @@ kv::PoolDescription tinyPool() {
   return pool;
 }
 
-// A prefill agent by hand: its hellos say what the test wants. Its pool is never addressed
-// (it pushes, so the decode agent does not ready it), so its regions need not exist.
+// A prefill agent by hand: its metadata says it is one, with the tiny pool (regions named
+// as a KvPool names them; never addressed, since it pushes).
 class HandPrefill {
  public:
-  explicit HandPrefill(const std::string& transport)
-      : agent_(kvx::test::makeAgent("prefill", transport)) {}
+  explicit HandPrefill(const std::string& transport) {
+    AgentOptions options = kvx::test::agentOptions("prefill", transport);
+    const kv::PoolDescription pool = tinyPool();
+    kv::handoff::KvAgentInfo info{KvRole::kPrefill, KvMode::kPush, pool.shape,
+                                  pool.layout,      pool.blocks,   {}};
+    for (std::uint32_t t = 0; t < pool.tensorRegions.size(); ++t) {
+      info.regionNames.push_back(kv::KvPool::regionName(t));
+    }
+    options.applicationInfo = kv::handoff::encodeKvAgentInfo(info);
+    auto made = Agent::create(options);
+    REQUIRE(made.isOk());
+    agent_ = std::move(made).value();
+    const auto layout = kv::PoolLayout::create(pool.shape, pool.layout, pool.blocks);
+    REQUIRE(layout.isOk());
+    for (const std::string& name : info.regionNames) {
+      AllocationSpec spec;
+      spec.name = name;
+      spec.length = layout->tensorBytes();
+      REQUIRE(agent_->allocateMemory(spec).isOk());
+    }
+  }
 
   Agent& agent() { return *agent_; }
 
+  // Connects (again) to the decode agent; the decode agent tells its free blocks.
   void connect(KvAgent& decode) {
     auto peer = agent_->connect(decode.listenAddress());
     REQUIRE(peer.isOk());
     REQUIRE(*peer == "decode");
+    receive<CapacityMsg>();
   }
 
-  // Says hello with `session` (0: none) and returns the decode agent's reply.
-  HelloMsg hello(std::uint64_t session) {
-    HelloMsg m{KvRole::kPrefill, tinyPool(), kBlocks, false, KvMode::kPush};
-    m.session = session;
-    send(m);
-    HelloMsg reply = receive<HelloMsg>();
-    CHECK(reply.reply);
-    return reply;
+  // Forgets the decode agent on its data path only, as when that failed: its control link
+  // stays up, so the decode agent sees nothing close.
+  void dropDecode() {
+    REQUIRE(agent::engineOf(*agent_)
+                .removePeer("decode", peerFailed("the data path failed (test)"))
+                .isOk());
   }
 
   // Places a PUSH request of `blocks` blocks; returns the decode agent's answer.
@@ -90,7 +108,7 @@ class HandPrefill {
     REQUIRE(agent_->sendNotification("decode", encode(message)).isOk());
   }
 
-  // The next message of type T from the decode agent (capacity updates are skipped).
+  // The next message of type T from the decode agent (other capacity updates are skipped).
   template <typename T>
   T receive() {
     const auto until = deadlineIn(5s);
@@ -118,17 +136,14 @@ void checkCompletes(HandPrefill& prefill, KvAgent& decode, const std::string& id
   CHECK(decode.release(id).isOk());
 }
 
-// A decode agent, and a hand-made prefill agent connected to it that said hello with
-// `session`; `first` is the decode agent's reply.
+// A decode agent, and a hand-made prefill agent connected to it.
 struct InSession {
-  InSession(const std::string& transport, std::uint64_t session)
+  explicit InSession(const std::string& transport)
       : decode(makeDecode(transport)), prefill(transport) {
     prefill.connect(*decode);
-    first = prefill.hello(session);
   }
   std::unique_ptr<KvAgent> decode;
   HandPrefill prefill;
-  HelloMsg first;
 };
 
 bool eventually(const std::function<bool()>& done) {
@@ -139,27 +154,26 @@ bool eventually(const std::function<bool()>& done) {
 
 }  // namespace
 
-TEST_CASE("a hello with a new session ends the old session's requests at once", "[kv]") {
+TEST_CASE("a peer that dropped its session and connects again ends it at once", "[kv]") {
   const std::string transport = GENERATE("inproc", "tcp");
-  InSession s(transport, 1);
-  CHECK(s.first.session != 0);
+  InSession s(transport);
 
   const PlacedMsg placed = s.prefill.place("old", 4);
   REQUIRE(placed.blocks.size() >= 1);
   CHECK(s.decode->usage().freeBlocks == kBlocks - 4);
 
   // The prefill side forgot "old" (as when its data path to the decode agent failed) and
-  // starts over on the same control link: nothing closed on the decode side.
+  // connects again while its old control link is still up: nothing closed on the decode side.
   const auto start = Clock::now();
-  const HelloMsg second = s.prefill.hello(2);
-  CHECK(second.session != s.first.session);  // the decode agent started over too
+  s.prefill.dropDecode();
+  s.prefill.connect(*s.decode);
   REQUIRE(eventually([&] { return s.decode->usage().freeBlocks == kBlocks; }));
   CHECK(Clock::now() - start < 5s);  // not the 30 s lease
   auto old = s.decode->status("old");
   REQUIRE(old.isOk());
   CHECK(old->state == KvRequestState::kFailed);
   CHECK(old->status.code() == StatusCode::kPeerFailed);
-  CHECK_THAT(old->status.message(), Catch::Contains("started a new one"));
+  CHECK_THAT(old->status.message(), Catch::Contains("without the state of its session"));
 
   // The new session works.
   const PlacedMsg again = s.prefill.place("new", 2);
@@ -167,16 +181,15 @@ TEST_CASE("a hello with a new session ends the old session's requests at once", 
   checkCompletes(s.prefill, *s.decode, "new");
 }
 
-TEST_CASE("a hello repeating the session, or saying none, keeps the session's requests", "[kv]") {
+TEST_CASE("a peer that connects again keeping its session keeps its requests", "[kv]") {
   const std::string transport = GENERATE("inproc", "tcp");
-  InSession s(transport, 7);
+  InSession s(transport);
 
   s.prefill.place("kept", 4);
-  // A connect() to a peer already in session says hello again with the same session; an
-  // older agent says none at all.
-  const std::uint64_t session = GENERATE(7, 0);
-  const HelloMsg again = s.prefill.hello(session);
-  CHECK(again.session == s.first.session);
+  // A second control link of a peer that still holds the decode agent: the same session.
+  auto again = s.prefill.agent().connect(s.decode->listenAddress());
+  REQUIRE(again.isOk());
+  std::this_thread::sleep_for(100ms);
   CHECK(s.decode->usage().freeBlocks == kBlocks - 4);
   auto kept = s.decode->status("kept");
   REQUIRE(kept.isOk());
@@ -184,84 +197,4 @@ TEST_CASE("a hello repeating the session, or saying none, keeps the session's re
 
   // And the request still completes in that session.
   checkCompletes(s.prefill, *s.decode, "kept");
-}
-
-TEST_CASE("connects to one address take turns", "[kv]") {
-  const std::string transport = GENERATE("inproc", "tcp");
-  // The hand-made prefill agent notes when each hello arrives and answers it 300 ms later,
-  // from a thread of its own (the notification handler takes one at a time). Declared first:
-  // the handler and the thread use it until the agent is gone.
-  std::mutex mutex;
-  std::condition_variable arrived;
-  std::vector<Clock::time_point> hellos, replies;
-  std::vector<std::string> askers;
-  bool stop = false;
-  auto decode = makeDecode(transport);
-  HandPrefill prefill(transport);
-  std::thread responder([&] {
-    std::unique_lock lock(mutex);
-    while (true) {
-      arrived.wait(lock, [&] { return stop || replies.size() < askers.size(); });
-      if (stop) return;
-      const std::size_t i = replies.size();
-      const auto due = hellos[i] + 300ms;
-      const std::string peer = askers[i];
-      lock.unlock();
-      std::this_thread::sleep_until(due);
-      HelloMsg reply{KvRole::kPrefill, tinyPool(), kBlocks, true, KvMode::kPush};
-      reply.session = 1;
-      // When the reply leaves, read before sending it: a hello sent because of this reply
-      // arrives after it. Read after, it may not: the whole round trip can finish before this
-      // thread runs again (seen on 2 busy cores).
-      const auto sent = Clock::now();
-      (void)prefill.agent().sendNotification(peer, encode(reply));
-      lock.lock();
-      replies.push_back(sent);
-    }
-  });
-  prefill.agent().setNotificationHandler([&](Notification n) {
-    auto message = kvx::kv::handoff::decode(n.payload);
-    if (!message.isOk() || !std::holds_alternative<HelloMsg>(*message)) return;
-    {
-      std::lock_guard lock(mutex);
-      hellos.push_back(Clock::now());
-      askers.push_back(n.peer);
-    }
-    arrived.notify_all();
-  });
-  const auto stopResponder = [&] {
-    {
-      std::lock_guard lock(mutex);
-      stop = true;
-    }
-    arrived.notify_all();
-    responder.join();
-  };
-
-  const std::string address = prefill.agent().listenAddress();
-  auto first =
-      std::async(std::launch::async, [&] { return decode->connect(address, deadlineIn(5s)); });
-  auto second =
-      std::async(std::launch::async, [&] { return decode->connect(address, deadlineIn(5s)); });
-  auto a = first.get();
-  auto b = second.get();
-  // A connect to a peer already in session returns without waiting for its own reply, so
-  // the second answer may still be on its way.
-  const bool answered = eventually([&] {
-    std::lock_guard lock(mutex);
-    return replies.size() == 2;
-  });
-  stopResponder();
-  INFO((a.isOk() ? "ok" : a.status().toString())
-       << " / " << (b.isOk() ? "ok" : b.status().toString()));
-  REQUIRE(a.isOk());
-  REQUIRE(b.isOk());
-  CHECK(*a == "prefill");
-  CHECK(*b == "prefill");
-  REQUIRE(answered);
-  std::lock_guard lock(mutex);
-  REQUIRE(hellos.size() == 2);
-  // The second connect said hello only once the first one had its answer: at once, both
-  // hellos would have arrived before the first answer.
-  CHECK(hellos[1] >= replies[0]);
 }
