@@ -19,101 +19,44 @@
 //   capacity   D -> P      free blocks changed
 //
 // Decoding checks every field (PROTOCOL_ERROR naming it); unknown fields are ignored.
+//
+// Each message is a struct of its own in kv/handoff/messages/, with its type name (kType)
+// and the JSON form of its fields. This file is the protocol's entry point: it holds the
+// protocol's limits and is the one place that maps the type field to a message. Stateless
+// and thread-safe.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <variant>
-#include <vector>
 
+#include "kv/handoff/messages/abort_ack_message.h"
+#include "kv/handoff/messages/abort_message.h"
+#include "kv/handoff/messages/capacity_message.h"
+#include "kv/handoff/messages/confirm_message.h"
+#include "kv/handoff/messages/data_message.h"
+#include "kv/handoff/messages/hello_message.h"
+#include "kv/handoff/messages/message_fields.h"
+#include "kv/handoff/messages/place_message.h"
+#include "kv/handoff/messages/placed_message.h"
+#include "kv/handoff/messages/ready_message.h"
+#include "kv/handoff/messages/refused_message.h"
 #include "kv/pool/block_extent.h"
-#include "kv/pool/pool_description.h"
-#include "kvx/kv_types.h"
 #include "kvx/result.h"
+#include "kvx/status.h"
 
 namespace kvx::kv::handoff {
 
 using kv::BlockExtent;
 
-inline constexpr std::int64_t kAllLayers = -1;
-
-struct HelloMsg {
-  KvRole role = KvRole::kPrefill;
-  kv::PoolDescription pool;
-  std::uint64_t freeBlocks = 0;
-  bool reply = false;
-  // The sender's default direction: tells the other side which pool it will address, so
-  // that only the initiating side readies the other's memory ahead of the first request.
-  KvMode mode = KvMode::kPush;
-  // The sender's KV session with the receiver: the same number for as long as the sender
-  // keeps the session (its requests with the receiver), a new one once it has ended it. A
-  // hello with another number than the last one tells the receiver that the sender dropped
-  // every request of the old session, even when no link was seen to close. 0: not said
-  // (older agents).
-  std::uint64_t session = 0;
-};
-struct PlaceMsg {
-  std::string req;
-  std::uint64_t tokens = 0;
-  std::uint64_t blocks = 0;
-  std::vector<std::uint64_t> prefixHashes;
-  KvMode mode = KvMode::kPush;
-  bool layerwise = false;
-  std::uint64_t leaseMs = 0;
-  std::vector<BlockExtent> sourceBlocks;  // PULL only
-  // Tensor-parallel slicing (see KvSlice): heads [srcHeadFirst, +headCount) of the prefill
-  // pool into [dstHeadFirst, +headCount) of the decode pool (headCount 0: whole segments),
-  // as one of `parts` parts of the decode-side request `group` (empty: req).
-  std::uint32_t srcHeadFirst = 0;
-  std::uint32_t dstHeadFirst = 0;
-  std::uint32_t headCount = 0;
-  std::string group;
-  std::uint32_t parts = 1;
-
-  const std::string& groupId() const { return group.empty() ? req : group; }
-};
-struct PlacedMsg {
-  std::string req;
-  std::vector<BlockExtent> blocks;
-  std::uint64_t prefixBlocks = 0;
-  std::uint64_t freeBlocks = 0;
-};
-struct RefusedMsg {
-  std::string req;
-  Status why;
-  bool retryable = false;
-  std::uint64_t freeBlocks = 0;
-};
-struct DataMsg {
-  std::string req;
-  std::int64_t layer = kAllLayers;
-};
-struct ReadyMsg {
-  std::string req;
-  std::int64_t layer = kAllLayers;
-};
-struct ConfirmMsg {
-  std::string req;
-  std::uint64_t freeBlocks = 0;
-  std::uint64_t descriptors = 0;  // PULL: what the decode side's reads turned into
-  std::uint64_t operations = 0;
-};
-struct AbortMsg {
-  std::string req;
-  Status why;
-};
-struct AbortAckMsg {
-  std::string req;
-  std::uint64_t freeBlocks = 0;
-};
-struct CapacityMsg {
-  std::uint64_t freeBlocks = 0;
-};
-
 using KvMessage = std::variant<HelloMsg, PlaceMsg, PlacedMsg, RefusedMsg, DataMsg, ReadyMsg,
                                ConfirmMsg, AbortMsg, AbortAckMsg, CapacityMsg>;
 
+// The message as compact JSON, its type field "t" included.
 std::string encode(const KvMessage& message);
+// The message `text` holds. PROTOCOL_ERROR for text over kMaxMessageBytes, text that is not
+// a JSON object, an unknown type, or the first field that is wrong.
 Result<KvMessage> decode(std::string_view text);
 
 // Request ids are at most this long; messages at most kMaxMessageBytes.

@@ -1,7 +1,7 @@
 #pragma once
 
 // Sample KV hand-off messages with every field set, and the check that a document is refused,
-// for the tests of the message codec (kv_message_test, kv_message_hello_test).
+// for the tests of the message codec (kv_message_test, messages/hello_message_test).
 
 #include <catch2/catch.hpp>
 #include <cstdint>

@@ -1,0 +1,25 @@
+#include "kv/handoff/messages/placed_message.h"
+
+#include <nlohmann/json.hpp>
+
+#include "kv/handoff/messages/message_fields.h"
+
+namespace kvx::kv::handoff {
+
+nlohmann::json PlacedMsg::toJson() const {
+  return {{"req", req},
+          {"blocks", extentsToJson(blocks)},
+          {"prefixBlocks", prefixBlocks},
+          {"free", freeBlocks}};
+}
+
+Result<PlacedMsg> PlacedMsg::fromJson(const jsonio::JsonReader& message) {
+  PlacedMsg m;
+  KVX_ASSIGN_OR_RETURN(m.req, readRequestId(message));
+  KVX_ASSIGN_OR_RETURN(m.blocks, readExtents(message, "blocks"));
+  KVX_ASSIGN_OR_RETURN(m.prefixBlocks, message.unsignedInteger("prefixBlocks"));
+  KVX_ASSIGN_OR_RETURN(m.freeBlocks, message.unsignedInteger("free"));
+  return m;
+}
+
+}  // namespace kvx::kv::handoff
