@@ -156,13 +156,7 @@ void metadataBlobs() {
 
 void kvMessages() {
   using namespace kv::handoff;
-  kv::PoolDescription pool;
-  pool.shape = kv::builtinShape("llama3-70b").value();
-  pool.layout = kv::KvLayout::kCrossLayer;
-  pool.blocks = 512;
-  pool.tensorRegions = {RegionId(7)};
   const std::pair<const char*, KvMessage> samples[] = {
-      {"hello", HelloMsg{KvRole::kDecode, pool, 500, true}},
       {"place", PlaceMsg{"req-1",
                          1000,
                          63,
@@ -181,8 +175,6 @@ void kvMessages() {
       {"capacity", CapacityMsg{123456}},
   };
   for (const auto& [name, message] : samples) write("kv_message", name, encode(message));
-  pool.tensorRegions.push_back(RegionId(8));
-  write("kv_message", "hello-extra-region", encode(HelloMsg{KvRole::kPrefill, pool, 1, false}));
   write("kv_message", "unknown-type", R"({"t":"teleport","req":"r"})");
   write("kv_message", "zero-extent",
         R"({"t":"placed","req":"r","blocks":[[3,0]],"prefixBlocks":0,"free":1})");

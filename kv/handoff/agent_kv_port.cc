@@ -204,6 +204,4 @@ void AgentKvPort::disconnect(const std::string& peer, const Status& why) {
   }
 }
 
-std::vector<std::string> AgentKvPort::livePeers() const { return agent_.peers(); }
-
 }  // namespace kvx::kv::handoff

@@ -8,7 +8,7 @@
 // queued meanwhile go to the agent as one batch, which shares that wait.
 //
 // Thread safety: send/attachPool/detachPool/move from one thread (the KV service thread);
-// cancel and livePeers from any thread.
+// cancel from any thread.
 
 #include <atomic>
 #include <condition_variable>
@@ -38,7 +38,6 @@ class AgentKvPort final : public KvPort {
   Result<MoveId> move(const MoveSpec& spec, std::function<void(MoveResult)> onDone) override;
   void cancel(MoveId move) override;
   void disconnect(const std::string& peer, const Status& why) override;
-  std::vector<std::string> livePeers() const override;
 
   // CPU spent readying the pool of `peer` on the data path; 0 if not (yet) readied.
   // REQUIRES: the KV service thread.

@@ -4,8 +4,6 @@
 // notifications (UCX active messages on the data endpoint, so a message sent after a
 // transfer's data arrives after that data), as JSON objects with a type field "t":
 //
-//   hello      both ways   role, pool description, free blocks, the sender's session;
-//                          reply=false opens
 //   place      P -> D      request id, tokens, blocks, prefix hashes, mode, layer-wise,
 //                          lease, (PULL) the source blocks, and for a sliced or gathered
 //                          request the head slice, the decode-side id and the part count
@@ -18,7 +16,9 @@
 //   abortAck   both ways   the receiver stopped touching the request's blocks
 //   capacity   D -> P      free blocks changed
 //
-// Decoding checks every field (PROTOCOL_ERROR naming it); unknown fields are ignored.
+// Decoding checks every field (PROTOCOL_ERROR naming it); unknown fields are ignored. There
+// is no handshake message: the agents' own handshake carries each side's role and pool
+// (kv_agent_info.h), and the decode side's first capacity message its free blocks.
 //
 // Each message is a struct of its own in kv/handoff/messages/, with its type name (kType)
 // and the JSON form of its fields. This file is the protocol's entry point: it holds the
@@ -36,7 +36,6 @@
 #include "kv/handoff/messages/capacity_message.h"
 #include "kv/handoff/messages/confirm_message.h"
 #include "kv/handoff/messages/data_message.h"
-#include "kv/handoff/messages/hello_message.h"
 #include "kv/handoff/messages/message_fields.h"
 #include "kv/handoff/messages/place_message.h"
 #include "kv/handoff/messages/placed_message.h"
@@ -50,8 +49,8 @@ namespace kvx::kv::handoff {
 
 using kv::BlockExtent;
 
-using KvMessage = std::variant<HelloMsg, PlaceMsg, PlacedMsg, RefusedMsg, DataMsg, ReadyMsg,
-                               ConfirmMsg, AbortMsg, AbortAckMsg, CapacityMsg>;
+using KvMessage = std::variant<PlaceMsg, PlacedMsg, RefusedMsg, DataMsg, ReadyMsg, ConfirmMsg,
+                               AbortMsg, AbortAckMsg, CapacityMsg>;
 
 // The message as compact JSON, its type field "t" included.
 std::string encode(const KvMessage& message);

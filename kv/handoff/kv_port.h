@@ -69,12 +69,9 @@ class KvPort {
   virtual void cancel(MoveId move) = 0;
 
   // Cuts the data path to `peer` (its in-flight moves fail and no byte of theirs lands
-  // afterwards); the peer then no longer appears in livePeers(). For a peer that stopped
-  // answering the hand-off protocol.
+  // afterwards); the peer then leaves (for AgentKvPort: the agent's departure event). For a
+  // peer that stopped answering the hand-off protocol.
   virtual void disconnect(const std::string& peer, const Status& why) = 0;
-
-  // Peers the data path can still reach (a peer missing here has failed or left).
-  virtual std::vector<std::string> livePeers() const = 0;
 };
 
 }  // namespace kvx::kv::handoff

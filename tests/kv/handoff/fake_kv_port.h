@@ -103,7 +103,8 @@ class FakeKvPort final : public KvPort {
   Result<MoveId> move(const MoveSpec& spec, std::function<void(MoveResult)> onDone) override;
   void cancel(MoveId move) override;
   void disconnect(const std::string& peer, const Status& why) override;
-  std::vector<std::string> livePeers() const override;
+  // Peers this endpoint is still linked to (the harness turns a missing one into a departure).
+  std::vector<std::string> livePeers() const;
 
   bool attached(const std::string& peer) const { return attached_.contains(peer); }
 

@@ -3,7 +3,8 @@
 // HandoffHarness: prefill and decode state machines (PrefillSide, DecodeSide) wired to a
 // FakeNetwork the way kv_agent_impl.cc wires them to a real agent: a completed handshake
 // calls onPeerReady on both sides, messages from peers without one are dropped, and tick()
-// runs onTick and then reports every peer that livePeers() no longer lists with onPeerGone.
+// runs onTick and then reports every peer the network no longer links with onPeerGone, as
+// the agent's departure events would.
 // Also: source blocks filled with a pattern per block ("content key"), checked byte for
 // byte at the destination, and the end-of-test check that every block is free again.
 //
@@ -44,7 +45,7 @@ struct Side {
   std::unique_ptr<SideContext> context;
   std::unique_ptr<PrefillSide> prefill;
   std::unique_ptr<DecodeSide> decode;
-  std::set<std::string> peers;                // handshake done (the agent's kvPeers)
+  std::set<std::string> peers;                // handshake done (the agent's KvPeerDirectory)
   std::map<std::string, KvArrival> arrivals;  // taken from the board by takeArrivals()
 };
 
@@ -106,7 +107,7 @@ class HandoffHarness {
     for (auto& [name, s] : sides_) {
       if (s->prefill) s->prefill->onTick();
       if (s->decode) s->decode->onTick();
-      const std::vector<std::string> live = s->context->port.livePeers();
+      const std::vector<std::string> live = net_.peersOf(name);
       std::vector<std::string> gone;
       for (const std::string& peer : s->peers) {
         if (std::find(live.begin(), live.end(), peer) == live.end()) gone.push_back(peer);

@@ -24,8 +24,7 @@ AbortMsg abortMsg() { return AbortMsg{"req-4", timedOut("gave up after 30000 ms"
 
 // The messages every test starts from: one of each type, all fields set.
 std::vector<KvMessage> samples() {
-  return {hello(),
-          place(),
+  return {place(),
           placed(),
           refused(),
           DataMsg{"req-5", 17},
@@ -36,33 +35,8 @@ std::vector<KvMessage> samples() {
           CapacityMsg{123456}};
 }
 
-void checkShape(const kv::ModelShape& a, const kv::ModelShape& b) {
-  CHECK(a.name == b.name);
-  CHECK(a.layers == b.layers);
-  CHECK(a.kvHeads == b.kvHeads);
-  CHECK(a.headDim == b.headDim);
-  CHECK(a.dtypeBytes == b.dtypeBytes);
-  CHECK(a.tokensPerBlock == b.tokensPerBlock);
-  CHECK(a.mla == b.mla);
-}
-
-void checkPool(const kv::PoolDescription& a, const kv::PoolDescription& b) {
-  checkShape(a.shape, b.shape);
-  CHECK(a.layout == b.layout);
-  CHECK(a.blocks == b.blocks);
-  CHECK(a.tensorRegions == b.tensorRegions);
-}
-
 // Field-by-field equality of two messages of the same type.
 struct Same {
-  void operator()(const HelloMsg& a, const HelloMsg& b) const {
-    CHECK(a.role == b.role);
-    checkPool(a.pool, b.pool);
-    CHECK(a.freeBlocks == b.freeBlocks);
-    CHECK(a.reply == b.reply);
-    CHECK(a.mode == b.mode);
-    CHECK(a.session == b.session);
-  }
   void operator()(const PlaceMsg& a, const PlaceMsg& b) const {
     CHECK(a.req == b.req);
     CHECK(a.tokens == b.tokens);
@@ -142,13 +116,6 @@ TEST_CASE("every message type round-trips with all its fields", "[handoff]") {
 
 TEST_CASE("round trips of edge values", "[handoff]") {
   checkRoundTrip(
-      HelloMsg{KvRole::kPrefill, pool("deepseek-v3", kv::KvLayout::kCrossLayer, 1), 0, false});
-  checkRoundTrip(HelloMsg{KvRole::kPrefill, pool("qwen2.5-32b", kv::KvLayout::kHND, 3), 1, false});
-  checkRoundTrip(
-      HelloMsg{KvRole::kDecode, pool("llama3-70b", kv::KvLayout::kBlocksFirst, 9), 2, true});
-  checkRoundTrip(HelloMsg{KvRole::kPrefill, pool("llama3-8b", kv::KvLayout::kNHD, 4), 4, false,
-                          KvMode::kPull});
-  checkRoundTrip(
       PlaceMsg{std::string(kMaxRequestIdBytes, 'r'), 1, 1, {}, KvMode::kPush, false, 1, {}});
   checkRoundTrip(PlacedMsg{"", {}, 0, 0});
   checkRoundTrip(DataMsg{"x", kAllLayers});
@@ -225,7 +192,6 @@ TEST_CASE("a missing field is named", "[handoff]") {
     const json document = encoded(message);
     for (const auto& [key, value] : document.items()) {
       if (key == "t") continue;
-      if (document["t"] == "hello" && (key == "mode" || key == "session")) continue;  // below
       json broken = document;
       broken.erase(key);
       checkRejected(broken, "kv." + key + ": missing");
@@ -351,10 +317,7 @@ TEST_CASE("messages larger than kMaxMessageBytes are refused before parsing", "[
   CHECK_THAT(refused.status().message(), Catch::Contains("exceeds"));
 }
 
-TEST_CASE("role and mode are checked", "[handoff]") {
-  json document = encoded(hello());
-  document["role"] = "observer";
-  checkRejected(document, "kv.role: expected prefill or decode, got observer");
+TEST_CASE("the mode is checked", "[handoff]") {
   json placing = encoded(place());
   placing["mode"] = "PUSH";
   checkRejected(placing, "kv.mode: expected push or pull, got PUSH");
