@@ -155,8 +155,9 @@ bool eventually(const std::function<bool()>& done) {
 }  // namespace
 
 TEST_CASE("a peer that dropped its session and connects again ends it at once", "[kv]") {
-  const std::string transport = GENERATE("inproc", "tcp");
-  InSession s(transport);
+  // In-process: dropping the data path tells the decode agent nothing, so only the new
+  // handshake can (over tcp it may hear of it from its own data path first).
+  InSession s("inproc");
 
   const PlacedMsg placed = s.prefill.place("old", 4);
   REQUIRE(placed.blocks.size() >= 1);
