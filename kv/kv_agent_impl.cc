@@ -219,13 +219,29 @@ void KvAgent::Impl::onNotification(const Notification& n) {
                  message.status().toString());
     return;
   }
-  if (!peers.compatible(n.peer)) {
+  const std::optional<kv::KvPeer> known = peers.find(n.peer);
+  if (!known) {
+    // Sent by a peer that took us in before our own join event for it arrived: it waits
+    // for that event (early_messages.h).
+    if (!early.hold(n.peer, std::move(message).value(), Clock::now())) {
+      spdlog::warn(
+          "{}: dropped a KV message from '{}', which has not joined, and too many "
+          "of its messages are waiting for it to",
+          options.agent.name, n.peer);
+    }
+    return;
+  }
+  if (!known->compatible) {
     spdlog::warn("{}: dropped a KV message from '{}', which is not a compatible KV peer",
                  options.agent.name, n.peer);
     return;
   }
-  if (prefill) prefill->onMessage(n.peer, *message);
-  if (decode) decode->onMessage(n.peer, *message);
+  deliver(n.peer, *message);
+}
+
+void KvAgent::Impl::deliver(const std::string& peer, const kv::handoff::KvMessage& message) {
+  if (prefill) prefill->onMessage(peer, message);
+  if (decode) decode->onMessage(peer, message);
 }
 
 void KvAgent::Impl::onJoined(const std::string& peer, std::uint64_t incarnation) {
@@ -285,13 +301,25 @@ void KvAgent::Impl::onJoined(const std::string& peer, std::uint64_t incarnation)
   } else {
     spdlog::warn("{}: refused '{}': {}", options.agent.name, peer, ok.message());
   }
+  const bool compatible = entry.compatible;
   peers.record(peer, std::move(entry));
+  std::vector<kv::handoff::KvMessage> waiting = early.take(peer);
+  if (!compatible && !waiting.empty()) {
+    spdlog::warn("{}: dropped {} KV messages from '{}', which is not a compatible KV peer",
+                 options.agent.name, waiting.size(), peer);
+    return;
+  }
+  for (const kv::handoff::KvMessage& message : waiting) deliver(peer, message);
 }
 
 void KvAgent::Impl::onPeerEvent(const PeerEvent& event) {
   auto known = peers.find(event.peer);
   if (event.kind == PeerEvent::Kind::kLeft) {
-    if (known && known->incarnation == event.incarnation) forgetPeer(event.peer, event.why);
+    if (known && known->incarnation == event.incarnation) {
+      forgetPeer(event.peer, event.why);
+    } else if (!known) {
+      (void)early.take(event.peer);  // it left before this agent took it in
+    }
     return;
   }
   if (known && known->incarnation != event.incarnation) {
@@ -306,6 +334,7 @@ void KvAgent::Impl::forgetPeer(const std::string& name, const Status& why) {
   spdlog::info("{}: peer '{}' left ({}); requests with it end", options.agent.name, name,
                why.message());
   peers.forget(name);
+  (void)early.take(name);  // none may wait for a later session
   port->detachPool(name);
   if (prefill) prefill->onPeerGone(name, why);
   if (decode) decode->onPeerGone(name, why);
@@ -316,6 +345,10 @@ void KvAgent::Impl::forgetPeer(const std::string& name, const Status& why) {
 void KvAgent::Impl::onTick() {
   if (prefill) prefill->onTick();
   if (decode) decode->onTick();
+  for (const auto& [peer, count] : early.expire(Clock::now())) {
+    spdlog::warn("{}: dropped {} KV messages from '{}', which did not join within {} s",
+                 options.agent.name, count, peer, kv::EarlyMessages::kHoldFor.count());
+  }
 }
 
 }  // namespace kvx

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <memory>
 
+#include "kv/early_messages.h"
 #include "kv/handoff/agent_kv_port.h"
 #include "kv/handoff/decode_side.h"
 #include "kv/handoff/prefill_side.h"
@@ -55,6 +56,8 @@ struct KvAgent::Impl {
 
   // Service thread.
   void onNotification(const Notification& n);
+  // Hands a message of a compatible peer to this agent's side.
+  void deliver(const std::string& peer, const kv::handoff::KvMessage& message);
   // A peer joined or left the agent (kvx::PeerEvent): a join is the KV handshake (the
   // peer's KvAgentInfo is checked against this agent's and its pool attached); a departure
   // of the incarnation in the directory, or a join of another, ends its KV requests.
@@ -80,6 +83,7 @@ struct KvAgent::Impl {
   std::unique_ptr<kv::handoff::PrefillSide> prefill;
   std::unique_ptr<kv::handoff::DecodeSide> decode;
   kv::KvPeerDirectory peers;
+  kv::EarlyMessages early;  // service thread
 
   std::shared_ptr<LoopGuard> guard = std::make_shared<LoopGuard>();
   std::unique_ptr<kv::handoff::TaskLoop> loop;

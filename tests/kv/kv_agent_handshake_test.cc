@@ -7,6 +7,7 @@
 //    session's requests there at once, although the decode agent saw no link close (under
 //    loss, the peer's new connection can come up before its old one is seen to go);
 //  - a peer that connects again keeping its session keeps its requests.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <functional>
 #include <thread>
@@ -198,4 +199,24 @@ TEST_CASE("a peer that connects again keeping its session keeps its requests", "
 
   // And the request still completes in that session.
   checkCompletes(s.prefill, *s.decode, "kept");
+}
+
+TEST_CASE("a message sent before the connecting agent took the peer in waits for it", "[kv]") {
+  // The decode agent connects to the hand-made prefill agent, which places a request the
+  // moment it takes the decode agent in: on its channel thread, before it even answers the
+  // handshake, so the request reaches the decode agent before the decode agent's own join
+  // event for the prefill agent does.
+  auto decode = makeDecode("inproc");
+  HandPrefill prefill("inproc");
+  std::atomic<bool> sent{false};
+  prefill.agent().setPeerEventHandler([&](const PeerEvent& event) {
+    if (event.kind != PeerEvent::Kind::kJoined) return;
+    const PlaceMsg place{"early", 8, 2, {}, KvMode::kPush, false, 30000, {}};
+    sent = prefill.agent().sendNotification(event.peer, encode(place)).isOk();
+  });
+  REQUIRE(decode->connect(prefill.agent().listenAddress(), deadlineIn(5s)).isOk());
+  REQUIRE(sent.load());
+  const PlacedMsg placed = prefill.receive<PlacedMsg>();
+  CHECK(placed.req == "early");
+  checkCompletes(prefill, *decode, "early");
 }
