@@ -1,6 +1,7 @@
 #include "bench/bare/bare_ucp_runner.h"
 
 #include "bench/bare/bare_ucp_cli.h"
+#include "bench/bare/deadline.h"
 #include "process/child_process.h"
 
 namespace kvx::bench {
