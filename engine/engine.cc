@@ -20,9 +20,7 @@ std::uint64_t randomIncarnation() {
 }  // namespace
 
 Engine::Engine(EngineOptions options)
-    : options_(std::move(options)), incarnation_(randomIncarnation()) {
-  reopener_.setGate(options_.reopenGate);
-}
+    : options_(std::move(options)), incarnation_(randomIncarnation()) {}
 
 Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   if (options.name.empty()) return invalidArgument("an agent needs a name");
@@ -52,6 +50,20 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
           return d >= 0 && gpu->bindThread(d).isOk();
         });
   }
+  Engine* self = engine.get();
+  PeerDirectory::Hooks peerHooks;
+  peerHooks.failTransfers = [self](const RemotePeer& peer, const Status& why) {
+    self->failTransfersOf(peer, why);
+  };
+  peerHooks.unlisted = [self](const std::string& peer) {
+    // Its idle window slots and waiting requests go; copies running for it finish unanswered.
+    if (WindowServer* server = self->window_.load()) server->peerGone(peer);
+    if (self->driver_) self->driver_->kick();
+  };
+  peerHooks.describe = [self](const std::string& peer) { return self->dataPathDescription(peer); };
+  engine->peers_ =
+      std::make_unique<PeerDirectory>(engine->options_.name, *engine->transport_,
+                                      engine->options_.reopenGate, std::move(peerHooks));
   engine->staging_ = std::make_unique<StagingService>(*engine->transport_, *engine->gpu_,
                                                       engine->options_.staging);
   engine->notificationHeader_ = encodeNotificationHeader(engine->options_.name);
@@ -62,7 +74,6 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   engine->stagingContext_.requestHeader =
       encodeMessageHeader(MessageKind::kStagingRequest, engine->options_.name);
   engine->stagingContext_.replyTimeout = engine->options_.staging.replyTimeout;
-  Engine* self = engine.get();
   engine->transport_->setMessageHandler(
       [self](std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload) {
         self->onMessage(header, payload);
@@ -83,13 +94,7 @@ Engine::~Engine() {
       transfer->requestCancel(cancelled("the agent is shutting down"));
     }
   }
-  std::vector<std::shared_ptr<RemotePeer>> peers;
-  {
-    sync::MutexLock lock(mutex_);
-    for (auto& [name, peer] : peers_) peers.push_back(peer);
-  }
-  for (auto& peer : peers) peer->fail(cancelled("the agent is shutting down"));
-  reopener_.stop();  // what it still has to reopen belongs to failed peers: it only cleans up
+  if (peers_) peers_->failAll(cancelled("the agent is shutting down"));
   // Force-closed links completed every in-flight operation; let the transfers finish.
   const Deadline deadline = Clock::now() + std::chrono::seconds(2);
   for (auto& transfer : transfers_.all()) {
@@ -108,14 +113,14 @@ Engine::~Engine() {
   {
     sync::MutexLock lock(mutex_);
     lists_.clear();
-    peers_.clear();
   }
-  peers.clear();
+  if (peers_) peers_->clear();
   transfers_.pump();
   for (auto& transfer : transfers_.all()) transfers_.erase(transfer->id()).ignore();
   window_.store(nullptr);
   windowOwner_.reset();  // after the copy engines closed: no copy of its slots runs
   staging_.reset();      // deregisters the staging buffers: before the transport goes
+  peers_.reset();
   registry_.reset();
   transport_.reset();
 }
@@ -164,197 +169,33 @@ PeerMetadata Engine::localMetadata() const {
 // ---- peers ----
 
 Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
-  if (metadata.name == options_.name) {
-    return invalidArgument("peer metadata carries this agent's own name '" + metadata.name + "'");
-  }
-  if (metadata.transport != transport_->name()) {
-    return invalidArgument("peer '" + metadata.name + "' uses transport '" + metadata.transport +
-                           "' but this agent uses '" + std::string(transport_->name()) + "'");
-  }
-  std::shared_ptr<RemotePeer> known;
-  {
-    sync::MutexLock lock(mutex_);
-    auto it = peers_.find(metadata.name);
-    if (it != peers_.end()) known = it->second;
-  }
-  if (known && known->removalClaimed()) {
-    // Being removed (its link closing): wait until it is gone, then connect afresh.
-    (void)removePeerIf(metadata.name, known->incarnation(), peerFailed("removed"));
-    known.reset();
-  }
-  if (known && known->incarnation() == metadata.incarnation) {
-    known->updateRegions(metadata.regions);
-    known->updateStagingWindow(metadata.stagingWindow);
-    return Status::ok();
-  }
-  const Status restarted = peerFailed("peer '" + metadata.name + "' restarted (new incarnation)");
-  if (known) {
-    const Status removed = removePeerIf(metadata.name, known->incarnation(), restarted);
-    // Gone meanwhile, or replaced by another handshake: the insertion below sorts it out.
-    if (!removed.isOk() && removed.code() != StatusCode::kNotFound &&
-        removed.code() != StatusCode::kFailedPrecondition) {
-      return removed;
-    }
-  }
-  const std::string peerName = metadata.name;
-  const std::uint64_t incarnation = metadata.incarnation;
-  const std::vector<RegionMetadata> regions = metadata.regions;
-  const StagingWindowMetadata window = metadata.stagingWindow;
-  KVX_ASSIGN_OR_RETURN(auto peer, RemotePeer::connect(
-                                      *transport_, std::move(metadata),
-                                      [this, peerName, incarnation](const Status& why) {
-                                        onDataPathFailed(peerName, incarnation, why);
-                                      },
-                                      RemotePeer::kReopenWait + options_.reopenGate.longest));
-  std::shared_ptr<RemotePeer> redundant;  // closed outside the lock
-  bool joined = true;
-  for (int attempt = 0;; ++attempt) {
-    std::uint64_t other = 0;
-    {
-      sync::MutexLock lock(mutex_);
-      auto [it, inserted] = peers_.try_emplace(peerName, peer);
-      if (inserted) break;
-      if (it->second->incarnation() == incarnation) {
-        // Another handshake with the same peer (both agents connected to each other) won
-        // the race: keep its peer object, so transfers already made against it stay valid.
-        it->second->updateRegions(regions);
-        it->second->updateStagingWindow(window);
-        redundant = std::move(peer);
-        joined = false;
-        break;
-      }
-      other = it->second->incarnation();
-    }
-    // Another incarnation got in meanwhile: close its link before taking its place (never
-    // two links to one name, and never a new one listed while the old one can still land).
-    if (attempt == 3) {
-      peer->fail(restarted);
-      return failedPrecondition("peer '" + peerName +
-                                "' kept changing incarnation while it connected; connect again");
-    }
-    const Status removed = removePeerIf(peerName, other, restarted);
-    (void)removed;  // whatever happened, look again
-  }
-  if (joined) {
-    if (auto path = dataPathDescription(peerName); path.isOk()) {
-      spdlog::info("{}: data path to peer '{}': {}", name(), peerName, *path);
-    }
-    emitPeerEvent(PeerEvent::Kind::kJoined, peerName, incarnation, Status::ok());
-  }
-  return Status::ok();
+  return peers_->addOrUpdate(std::move(metadata));
 }
 
+Status Engine::updatePeer(PeerMetadata metadata) { return peers_->update(std::move(metadata)); }
+
+Status Engine::removePeer(const std::string& peerName, Status why) {
+  return peers_->remove(peerName, std::move(why));
+}
+
+Result<std::shared_ptr<RemotePeer>> Engine::peer(const std::string& peerName) const {
+  return peers_->find(peerName);
+}
+
+std::vector<std::string> Engine::peerNames() const { return peers_->names(); }
+
 void Engine::setPeerEventHandler(PeerEventHandler handler) {
-  sync::MutexLock lock(peerEventMutex_);
-  peerEventHandler_ =
-      handler ? std::make_shared<const PeerEventHandler>(std::move(handler)) : nullptr;
+  peers_->setEventHandler(std::move(handler));
 }
 
 void Engine::setDataPathFailureHandler(DataPathFailureHandler handler) {
-  sync::MutexLock lock(peerEventMutex_);
-  dataPathFailureHandler_ =
-      handler ? std::make_shared<const DataPathFailureHandler>(std::move(handler)) : nullptr;
-}
-
-void Engine::onDataPathFailed(const std::string& peerName, std::uint64_t incarnation,
-                              const Status& why) {
-  // The endpoint is gone for good: its operations in flight may never complete (UCX does not
-  // always complete them after a keepalive timeout over tcp), and neither transfers nor
-  // notifications can reach the peer through it. Failing the peer closes the link, which
-  // fails those operations now.
-  const Status failure =
-      peerFailed("data path to peer '" + peerName + "' failed: " + why.message());
-  if (!removePeerIf(peerName, incarnation, failure).isOk()) return;  // gone or replaced already
-  std::shared_ptr<const DataPathFailureHandler> handler;
-  {
-    sync::MutexLock lock(peerEventMutex_);
-    handler = dataPathFailureHandler_;
-  }
-  if (handler) (*handler)(peerName, failure);
-}
-
-void Engine::emitPeerEvent(PeerEvent::Kind kind, const std::string& peer, std::uint64_t incarnation,
-                           Status why) {
-  std::shared_ptr<const PeerEventHandler> handler;
-  {
-    sync::MutexLock lock(peerEventMutex_);
-    handler = peerEventHandler_;
-  }
-  if (handler) (*handler)(PeerEvent{kind, peer, incarnation, std::move(why)});
-}
-
-Status Engine::updatePeer(PeerMetadata metadata) {
-  KVX_ASSIGN_OR_RETURN(auto known, peer(metadata.name));
-  if (known->incarnation() != metadata.incarnation) {
-    return failedPrecondition("stale metadata for peer '" + metadata.name + "': incarnation " +
-                              std::to_string(metadata.incarnation) + ", but incarnation " +
-                              std::to_string(known->incarnation()) + " is connected");
-  }
-  KVX_RETURN_IF_ERROR(known->checkKeys(metadata.regions, metadata.stagingWindow)
-                          .withContext("metadata update from peer '" + metadata.name + "'"));
-  known->updateRegions(metadata.regions);
-  known->updateStagingWindow(metadata.stagingWindow);
-  return Status::ok();
+  peers_->setDataPathFailureHandler(std::move(handler));
 }
 
 void Engine::failTransfersOf(const RemotePeer& peer, const Status& why) {
   for (auto& transfer : transfers_.all()) {
     if (transfer->peer().get() == &peer && transfer->pending()) transfer->requestCancel(why);
   }
-}
-
-Status Engine::removePeer(const std::string& peerName, Status why) {
-  return removePeerIf(peerName, std::nullopt, std::move(why));
-}
-
-Status Engine::removePeerIf(const std::string& peerName, std::optional<std::uint64_t> incarnation,
-                            Status why) {
-  std::shared_ptr<RemotePeer> peer;
-  {
-    sync::UniqueLock lock(mutex_);
-    auto it = peers_.find(peerName);
-    if (it == peers_.end()) return notFound("unknown peer '" + peerName + "'");
-    if (incarnation && it->second->incarnation() != *incarnation) {
-      return failedPrecondition("peer '" + peerName + "' is another incarnation now");
-    }
-    peer = it->second;
-    if (!peer->claimRemoval()) {
-      // Another thread is closing its link: it is gone once that thread unlisted it.
-      peerUnlisted_.wait_for(lock.native(), kRemovalWait, [&]() KVX_REQUIRES(mutex_) {
-        auto now = peers_.find(peerName);
-        return now == peers_.end() || now->second != peer;
-      });
-      return notFound("peer '" + peerName + "' was removed meanwhile");
-    }
-  }
-  failTransfersOf(*peer, why);
-  peer->fail(why);  // force-closes the link: in-flight operations complete with errors now
-  {
-    sync::MutexLock lock(mutex_);
-    auto it = peers_.find(peerName);
-    if (it != peers_.end() && it->second == peer) peers_.erase(it);
-  }
-  peerUnlisted_.notify_all();
-  // Its idle window slots and waiting requests go; copies running for it finish unanswered.
-  if (WindowServer* server = window_.load()) server->peerGone(peerName);
-  if (driver_) driver_->kick();
-  spdlog::info("{}: peer '{}' removed: {}", name(), peerName, why.toString());
-  emitPeerEvent(PeerEvent::Kind::kLeft, peerName, peer->incarnation(), std::move(why));
-  return Status::ok();
-}
-
-Result<std::shared_ptr<RemotePeer>> Engine::peer(const std::string& peerName) const {
-  sync::MutexLock lock(mutex_);
-  auto it = peers_.find(peerName);
-  if (it == peers_.end()) return notFound("unknown peer '" + peerName + "'");
-  return it->second;
-}
-
-std::vector<std::string> Engine::peerNames() const {
-  sync::MutexLock lock(mutex_);
-  std::vector<std::string> names;
-  for (const auto& [n, p] : peers_) names.push_back(n);
-  return names;
 }
 
 // ---- notifications ----

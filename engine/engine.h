@@ -25,6 +25,7 @@
 #include "engine/notify/notification_header.h"
 #include "engine/notify/notification_inbox.h"
 #include "engine/peer/link_reopener.h"
+#include "engine/peer/peer_directory.h"
 #include "engine/peer/peer_metadata.h"
 #include "engine/peer/remote_peer.h"
 #include "engine/progress/progress_driver.h"
@@ -130,7 +131,7 @@ class Engine {
   // peer (its transfers fail with PEER_FAILED, a departure event follows) and then hands the
   // peer's name and that Status to `handler`, outside every engine lock, so that the owner can
   // drop the peer's control link too and a reconnect starts from a fresh handshake.
-  using DataPathFailureHandler = std::function<void(const std::string& peer, const Status& why)>;
+  using DataPathFailureHandler = PeerDirectory::DataPathFailureHandler;
   void setDataPathFailureHandler(DataPathFailureHandler handler);
 
   // ---- transfers ----
@@ -199,18 +200,6 @@ class Engine {
   // Hands queued notifications to the handler; true if there were any.
   bool deliverNotifications() KVX_EXCLUDES(handlerMutex_);
   void failTransfersOf(const RemotePeer& peer, const Status& why);
-  // Removes the peer if it is still the given incarnation (any, when unset). The link is
-  // closed while the peer is still listed, and only then is the peer unlisted and its kLeft
-  // event sent: whoever sees a peer gone (peerNames, peer(), the event) may rely on no byte
-  // of its data path landing any more (the KV layer returns the blocks a lost peer was
-  // writing into). A removal already in progress on another thread is waited for.
-  Status removePeerIf(const std::string& name, std::optional<std::uint64_t> incarnation, Status why)
-      KVX_EXCLUDES(mutex_, peerEventMutex_);
-  void onDataPathFailed(const std::string& peer, std::uint64_t incarnation, const Status& why)
-      KVX_EXCLUDES(mutex_, peerEventMutex_);
-  // Runs the peer event handler, outside every engine lock.
-  void emitPeerEvent(PeerEvent::Kind kind, const std::string& peer, std::uint64_t incarnation,
-                     Status why) KVX_EXCLUDES(mutex_, peerEventMutex_);
   Result<std::shared_ptr<PreparedList>> findList(ListId id) const;
   bool callerDriven() const { return options_.progressMode == ProgressMode::kCaller; }
 
@@ -233,18 +222,9 @@ class Engine {
   std::unique_ptr<WindowServer> windowOwner_ KVX_GUARDED_BY(windowMutex_);
   std::atomic<WindowServer*> window_{nullptr};  // windowOwner_, for lock-free readers
 
-  sync::Mutex peerEventMutex_;  // guards the handlers' pointers, not the calls
-  std::shared_ptr<const PeerEventHandler> peerEventHandler_ KVX_GUARDED_BY(peerEventMutex_);
-  std::shared_ptr<const DataPathFailureHandler> dataPathFailureHandler_
-      KVX_GUARDED_BY(peerEventMutex_);
+  std::unique_ptr<PeerDirectory> peers_;
 
-  // How long removePeerIf waits for another thread's removal of the same peer (a forced
-  // close takes at most 2 s; transfers failing with it take their locks meanwhile).
-  static constexpr std::chrono::seconds kRemovalWait{10};
   mutable sync::Mutex mutex_;
-  // Notified when a peer leaves peers_ (removePeerIf waits on it for a removal in progress).
-  std::condition_variable peerUnlisted_;
-  std::unordered_map<std::string, std::shared_ptr<RemotePeer>> peers_ KVX_GUARDED_BY(mutex_);
   std::unordered_map<ListId, std::shared_ptr<PreparedList>> lists_ KVX_GUARDED_BY(mutex_);
   std::uint64_t nextListId_ KVX_GUARDED_BY(mutex_) = 1;
 
@@ -253,7 +233,6 @@ class Engine {
   std::atomic<bool> hasHandler_{false};
 
   std::unique_ptr<ProgressDriver> driver_;  // null in caller-driven mode
-  LinkReopener reopener_;                   // stopped in the destructor once the peers failed
 };
 
 }  // namespace kvx::engine

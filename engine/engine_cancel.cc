@@ -78,10 +78,8 @@ Status Engine::cancel(std::span<const TransferId> ids) {
     // transport fails what it has not reported with CANCELLED instead. The next link opens
     // off this path (LinkReopener); the peer's other transfers that the close interrupted
     // post again on it (Transfer).
-    if (transfer->peer()->beginReset("cancel of transfer(s) " + which,
-                                     Clock::now() + options_.cancelGrace)) {
-      reopener_.reopen(transfer->peer());
-    }
+    peers_->resetLink(transfer->peer(), "cancel of transfer(s) " + which,
+                      Clock::now() + options_.cancelGrace);
   }
   if (driver_) driver_->kick();
   stuck = waitAllFinished(std::move(stuck), Clock::now() + kDrainAfterReset);
