@@ -56,24 +56,17 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
     self->failTransfersOf(peer, why);
   };
   peerHooks.unlisted = [self](const std::string& peer) {
-    // Its idle window slots and waiting requests go; copies running for it finish unanswered.
-    if (WindowServer* server = self->window_.load()) server->peerGone(peer);
-    if (self->driver_) self->driver_->kick();
+    self->staging_->peerGone(peer);
+    self->kick();
   };
   peerHooks.describe = [self](const std::string& peer) { return self->dataPathDescription(peer); };
   engine->peers_ =
       std::make_unique<PeerDirectory>(engine->options_.name, *engine->transport_,
                                       engine->options_.reopenGate, std::move(peerHooks));
-  engine->staging_ = std::make_unique<StagingService>(*engine->transport_, *engine->gpu_,
-                                                      engine->options_.staging);
+  engine->staging_ = std::make_unique<StagingHost>(
+      engine->options_.name, *engine->transport_, *engine->gpu_, *engine->registry_,
+      *engine->peers_, engine->options_.staging, engine->gpuReach_, [self] { self->kick(); });
   engine->notificationHeader_ = encodeNotificationHeader(engine->options_.name);
-  engine->stagingReplyHeader_ =
-      encodeMessageHeader(MessageKind::kStagingReply, engine->options_.name);
-  engine->stagingContext_.service = engine->staging_.get();
-  engine->stagingContext_.client = &engine->stagingClient_;
-  engine->stagingContext_.requestHeader =
-      encodeMessageHeader(MessageKind::kStagingRequest, engine->options_.name);
-  engine->stagingContext_.replyTimeout = engine->options_.staging.replyTimeout;
   engine->transport_->setMessageHandler(
       [self](std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload) {
         self->onMessage(header, payload);
@@ -105,7 +98,6 @@ Engine::~Engine() {
     }
   }
   // Copy engines wait for their running copies: no staged callback runs after this.
-  if (WindowServer* server = window_.load()) server->close();
   if (staging_) staging_->close();
   if (driver_) driver_->stop();
   transfers_.setWake(nullptr);  // only this thread can still complete operations now
@@ -117,9 +109,7 @@ Engine::~Engine() {
   if (peers_) peers_->clear();
   transfers_.pump();
   for (auto& transfer : transfers_.all()) transfers_.erase(transfer->id()).ignore();
-  window_.store(nullptr);
-  windowOwner_.reset();  // after the copy engines closed: no copy of its slots runs
-  staging_.reset();      // deregisters the staging buffers: before the transport goes
+  staging_.reset();  // deregisters the staging buffers: before the transport goes
   peers_.reset();
   registry_.reset();
   transport_.reset();
@@ -132,7 +122,7 @@ Result<RegionId> Engine::registerMemory(const MemoryRegionSpec& spec) {
   if (id.isOk()) {
     spdlog::debug("{}: registered region '{}' ({} bytes, {})", name(), spec.name, spec.length,
                   toString(spec.kind));
-    if (auto region = registry_->find(*id); region.isOk()) ensureWindow(**region);
+    if (auto region = registry_->find(*id); region.isOk()) staging_->ensureWindow(**region);
   }
   return id;
 }
@@ -140,7 +130,9 @@ Result<RegionId> Engine::registerMemory(const MemoryRegionSpec& spec) {
 Result<AllocatedRegion> Engine::allocateMemory(const AllocationSpec& spec) {
   auto allocated = registry_->allocate(spec);
   if (allocated.isOk()) {
-    if (auto region = registry_->find(allocated->id); region.isOk()) ensureWindow(**region);
+    if (auto region = registry_->find(allocated->id); region.isOk()) {
+      staging_->ensureWindow(**region);
+    }
   }
   return allocated;
 }
@@ -162,8 +154,30 @@ PeerMetadata Engine::localMetadata() const {
     auto key = region->memory->packedRemoteKey();
     metadata.regions.push_back(RegionMetadata{region->info, {key.begin(), key.end()}});
   }
-  if (const WindowServer* server = window_.load()) metadata.stagingWindow = server->metadata();
+  if (const WindowServer* server = staging_->windowServer()) {
+    metadata.stagingWindow = server->metadata();
+  }
   return metadata;
+}
+
+Status Engine::copyIntoRegion(RegionId id, std::uint64_t offset, std::span<const std::byte> bytes,
+                              Deadline deadline) {
+  return engine::copyIntoRegion(
+      *registry_, [this](int device) { return staging_->copyEngine(device); }, id, offset, bytes,
+      deadline);
+}
+
+Status Engine::copyFromRegion(RegionId id, std::uint64_t offset, std::span<std::byte> out,
+                              Deadline deadline) {
+  return engine::copyFromRegion(
+      *registry_, [this](int device) { return staging_->copyEngine(device); }, id, offset, out,
+      deadline);
+}
+
+Status Engine::copyRegionPieces(std::span<const RegionPiece> pieces, bool into, Deadline deadline) {
+  return engine::copyRegionPieces(
+      *registry_, [this](int device) { return staging_->copyEngine(device); }, pieces, into,
+      deadline);
 }
 
 // ---- peers ----
@@ -183,6 +197,11 @@ Result<std::shared_ptr<RemotePeer>> Engine::peer(const std::string& peerName) co
 }
 
 std::vector<std::string> Engine::peerNames() const { return peers_->names(); }
+
+Result<std::string> Engine::dataPathDescription(const std::string& peerName) const {
+  KVX_ASSIGN_OR_RETURN(auto remote, peer(peerName));
+  return remote->dataPathDescription() + "; " + staging_->describeGpuMemory(*remote);
+}
 
 void Engine::setPeerEventHandler(PeerEventHandler handler) {
   peers_->setEventHandler(std::move(handler));
@@ -205,7 +224,7 @@ Status Engine::sendNotification(const std::string& peerName, std::string payload
   // During a reset of the link it waits for the next link, not the caller.
   KVX_RETURN_IF_ERROR(remote->sendOwned(notificationHeader_, {payload.begin(), payload.end()},
                                         "notification to '" + peerName + "'"));
-  if (driver_) driver_->kick();
+  kick();
   return Status::ok();
 }
 
@@ -217,7 +236,8 @@ void Engine::onMessage(std::span<const std::uint8_t> header,
     return;
   }
   if (decoded->kind != MessageKind::kNotification) {
-    onStagingMessage(*decoded, payload);
+    // A closing transport may still deliver, after ~Engine released the staging host.
+    if (staging_) staging_->onMessage(*decoded, payload);
     return;
   }
   inbox_.push(
@@ -236,10 +256,7 @@ Result<Notification> Engine::waitNotification(Deadline deadline) {
 
 bool Engine::progress() {
   bool moved = transport_->progress();
-  // Staging requests the transport just delivered, and copies that finished since.
-  if (WindowServer* server = window_.load()) moved = server->pump() || moved;
-  stagingClient_.tick(Clock::now());
-  releaseOrphanedSlots();
+  moved = staging_->pump() || moved;
   const bool advanced = transfers_.pump();
   const bool delivered = hasHandler_.load(std::memory_order_relaxed) && deliverNotifications();
   return moved || advanced || delivered;
@@ -250,7 +267,7 @@ void Engine::setNotificationHandler(std::function<void(Notification)> handler) {
   handler_ = handler ? std::make_shared<const std::function<void(Notification)>>(std::move(handler))
                      : nullptr;
   hasHandler_.store(handler_ != nullptr);
-  if (driver_) driver_->kick();  // hands over what is already queued
+  kick();  // hands over what is already queued
 }
 
 bool Engine::deliverNotifications() {

@@ -29,8 +29,7 @@
 #include "engine/peer/peer_metadata.h"
 #include "engine/peer/remote_peer.h"
 #include "engine/progress/progress_driver.h"
-#include "engine/staged/remote_staged_run.h"
-#include "engine/staged/staging_client.h"
+#include "engine/staged/staging_host.h"
 #include "engine/staged/staging_service.h"
 #include "engine/staged/window_server.h"
 #include "engine/transfer/data_path.h"
@@ -161,7 +160,7 @@ class Engine {
 
   // The staging window through which peers reach this agent's GPU memory that its transport
   // cannot register; null until such a region was registered (or if making it failed).
-  WindowServer* windowServer() { return window_.load(); }
+  WindowServer* windowServer() { return staging_->windowServer(); }
 
   // ---- notifications ----
   Status sendNotification(const std::string& peer, std::string payload);
@@ -179,8 +178,6 @@ class Engine {
   explicit Engine(EngineOptions options);
   Result<TransferId> addTransfer(std::shared_ptr<RemotePeer> peer, TransferOp op, TransferPlan plan,
                                  std::optional<std::string> notification);
-  // A plan with staged operations needs its device's copy engine and staging buffers ready.
-  Status prepareStaging(const TransferPlan& plan);
   // Waits until `transfer` is not pending or the deadline passed, driving progress in
   // caller-driven mode.
   void waitFinished(const Transfer& transfer, Deadline deadline);
@@ -188,20 +185,15 @@ class Engine {
   std::vector<std::shared_ptr<Transfer>> waitAllFinished(
       std::vector<std::shared_ptr<Transfer>> transfers, Deadline deadline);
   void onMessage(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload);
-  // Makes the staging window when `region` is exposed GPU memory the transport could not
-  // register (a failure is logged: peers are then refused as before the window existed).
-  void ensureWindow(const LocalRegion& region);
-  // A staging request for this agent's window or a reply to one of its wires; in the
-  // transport's message handler, so it only queues.
-  void onStagingMessage(const MessageHeader& header, std::span<const std::uint8_t> payload);
-  void sendStagingReply(const std::string& peer, std::vector<std::uint8_t> payload);
-  // Gives back window slots granted to staged moves of this side that ended meanwhile.
-  void releaseOrphanedSlots();
   // Hands queued notifications to the handler; true if there were any.
   bool deliverNotifications() KVX_EXCLUDES(handlerMutex_);
   void failTransfersOf(const RemotePeer& peer, const Status& why);
   Result<std::shared_ptr<PreparedList>> findList(ListId id) const;
   bool callerDriven() const { return options_.progressMode == ProgressMode::kCaller; }
+  // Wakes the progress thread, if there is one.
+  void kick() {
+    if (driver_) driver_->kick();
+  }
 
   EngineOptions options_;
   std::uint64_t incarnation_;
@@ -209,20 +201,11 @@ class Engine {
   std::unique_ptr<Transport> transport_;
   GpuReach gpuReach_;
   std::unique_ptr<MemoryRegistry> registry_;
-  std::unique_ptr<StagingService> staging_;
   TransferTable transfers_;
   NotificationInbox inbox_;
   std::vector<std::uint8_t> notificationHeader_;
-  std::vector<std::uint8_t> stagingReplyHeader_;
-  StagingClient stagingClient_;
-  StagingContext stagingContext_;
-
-  sync::Mutex windowMutex_;
-  // Made once; destroyed after the copy engines closed.
-  std::unique_ptr<WindowServer> windowOwner_ KVX_GUARDED_BY(windowMutex_);
-  std::atomic<WindowServer*> window_{nullptr};  // windowOwner_, for lock-free readers
-
   std::unique_ptr<PeerDirectory> peers_;
+  std::unique_ptr<StagingHost> staging_;
 
   mutable sync::Mutex mutex_;
   std::unordered_map<ListId, std::shared_ptr<PreparedList>> lists_ KVX_GUARDED_BY(mutex_);

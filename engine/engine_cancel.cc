@@ -56,7 +56,7 @@ Status Engine::cancel(std::span<const TransferId> ids) {
     cancelling.push_back(std::move(transfer));
   }
   if (cancelling.empty()) return first;
-  if (driver_) driver_->kick();
+  kick();
   // Every transfer stopped posting above; their operations in flight complete meanwhile.
   std::vector<std::shared_ptr<Transfer>> stuck =
       waitAllFinished(std::move(cancelling), Clock::now() + options_.cancelGrace);
@@ -81,7 +81,7 @@ Status Engine::cancel(std::span<const TransferId> ids) {
     peers_->resetLink(transfer->peer(), "cancel of transfer(s) " + which,
                       Clock::now() + options_.cancelGrace);
   }
-  if (driver_) driver_->kick();
+  kick();
   stuck = waitAllFinished(std::move(stuck), Clock::now() + kDrainAfterReset);
   if (!stuck.empty()) {
     // Worse than an unknown id: bytes of these may still land.

@@ -62,26 +62,13 @@ class PairPaths {
 
 Result<TransferId> Engine::addTransfer(std::shared_ptr<RemotePeer> peer, TransferOp op,
                                        TransferPlan plan, std::optional<std::string> notification) {
-  KVX_RETURN_IF_ERROR(prepareStaging(plan));
+  KVX_RETURN_IF_ERROR(staging_->prepare(plan));
   const TransferId id = transfers_.nextId();
   auto transfer = std::make_shared<Transfer>(id, std::move(peer), op, std::move(plan),
                                              notificationHeader_, std::move(notification),
-                                             options_.maxOpsInFlight, transfers_, &stagingContext_);
+                                             options_.maxOpsInFlight, transfers_, staging_.get());
   transfers_.insert(std::move(transfer));
   return id;
-}
-
-Status Engine::prepareStaging(const TransferPlan& plan) {
-  if (!plan.remoteStagedOps.empty() || !plan.bothStagedOps.empty()) {
-    spdlog::debug("{}: transfer stages {} bytes through the peer's staging window{}", name(),
-                  plan.remoteStagedBytes,
-                  plan.bothStagedOps.empty() ? "" : " (staged through host on both sides)");
-  }
-  if (plan.stagedOps.empty() && plan.bothStagedOps.empty()) return Status::ok();
-  return staging_->prepare(plan.stagedDevice)
-      .withContext("planning a transfer that stages " + std::to_string(plan.stagedBytes) +
-                   " bytes of CUDA device " + std::to_string(plan.stagedDevice) +
-                   " through host memory (" + describeGpuDirect(gpuReach_) + ")");
 }
 
 Result<TransferId> Engine::createTransfer(const TransferRequest& request) {
@@ -215,7 +202,7 @@ Status Engine::releaseList(ListId id) {
 Status Engine::post(TransferId id, Transfer::FinishedCallback onFinished) {
   KVX_ASSIGN_OR_RETURN(auto transfer, transfers_.find(id));
   KVX_RETURN_IF_ERROR(transfer->start(*registry_, std::move(onFinished)));
-  if (driver_) driver_->kick();
+  kick();
   return Status::ok();
 }
 
