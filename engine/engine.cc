@@ -5,7 +5,6 @@
 #include <random>
 #include <utility>
 
-#include "engine/notify/notification_header.h"
 #include "engine/transport/transport_registry.h"
 
 namespace kvx::engine {
@@ -26,34 +25,35 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   if (options.name.empty()) return invalidArgument("an agent needs a name");
   if (options.name.size() > 256) return invalidArgument("agent name longer than 256 bytes");
   std::unique_ptr<Engine> engine(new Engine(std::move(options)));
-  engine->options_.transportOptions.agentName = engine->options_.name;
-  engine->gpu_ = engine->options_.gpuRuntime;
+  Engine* self = engine.get();
+  const EngineOptions& o = engine->options_;
+  engine->options_.transportOptions.agentName = o.name;
+  engine->gpu_ = o.gpuRuntime;
   if (engine->gpu_ == nullptr) {
     // The process's runtime lives until exit: share it without owning it.
     engine->gpu_ = std::shared_ptr<gpu::GpuRuntime>(&gpu::gpuRuntime(), [](gpu::GpuRuntime*) {});
   }
   engine->options_.transportOptions.gpuRuntime = engine->gpu_;
-  KVX_ASSIGN_OR_RETURN(engine->transport_, createTransport(engine->options_.transport,
-                                                           engine->options_.transportOptions));
-  engine->gpuReach_ =
-      gpuReachOf(engine->transport_->supportsMemoryKind(MemoryKind::kCuda),
-                 engine->transport_->whyNotMemoryKind(MemoryKind::kCuda), engine->options_.gpuPath);
-  if (engine->gpuReach_.cudaDirect) engine->gpuReach_.cudaHow = engine->transport_->howMovesCuda();
-  spdlog::info("{}: {}", engine->options_.name, describeGpuDirect(engine->gpuReach_));
-  engine->registry_ = std::make_unique<MemoryRegistry>(*engine->transport_, *engine->gpu_,
-                                                       engine->options_.gpuPath);
+  KVX_ASSIGN_OR_RETURN(engine->transport_, createTransport(o.transport, o.transportOptions));
+  Transport& transport = *engine->transport_;
+  engine->gpuReach_ = gpuReachOf(transport.supportsMemoryKind(MemoryKind::kCuda),
+                                 transport.whyNotMemoryKind(MemoryKind::kCuda), o.gpuPath);
+  if (engine->gpuReach_.cudaDirect) engine->gpuReach_.cudaHow = transport.howMovesCuda();
+  spdlog::info("{}: {}", o.name, describeGpuDirect(engine->gpuReach_));
+  engine->registry_ = std::make_unique<MemoryRegistry>(transport, *engine->gpu_, o.gpuPath);
   if (engine->gpuReach_.cudaDirect) {
     // UCX copies device memory on the thread that posts or progresses, in its current context.
-    engine->transport_->setThreadSetup(
-        [device = engine->registry_->directCudaDevice(), gpu = engine->gpu_] {
-          const int d = device->load();
-          return d >= 0 && gpu->bindThread(d).isOk();
-        });
+    transport.setThreadSetup([device = engine->registry_->directCudaDevice(), gpu = engine->gpu_] {
+      const int d = device->load();
+      return d >= 0 && gpu->bindThread(d).isOk();
+    });
   }
-  Engine* self = engine.get();
+
+  // The parts call each other through the engine: none of these hooks runs before create()
+  // returns, when every part exists.
   PeerDirectory::Hooks peerHooks;
   peerHooks.failTransfers = [self](const RemotePeer& peer, const Status& why) {
-    self->failTransfersOf(peer, why);
+    self->transfers_->failTransfersOf(peer, why);
   };
   peerHooks.unlisted = [self](const std::string& peer) {
     self->staging_->peerGone(peer);
@@ -61,58 +61,69 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   };
   peerHooks.describe = [self](const std::string& peer) { return self->dataPathDescription(peer); };
   engine->peers_ =
-      std::make_unique<PeerDirectory>(engine->options_.name, *engine->transport_,
-                                      engine->options_.reopenGate, std::move(peerHooks));
-  engine->staging_ = std::make_unique<StagingHost>(
-      engine->options_.name, *engine->transport_, *engine->gpu_, *engine->registry_,
-      *engine->peers_, engine->options_.staging, engine->gpuReach_, [self] { self->kick(); });
-  engine->notificationHeader_ = encodeNotificationHeader(engine->options_.name);
-  engine->transport_->setMessageHandler(
+      std::make_unique<PeerDirectory>(o.name, transport, o.reopenGate, std::move(peerHooks));
+  engine->staging_ = std::make_unique<StagingHost>(o.name, transport, *engine->gpu_,
+                                                   *engine->registry_, *engine->peers_, o.staging,
+                                                   engine->gpuReach_, [self] { self->kick(); });
+  engine->notificationHeader_ = encodeNotificationHeader(o.name);
+  TransferServiceOptions transferOptions;
+  transferOptions.self = o.name;
+  transferOptions.maxOpsInFlight = o.maxOpsInFlight;
+  transferOptions.maxOpBytes = o.maxOpBytes;
+  transferOptions.cancelGrace = o.cancelGrace;
+  transferOptions.notificationHeader = engine->notificationHeader_;
+  engine->transfers_ = std::make_unique<TransferService>(
+      std::move(transferOptions), *engine->registry_, *engine->peers_, *engine->staging_,
+      engine->gpuReach_, engine->progressHooks());
+
+  transport.setMessageHandler(
       [self](std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload) {
         self->onMessage(header, payload);
       });
   if (!engine->callerDriven()) {
     engine->driver_ = std::make_unique<ProgressDriver>(
-        *engine->transport_, [self] { return self->progress(); }, engine->options_.progressSpin);
+        transport, [self] { return self->progress(); }, o.progressSpin);
     engine->driver_->start();
-    ProgressDriver* driver = engine->driver_.get();
-    engine->transfers_.setWake([driver] { driver->kick(); });
   }
   return engine;
 }
 
 Engine::~Engine() {
-  for (auto& transfer : transfers_.all()) {
-    if (transfer->pending()) {
-      transfer->requestCancel(cancelled("the agent is shutting down"));
-    }
-  }
-  if (peers_) peers_->failAll(cancelled("the agent is shutting down"));
+  // A failed create() leaves some parts unmade; each step below skips what is missing.
+  const Status shutdown = cancelled("the agent is shutting down");
+  if (transfers_) transfers_->cancelAll(shutdown);
+  // Closes every link (in-flight operations complete with errors), then stops reopening.
+  if (peers_) peers_->failAll(shutdown);
   // Force-closed links completed every in-flight operation; let the transfers finish.
-  const Deadline deadline = Clock::now() + std::chrono::seconds(2);
-  for (auto& transfer : transfers_.all()) {
-    if (driver_) {
-      transfers_.waitFinished(*transfer, deadline);
-    } else {
-      while (transfer->pending() && Clock::now() < deadline) progress();
-    }
-  }
+  if (transfers_) transfers_->waitAll(Clock::now() + std::chrono::seconds(2));
   // Copy engines wait for their running copies: no staged callback runs after this.
   if (staging_) staging_->close();
   if (driver_) driver_->stop();
-  transfers_.setWake(nullptr);  // only this thread can still complete operations now
+  if (transfers_) transfers_->stopWaking();
   driver_.reset();
-  {
-    sync::MutexLock lock(mutex_);
-    lists_.clear();
-  }
+  if (transfers_) transfers_->clear();
   if (peers_) peers_->clear();
-  transfers_.pump();
-  for (auto& transfer : transfers_.all()) transfers_.erase(transfer->id()).ignore();
-  staging_.reset();  // deregisters the staging buffers: before the transport goes
+  transfers_.reset();
+  staging_.reset();  // its window, then its staging buffers: before the transport goes
   peers_.reset();
   registry_.reset();
   transport_.reset();
+}
+
+ProgressHooks Engine::progressHooks() {
+  ProgressHooks hooks;
+  hooks.kick = [this] { kick(); };
+  if (callerDriven()) hooks.step = [this] { return progress(); };
+  return hooks;
+}
+
+bool Engine::progress() {
+  bool moved = transport_->progress();
+  // Staging requests the transport just delivered, and copies that finished since.
+  moved = staging_->pump() || moved;
+  const bool advanced = transfers_->pump();
+  const bool delivered = hasHandler_.load(std::memory_order_relaxed) && deliverNotifications();
+  return moved || advanced || delivered;
 }
 
 // ---- memory ----
@@ -199,7 +210,7 @@ Result<std::shared_ptr<RemotePeer>> Engine::peer(const std::string& peerName) co
 std::vector<std::string> Engine::peerNames() const { return peers_->names(); }
 
 Result<std::string> Engine::dataPathDescription(const std::string& peerName) const {
-  KVX_ASSIGN_OR_RETURN(auto remote, peer(peerName));
+  KVX_ASSIGN_OR_RETURN(auto remote, peers_->find(peerName));
   return remote->dataPathDescription() + "; " + staging_->describeGpuMemory(*remote);
 }
 
@@ -211,11 +222,47 @@ void Engine::setDataPathFailureHandler(DataPathFailureHandler handler) {
   peers_->setDataPathFailureHandler(std::move(handler));
 }
 
-void Engine::failTransfersOf(const RemotePeer& peer, const Status& why) {
-  for (auto& transfer : transfers_.all()) {
-    if (transfer->peer().get() == &peer && transfer->pending()) transfer->requestCancel(why);
-  }
+// ---- transfers ----
+
+Result<TransferId> Engine::createTransfer(const TransferRequest& request) {
+  return transfers_->create(request);
 }
+
+Result<ListId> Engine::prepareLocalList(std::span<const MemoryRange> ranges) {
+  return transfers_->prepareLocalList(ranges);
+}
+
+Result<ListId> Engine::prepareRemoteList(const std::string& peerName,
+                                         std::span<const MemoryRange> ranges) {
+  return transfers_->prepareRemoteList(peerName, ranges);
+}
+
+Result<TransferId> Engine::makeTransfer(TransferOp op, ListId localList,
+                                        std::span<const std::uint32_t> localIndices,
+                                        ListId remoteList,
+                                        std::span<const std::uint32_t> remoteIndices,
+                                        std::optional<std::string> notification) {
+  return transfers_->make(op, localList, localIndices, remoteList, remoteIndices,
+                          std::move(notification));
+}
+
+Status Engine::releaseList(ListId list) { return transfers_->releaseList(list); }
+
+Status Engine::post(TransferId id, Transfer::FinishedCallback onFinished) {
+  return transfers_->post(id, std::move(onFinished));
+}
+
+TransferStatus Engine::poll(TransferId id) const { return transfers_->poll(id); }
+
+Status Engine::wait(TransferId id, Deadline deadline) { return transfers_->wait(id, deadline); }
+
+Status Engine::cancel(TransferId id) { return cancel(std::span<const TransferId>(&id, 1)); }
+
+Status Engine::cancel(std::span<const TransferId> ids) { return transfers_->cancel(ids); }
+
+Result<TransferStats> Engine::stats(TransferId id) const { return transfers_->stats(id); }
+
+Status Engine::release(TransferId id) { return transfers_->release(id); }
 
 // ---- notifications ----
 
@@ -252,14 +299,6 @@ Result<Notification> Engine::waitNotification(Deadline deadline) {
     if (Clock::now() >= deadline) return timedOut("no notification arrived before the deadline");
     progress();
   }
-}
-
-bool Engine::progress() {
-  bool moved = transport_->progress();
-  moved = staging_->pump() || moved;
-  const bool advanced = transfers_.pump();
-  const bool delivered = hasHandler_.load(std::memory_order_relaxed) && deliverNotifications();
-  return moved || advanced || delivered;
 }
 
 void Engine::setNotificationHandler(std::function<void(Notification)> handler) {

@@ -1,22 +1,26 @@
 #pragma once
 
-// Engine: the data plane of one agent. It owns the transport, the registered memory, the
-// known peers, the transfers and the received notifications, and drives progress (its own
-// thread, or the caller). It knows nothing of the control channel: metadata reaches it as
-// PeerMetadata values.
+// Engine: the data plane of one agent. It is the root that builds the parts below in order,
+// wires them to each other and to the transport, forwards its members to them, and tears
+// them down in the order that keeps every guarantee (see ~Engine):
+//   MemoryRegistry      the registered memory
+//   PeerDirectory       the known peers, their events, link reopening (peer/)
+//   StagingHost         staging of GPU memory through host buffers, both sides (staged/)
+//   TransferService     prepared lists, transfers, waits and cancels (transfer/)
+//   ProgressDriver      the progress thread, unless the caller drives progress (progress/)
+// Each part has its own locks and says which threads call it; the engine itself holds no
+// lock. It knows nothing of the control channel: metadata reaches it as PeerMetadata values.
 //
 // Thread safety: every member may be called from any thread.
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/gpu/gpu_runtime.h"
@@ -29,12 +33,13 @@
 #include "engine/peer/peer_metadata.h"
 #include "engine/peer/remote_peer.h"
 #include "engine/progress/progress_driver.h"
+#include "engine/progress/progress_hooks.h"
 #include "engine/staged/staging_host.h"
 #include "engine/staged/staging_service.h"
 #include "engine/staged/window_server.h"
 #include "engine/transfer/data_path.h"
-#include "engine/transfer/prepared_list.h"
-#include "engine/transfer/transfer_table.h"
+#include "engine/transfer/transfer.h"
+#include "engine/transfer/transfer_service.h"
 #include "engine/transport/transport.h"
 #include "kvx/agent_options.h"
 #include "kvx/peer_event.h"
@@ -176,20 +181,12 @@ class Engine {
 
  private:
   explicit Engine(EngineOptions options);
-  Result<TransferId> addTransfer(std::shared_ptr<RemotePeer> peer, TransferOp op, TransferPlan plan,
-                                 std::optional<std::string> notification);
-  // Waits until `transfer` is not pending or the deadline passed, driving progress in
-  // caller-driven mode.
-  void waitFinished(const Transfer& transfer, Deadline deadline);
-  // Waits for all of `transfers` (one deadline for the set); returns those still pending.
-  std::vector<std::shared_ptr<Transfer>> waitAllFinished(
-      std::vector<std::shared_ptr<Transfer>> transfers, Deadline deadline);
+  bool callerDriven() const { return options_.progressMode == ProgressMode::kCaller; }
+  // What the parts that queue work for progress, or wait for it, are given.
+  ProgressHooks progressHooks();
   void onMessage(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload);
   // Hands queued notifications to the handler; true if there were any.
   bool deliverNotifications() KVX_EXCLUDES(handlerMutex_);
-  void failTransfersOf(const RemotePeer& peer, const Status& why);
-  Result<std::shared_ptr<PreparedList>> findList(ListId id) const;
-  bool callerDriven() const { return options_.progressMode == ProgressMode::kCaller; }
   // Wakes the progress thread, if there is one.
   void kick() {
     if (driver_) driver_->kick();
@@ -200,16 +197,13 @@ class Engine {
   std::shared_ptr<gpu::GpuRuntime> gpu_;
   std::unique_ptr<Transport> transport_;
   GpuReach gpuReach_;
+  // The parts, built in this order and released in reverse by ~Engine.
   std::unique_ptr<MemoryRegistry> registry_;
-  TransferTable transfers_;
-  NotificationInbox inbox_;
-  std::vector<std::uint8_t> notificationHeader_;
   std::unique_ptr<PeerDirectory> peers_;
   std::unique_ptr<StagingHost> staging_;
-
-  mutable sync::Mutex mutex_;
-  std::unordered_map<ListId, std::shared_ptr<PreparedList>> lists_ KVX_GUARDED_BY(mutex_);
-  std::uint64_t nextListId_ KVX_GUARDED_BY(mutex_) = 1;
+  std::unique_ptr<TransferService> transfers_;
+  NotificationInbox inbox_;
+  std::vector<std::uint8_t> notificationHeader_;
 
   sync::Mutex handlerMutex_;  // leaf lock, never held while calling handler_
   std::shared_ptr<const std::function<void(Notification)>> handler_ KVX_GUARDED_BY(handlerMutex_);
