@@ -5,7 +5,6 @@
 #include <random>
 #include <utility>
 
-#include "engine/notify/notification_header.h"
 #include "engine/transport/transport_registry.h"
 
 namespace kvx::engine {
@@ -20,104 +19,111 @@ std::uint64_t randomIncarnation() {
 }  // namespace
 
 Engine::Engine(EngineOptions options)
-    : options_(std::move(options)), incarnation_(randomIncarnation()) {
-  reopener_.setGate(options_.reopenGate);
-}
+    : options_(std::move(options)), incarnation_(randomIncarnation()) {}
 
 Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   if (options.name.empty()) return invalidArgument("an agent needs a name");
   if (options.name.size() > 256) return invalidArgument("agent name longer than 256 bytes");
   std::unique_ptr<Engine> engine(new Engine(std::move(options)));
-  engine->options_.transportOptions.agentName = engine->options_.name;
-  engine->gpu_ = engine->options_.gpuRuntime;
+  Engine* self = engine.get();
+  const EngineOptions& o = engine->options_;
+  engine->options_.transportOptions.agentName = o.name;
+  engine->gpu_ = o.gpuRuntime;
   if (engine->gpu_ == nullptr) {
     // The process's runtime lives until exit: share it without owning it.
     engine->gpu_ = std::shared_ptr<gpu::GpuRuntime>(&gpu::gpuRuntime(), [](gpu::GpuRuntime*) {});
   }
   engine->options_.transportOptions.gpuRuntime = engine->gpu_;
-  KVX_ASSIGN_OR_RETURN(engine->transport_, createTransport(engine->options_.transport,
-                                                           engine->options_.transportOptions));
-  engine->gpuReach_ =
-      gpuReachOf(engine->transport_->supportsMemoryKind(MemoryKind::kCuda),
-                 engine->transport_->whyNotMemoryKind(MemoryKind::kCuda), engine->options_.gpuPath);
-  if (engine->gpuReach_.cudaDirect) engine->gpuReach_.cudaHow = engine->transport_->howMovesCuda();
-  spdlog::info("{}: {}", engine->options_.name, describeGpuDirect(engine->gpuReach_));
-  engine->registry_ = std::make_unique<MemoryRegistry>(*engine->transport_, *engine->gpu_,
-                                                       engine->options_.gpuPath);
+  KVX_ASSIGN_OR_RETURN(engine->transport_, createTransport(o.transport, o.transportOptions));
+  Transport& transport = *engine->transport_;
+  engine->gpuReach_ = gpuReachOf(transport.supportsMemoryKind(MemoryKind::kCuda),
+                                 transport.whyNotMemoryKind(MemoryKind::kCuda), o.gpuPath);
+  if (engine->gpuReach_.cudaDirect) engine->gpuReach_.cudaHow = transport.howMovesCuda();
+  spdlog::info("{}: {}", o.name, describeGpuDirect(engine->gpuReach_));
+  engine->registry_ = std::make_unique<MemoryRegistry>(transport, *engine->gpu_, o.gpuPath);
   if (engine->gpuReach_.cudaDirect) {
     // UCX copies device memory on the thread that posts or progresses, in its current context.
-    engine->transport_->setThreadSetup(
-        [device = engine->registry_->directCudaDevice(), gpu = engine->gpu_] {
-          const int d = device->load();
-          return d >= 0 && gpu->bindThread(d).isOk();
-        });
+    transport.setThreadSetup([device = engine->registry_->directCudaDevice(), gpu = engine->gpu_] {
+      const int d = device->load();
+      return d >= 0 && gpu->bindThread(d).isOk();
+    });
   }
-  engine->staging_ = std::make_unique<StagingService>(*engine->transport_, *engine->gpu_,
-                                                      engine->options_.staging);
-  engine->notificationHeader_ = encodeNotificationHeader(engine->options_.name);
-  engine->stagingReplyHeader_ =
-      encodeMessageHeader(MessageKind::kStagingReply, engine->options_.name);
-  engine->stagingContext_.service = engine->staging_.get();
-  engine->stagingContext_.client = &engine->stagingClient_;
-  engine->stagingContext_.requestHeader =
-      encodeMessageHeader(MessageKind::kStagingRequest, engine->options_.name);
-  engine->stagingContext_.replyTimeout = engine->options_.staging.replyTimeout;
-  Engine* self = engine.get();
-  engine->transport_->setMessageHandler(
+
+  // The parts call each other through the engine: none of these hooks runs before create()
+  // returns, when every part exists.
+  PeerDirectory::Hooks peerHooks;
+  peerHooks.failTransfers = [self](const RemotePeer& peer, const Status& why) {
+    self->transfers_->failTransfersOf(peer, why);
+  };
+  peerHooks.unlisted = [self](const std::string& peer) {
+    self->staging_->peerGone(peer);
+    self->kick();
+  };
+  peerHooks.describe = [self](const std::string& peer) { return self->dataPathDescription(peer); };
+  engine->peers_ =
+      std::make_unique<PeerDirectory>(o.name, transport, o.reopenGate, std::move(peerHooks));
+  engine->staging_ = std::make_unique<StagingHost>(o.name, transport, *engine->gpu_,
+                                                   *engine->registry_, *engine->peers_, o.staging,
+                                                   engine->gpuReach_, [self] { self->kick(); });
+  engine->notificationHeader_ = encodeNotificationHeader(o.name);
+  TransferServiceOptions transferOptions;
+  transferOptions.self = o.name;
+  transferOptions.maxOpsInFlight = o.maxOpsInFlight;
+  transferOptions.maxOpBytes = o.maxOpBytes;
+  transferOptions.cancelGrace = o.cancelGrace;
+  transferOptions.notificationHeader = engine->notificationHeader_;
+  engine->transfers_ = std::make_unique<TransferService>(
+      std::move(transferOptions), *engine->registry_, *engine->peers_, *engine->staging_,
+      engine->gpuReach_, engine->progressHooks());
+
+  transport.setMessageHandler(
       [self](std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload) {
         self->onMessage(header, payload);
       });
   if (!engine->callerDriven()) {
     engine->driver_ = std::make_unique<ProgressDriver>(
-        *engine->transport_, [self] { return self->progress(); }, engine->options_.progressSpin);
+        transport, [self] { return self->progress(); }, o.progressSpin);
     engine->driver_->start();
-    ProgressDriver* driver = engine->driver_.get();
-    engine->transfers_.setWake([driver] { driver->kick(); });
   }
   return engine;
 }
 
 Engine::~Engine() {
-  for (auto& transfer : transfers_.all()) {
-    if (transfer->pending()) {
-      transfer->requestCancel(cancelled("the agent is shutting down"));
-    }
-  }
-  std::vector<std::shared_ptr<RemotePeer>> peers;
-  {
-    sync::MutexLock lock(mutex_);
-    for (auto& [name, peer] : peers_) peers.push_back(peer);
-  }
-  for (auto& peer : peers) peer->fail(cancelled("the agent is shutting down"));
-  reopener_.stop();  // what it still has to reopen belongs to failed peers: it only cleans up
+  // A failed create() leaves some parts unmade; each step below skips what is missing.
+  const Status shutdown = cancelled("the agent is shutting down");
+  if (transfers_) transfers_->cancelAll(shutdown);
+  // Closes every link (in-flight operations complete with errors), then stops reopening.
+  if (peers_) peers_->failAll(shutdown);
   // Force-closed links completed every in-flight operation; let the transfers finish.
-  const Deadline deadline = Clock::now() + std::chrono::seconds(2);
-  for (auto& transfer : transfers_.all()) {
-    if (driver_) {
-      transfers_.waitFinished(*transfer, deadline);
-    } else {
-      while (transfer->pending() && Clock::now() < deadline) progress();
-    }
-  }
+  if (transfers_) transfers_->waitAll(Clock::now() + std::chrono::seconds(2));
   // Copy engines wait for their running copies: no staged callback runs after this.
-  if (WindowServer* server = window_.load()) server->close();
   if (staging_) staging_->close();
   if (driver_) driver_->stop();
-  transfers_.setWake(nullptr);  // only this thread can still complete operations now
+  if (transfers_) transfers_->stopWaking();
   driver_.reset();
-  {
-    sync::MutexLock lock(mutex_);
-    lists_.clear();
-    peers_.clear();
-  }
-  peers.clear();
-  transfers_.pump();
-  for (auto& transfer : transfers_.all()) transfers_.erase(transfer->id()).ignore();
-  window_.store(nullptr);
-  windowOwner_.reset();  // after the copy engines closed: no copy of its slots runs
-  staging_.reset();      // deregisters the staging buffers: before the transport goes
+  if (transfers_) transfers_->clear();
+  if (peers_) peers_->clear();
+  transfers_.reset();
+  staging_.reset();  // its window, then its staging buffers: before the transport goes
+  peers_.reset();
   registry_.reset();
   transport_.reset();
+}
+
+ProgressHooks Engine::progressHooks() {
+  ProgressHooks hooks;
+  hooks.kick = [this] { kick(); };
+  if (callerDriven()) hooks.step = [this] { return progress(); };
+  return hooks;
+}
+
+bool Engine::progress() {
+  bool moved = transport_->progress();
+  // Staging requests the transport just delivered, and copies that finished since.
+  moved = staging_->pump() || moved;
+  const bool advanced = transfers_->pump();
+  const bool delivered = hasHandler_.load(std::memory_order_relaxed) && deliverNotifications();
+  return moved || advanced || delivered;
 }
 
 // ---- memory ----
@@ -127,7 +133,7 @@ Result<RegionId> Engine::registerMemory(const MemoryRegionSpec& spec) {
   if (id.isOk()) {
     spdlog::debug("{}: registered region '{}' ({} bytes, {})", name(), spec.name, spec.length,
                   toString(spec.kind));
-    if (auto region = registry_->find(*id); region.isOk()) ensureWindow(**region);
+    if (auto region = registry_->find(*id); region.isOk()) staging_->ensureWindow(**region);
   }
   return id;
 }
@@ -135,7 +141,9 @@ Result<RegionId> Engine::registerMemory(const MemoryRegionSpec& spec) {
 Result<AllocatedRegion> Engine::allocateMemory(const AllocationSpec& spec) {
   auto allocated = registry_->allocate(spec);
   if (allocated.isOk()) {
-    if (auto region = registry_->find(allocated->id); region.isOk()) ensureWindow(**region);
+    if (auto region = registry_->find(allocated->id); region.isOk()) {
+      staging_->ensureWindow(**region);
+    }
   }
   return allocated;
 }
@@ -157,205 +165,104 @@ PeerMetadata Engine::localMetadata() const {
     auto key = region->memory->packedRemoteKey();
     metadata.regions.push_back(RegionMetadata{region->info, {key.begin(), key.end()}});
   }
-  if (const WindowServer* server = window_.load()) metadata.stagingWindow = server->metadata();
+  if (const WindowServer* server = staging_->windowServer()) {
+    metadata.stagingWindow = server->metadata();
+  }
   return metadata;
+}
+
+Status Engine::copyIntoRegion(RegionId id, std::uint64_t offset, std::span<const std::byte> bytes,
+                              Deadline deadline) {
+  return engine::copyIntoRegion(
+      *registry_, [this](int device) { return staging_->copyEngine(device); }, id, offset, bytes,
+      deadline);
+}
+
+Status Engine::copyFromRegion(RegionId id, std::uint64_t offset, std::span<std::byte> out,
+                              Deadline deadline) {
+  return engine::copyFromRegion(
+      *registry_, [this](int device) { return staging_->copyEngine(device); }, id, offset, out,
+      deadline);
+}
+
+Status Engine::copyRegionPieces(std::span<const RegionPiece> pieces, bool into, Deadline deadline) {
+  return engine::copyRegionPieces(
+      *registry_, [this](int device) { return staging_->copyEngine(device); }, pieces, into,
+      deadline);
 }
 
 // ---- peers ----
 
 Status Engine::addOrUpdatePeer(PeerMetadata metadata) {
-  if (metadata.name == options_.name) {
-    return invalidArgument("peer metadata carries this agent's own name '" + metadata.name + "'");
-  }
-  if (metadata.transport != transport_->name()) {
-    return invalidArgument("peer '" + metadata.name + "' uses transport '" + metadata.transport +
-                           "' but this agent uses '" + std::string(transport_->name()) + "'");
-  }
-  std::shared_ptr<RemotePeer> known;
-  {
-    sync::MutexLock lock(mutex_);
-    auto it = peers_.find(metadata.name);
-    if (it != peers_.end()) known = it->second;
-  }
-  if (known && known->removalClaimed()) {
-    // Being removed (its link closing): wait until it is gone, then connect afresh.
-    (void)removePeerIf(metadata.name, known->incarnation(), peerFailed("removed"));
-    known.reset();
-  }
-  if (known && known->incarnation() == metadata.incarnation) {
-    known->updateRegions(metadata.regions);
-    known->updateStagingWindow(metadata.stagingWindow);
-    return Status::ok();
-  }
-  const Status restarted = peerFailed("peer '" + metadata.name + "' restarted (new incarnation)");
-  if (known) {
-    const Status removed = removePeerIf(metadata.name, known->incarnation(), restarted);
-    // Gone meanwhile, or replaced by another handshake: the insertion below sorts it out.
-    if (!removed.isOk() && removed.code() != StatusCode::kNotFound &&
-        removed.code() != StatusCode::kFailedPrecondition) {
-      return removed;
-    }
-  }
-  const std::string peerName = metadata.name;
-  const std::uint64_t incarnation = metadata.incarnation;
-  const std::vector<RegionMetadata> regions = metadata.regions;
-  const StagingWindowMetadata window = metadata.stagingWindow;
-  KVX_ASSIGN_OR_RETURN(auto peer, RemotePeer::connect(
-                                      *transport_, std::move(metadata),
-                                      [this, peerName, incarnation](const Status& why) {
-                                        onDataPathFailed(peerName, incarnation, why);
-                                      },
-                                      RemotePeer::kReopenWait + options_.reopenGate.longest));
-  std::shared_ptr<RemotePeer> redundant;  // closed outside the lock
-  bool joined = true;
-  for (int attempt = 0;; ++attempt) {
-    std::uint64_t other = 0;
-    {
-      sync::MutexLock lock(mutex_);
-      auto [it, inserted] = peers_.try_emplace(peerName, peer);
-      if (inserted) break;
-      if (it->second->incarnation() == incarnation) {
-        // Another handshake with the same peer (both agents connected to each other) won
-        // the race: keep its peer object, so transfers already made against it stay valid.
-        it->second->updateRegions(regions);
-        it->second->updateStagingWindow(window);
-        redundant = std::move(peer);
-        joined = false;
-        break;
-      }
-      other = it->second->incarnation();
-    }
-    // Another incarnation got in meanwhile: close its link before taking its place (never
-    // two links to one name, and never a new one listed while the old one can still land).
-    if (attempt == 3) {
-      peer->fail(restarted);
-      return failedPrecondition("peer '" + peerName +
-                                "' kept changing incarnation while it connected; connect again");
-    }
-    const Status removed = removePeerIf(peerName, other, restarted);
-    (void)removed;  // whatever happened, look again
-  }
-  if (joined) {
-    if (auto path = dataPathDescription(peerName); path.isOk()) {
-      spdlog::info("{}: data path to peer '{}': {}", name(), peerName, *path);
-    }
-    emitPeerEvent(PeerEvent::Kind::kJoined, peerName, incarnation, Status::ok());
-  }
-  return Status::ok();
+  return peers_->addOrUpdate(std::move(metadata));
 }
 
-void Engine::setPeerEventHandler(PeerEventHandler handler) {
-  sync::MutexLock lock(peerEventMutex_);
-  peerEventHandler_ =
-      handler ? std::make_shared<const PeerEventHandler>(std::move(handler)) : nullptr;
-}
-
-void Engine::setDataPathFailureHandler(DataPathFailureHandler handler) {
-  sync::MutexLock lock(peerEventMutex_);
-  dataPathFailureHandler_ =
-      handler ? std::make_shared<const DataPathFailureHandler>(std::move(handler)) : nullptr;
-}
-
-void Engine::onDataPathFailed(const std::string& peerName, std::uint64_t incarnation,
-                              const Status& why) {
-  // The endpoint is gone for good: its operations in flight may never complete (UCX does not
-  // always complete them after a keepalive timeout over tcp), and neither transfers nor
-  // notifications can reach the peer through it. Failing the peer closes the link, which
-  // fails those operations now.
-  const Status failure =
-      peerFailed("data path to peer '" + peerName + "' failed: " + why.message());
-  if (!removePeerIf(peerName, incarnation, failure).isOk()) return;  // gone or replaced already
-  std::shared_ptr<const DataPathFailureHandler> handler;
-  {
-    sync::MutexLock lock(peerEventMutex_);
-    handler = dataPathFailureHandler_;
-  }
-  if (handler) (*handler)(peerName, failure);
-}
-
-void Engine::emitPeerEvent(PeerEvent::Kind kind, const std::string& peer, std::uint64_t incarnation,
-                           Status why) {
-  std::shared_ptr<const PeerEventHandler> handler;
-  {
-    sync::MutexLock lock(peerEventMutex_);
-    handler = peerEventHandler_;
-  }
-  if (handler) (*handler)(PeerEvent{kind, peer, incarnation, std::move(why)});
-}
-
-Status Engine::updatePeer(PeerMetadata metadata) {
-  KVX_ASSIGN_OR_RETURN(auto known, peer(metadata.name));
-  if (known->incarnation() != metadata.incarnation) {
-    return failedPrecondition("stale metadata for peer '" + metadata.name + "': incarnation " +
-                              std::to_string(metadata.incarnation) + ", but incarnation " +
-                              std::to_string(known->incarnation()) + " is connected");
-  }
-  KVX_RETURN_IF_ERROR(known->checkKeys(metadata.regions, metadata.stagingWindow)
-                          .withContext("metadata update from peer '" + metadata.name + "'"));
-  known->updateRegions(metadata.regions);
-  known->updateStagingWindow(metadata.stagingWindow);
-  return Status::ok();
-}
-
-void Engine::failTransfersOf(const RemotePeer& peer, const Status& why) {
-  for (auto& transfer : transfers_.all()) {
-    if (transfer->peer().get() == &peer && transfer->pending()) transfer->requestCancel(why);
-  }
-}
+Status Engine::updatePeer(PeerMetadata metadata) { return peers_->update(std::move(metadata)); }
 
 Status Engine::removePeer(const std::string& peerName, Status why) {
-  return removePeerIf(peerName, std::nullopt, std::move(why));
-}
-
-Status Engine::removePeerIf(const std::string& peerName, std::optional<std::uint64_t> incarnation,
-                            Status why) {
-  std::shared_ptr<RemotePeer> peer;
-  {
-    sync::UniqueLock lock(mutex_);
-    auto it = peers_.find(peerName);
-    if (it == peers_.end()) return notFound("unknown peer '" + peerName + "'");
-    if (incarnation && it->second->incarnation() != *incarnation) {
-      return failedPrecondition("peer '" + peerName + "' is another incarnation now");
-    }
-    peer = it->second;
-    if (!peer->claimRemoval()) {
-      // Another thread is closing its link: it is gone once that thread unlisted it.
-      peerUnlisted_.wait_for(lock.native(), kRemovalWait, [&]() KVX_REQUIRES(mutex_) {
-        auto now = peers_.find(peerName);
-        return now == peers_.end() || now->second != peer;
-      });
-      return notFound("peer '" + peerName + "' was removed meanwhile");
-    }
-  }
-  failTransfersOf(*peer, why);
-  peer->fail(why);  // force-closes the link: in-flight operations complete with errors now
-  {
-    sync::MutexLock lock(mutex_);
-    auto it = peers_.find(peerName);
-    if (it != peers_.end() && it->second == peer) peers_.erase(it);
-  }
-  peerUnlisted_.notify_all();
-  // Its idle window slots and waiting requests go; copies running for it finish unanswered.
-  if (WindowServer* server = window_.load()) server->peerGone(peerName);
-  if (driver_) driver_->kick();
-  spdlog::info("{}: peer '{}' removed: {}", name(), peerName, why.toString());
-  emitPeerEvent(PeerEvent::Kind::kLeft, peerName, peer->incarnation(), std::move(why));
-  return Status::ok();
+  return peers_->remove(peerName, std::move(why));
 }
 
 Result<std::shared_ptr<RemotePeer>> Engine::peer(const std::string& peerName) const {
-  sync::MutexLock lock(mutex_);
-  auto it = peers_.find(peerName);
-  if (it == peers_.end()) return notFound("unknown peer '" + peerName + "'");
-  return it->second;
+  return peers_->find(peerName);
 }
 
-std::vector<std::string> Engine::peerNames() const {
-  sync::MutexLock lock(mutex_);
-  std::vector<std::string> names;
-  for (const auto& [n, p] : peers_) names.push_back(n);
-  return names;
+std::vector<std::string> Engine::peerNames() const { return peers_->names(); }
+
+Result<std::string> Engine::dataPathDescription(const std::string& peerName) const {
+  KVX_ASSIGN_OR_RETURN(auto remote, peers_->find(peerName));
+  return remote->dataPathDescription() + "; " + staging_->describeGpuMemory(*remote);
 }
+
+void Engine::setPeerEventHandler(PeerEventHandler handler) {
+  peers_->setEventHandler(std::move(handler));
+}
+
+void Engine::setDataPathFailureHandler(DataPathFailureHandler handler) {
+  peers_->setDataPathFailureHandler(std::move(handler));
+}
+
+// ---- transfers ----
+
+Result<TransferId> Engine::createTransfer(const TransferRequest& request) {
+  return transfers_->create(request);
+}
+
+Result<ListId> Engine::prepareLocalList(std::span<const MemoryRange> ranges) {
+  return transfers_->prepareLocalList(ranges);
+}
+
+Result<ListId> Engine::prepareRemoteList(const std::string& peerName,
+                                         std::span<const MemoryRange> ranges) {
+  return transfers_->prepareRemoteList(peerName, ranges);
+}
+
+Result<TransferId> Engine::makeTransfer(TransferOp op, ListId localList,
+                                        std::span<const std::uint32_t> localIndices,
+                                        ListId remoteList,
+                                        std::span<const std::uint32_t> remoteIndices,
+                                        std::optional<std::string> notification) {
+  return transfers_->make(op, localList, localIndices, remoteList, remoteIndices,
+                          std::move(notification));
+}
+
+Status Engine::releaseList(ListId list) { return transfers_->releaseList(list); }
+
+Status Engine::post(TransferId id, Transfer::FinishedCallback onFinished) {
+  return transfers_->post(id, std::move(onFinished));
+}
+
+TransferStatus Engine::poll(TransferId id) const { return transfers_->poll(id); }
+
+Status Engine::wait(TransferId id, Deadline deadline) { return transfers_->wait(id, deadline); }
+
+Status Engine::cancel(TransferId id) { return cancel(std::span<const TransferId>(&id, 1)); }
+
+Status Engine::cancel(std::span<const TransferId> ids) { return transfers_->cancel(ids); }
+
+Result<TransferStats> Engine::stats(TransferId id) const { return transfers_->stats(id); }
+
+Status Engine::release(TransferId id) { return transfers_->release(id); }
 
 // ---- notifications ----
 
@@ -364,7 +271,7 @@ Status Engine::sendNotification(const std::string& peerName, std::string payload
   // During a reset of the link it waits for the next link, not the caller.
   KVX_RETURN_IF_ERROR(remote->sendOwned(notificationHeader_, {payload.begin(), payload.end()},
                                         "notification to '" + peerName + "'"));
-  if (driver_) driver_->kick();
+  kick();
   return Status::ok();
 }
 
@@ -376,7 +283,8 @@ void Engine::onMessage(std::span<const std::uint8_t> header,
     return;
   }
   if (decoded->kind != MessageKind::kNotification) {
-    onStagingMessage(*decoded, payload);
+    // A closing transport may still deliver, after ~Engine released the staging host.
+    if (staging_) staging_->onMessage(*decoded, payload);
     return;
   }
   inbox_.push(
@@ -393,23 +301,12 @@ Result<Notification> Engine::waitNotification(Deadline deadline) {
   }
 }
 
-bool Engine::progress() {
-  bool moved = transport_->progress();
-  // Staging requests the transport just delivered, and copies that finished since.
-  if (WindowServer* server = window_.load()) moved = server->pump() || moved;
-  stagingClient_.tick(Clock::now());
-  releaseOrphanedSlots();
-  const bool advanced = transfers_.pump();
-  const bool delivered = hasHandler_.load(std::memory_order_relaxed) && deliverNotifications();
-  return moved || advanced || delivered;
-}
-
 void Engine::setNotificationHandler(std::function<void(Notification)> handler) {
   sync::MutexLock lock(handlerMutex_);
   handler_ = handler ? std::make_shared<const std::function<void(Notification)>>(std::move(handler))
                      : nullptr;
   hasHandler_.store(handler_ != nullptr);
-  if (driver_) driver_->kick();  // hands over what is already queued
+  kick();  // hands over what is already queued
 }
 
 bool Engine::deliverNotifications() {

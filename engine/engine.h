@@ -1,22 +1,26 @@
 #pragma once
 
-// Engine: the data plane of one agent. It owns the transport, the registered memory, the
-// known peers, the transfers and the received notifications, and drives progress (its own
-// thread, or the caller). It knows nothing of the control channel: metadata reaches it as
-// PeerMetadata values.
+// Engine: the data plane of one agent. It is the root that builds the parts below in order,
+// wires them to each other and to the transport, forwards its members to them, and tears
+// them down in the order that keeps every guarantee (see ~Engine):
+//   MemoryRegistry      the registered memory
+//   PeerDirectory       the known peers, their events, link reopening (peer/)
+//   StagingHost         staging of GPU memory through host buffers, both sides (staged/)
+//   TransferService     prepared lists, transfers, waits and cancels (transfer/)
+//   ProgressDriver      the progress thread, unless the caller drives progress (progress/)
+// Each part has its own locks and says which threads call it; the engine itself holds no
+// lock. It knows nothing of the control channel: metadata reaches it as PeerMetadata values.
 //
 // Thread safety: every member may be called from any thread.
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/gpu/gpu_runtime.h"
@@ -25,16 +29,17 @@
 #include "engine/notify/notification_header.h"
 #include "engine/notify/notification_inbox.h"
 #include "engine/peer/link_reopener.h"
+#include "engine/peer/peer_directory.h"
 #include "engine/peer/peer_metadata.h"
 #include "engine/peer/remote_peer.h"
 #include "engine/progress/progress_driver.h"
-#include "engine/staged/remote_staged_run.h"
-#include "engine/staged/staging_client.h"
+#include "engine/progress/progress_hooks.h"
+#include "engine/staged/staging_host.h"
 #include "engine/staged/staging_service.h"
 #include "engine/staged/window_server.h"
 #include "engine/transfer/data_path.h"
-#include "engine/transfer/prepared_list.h"
-#include "engine/transfer/transfer_table.h"
+#include "engine/transfer/transfer.h"
+#include "engine/transfer/transfer_service.h"
 #include "engine/transport/transport.h"
 #include "kvx/agent_options.h"
 #include "kvx/peer_event.h"
@@ -130,7 +135,7 @@ class Engine {
   // peer (its transfers fail with PEER_FAILED, a departure event follows) and then hands the
   // peer's name and that Status to `handler`, outside every engine lock, so that the owner can
   // drop the peer's control link too and a reconnect starts from a fresh handshake.
-  using DataPathFailureHandler = std::function<void(const std::string& peer, const Status& why)>;
+  using DataPathFailureHandler = PeerDirectory::DataPathFailureHandler;
   void setDataPathFailureHandler(DataPathFailureHandler handler);
 
   // ---- transfers ----
@@ -160,7 +165,7 @@ class Engine {
 
   // The staging window through which peers reach this agent's GPU memory that its transport
   // cannot register; null until such a region was registered (or if making it failed).
-  WindowServer* windowServer() { return window_.load(); }
+  WindowServer* windowServer() { return staging_->windowServer(); }
 
   // ---- notifications ----
   Status sendNotification(const std::string& peer, std::string payload);
@@ -176,84 +181,35 @@ class Engine {
 
  private:
   explicit Engine(EngineOptions options);
-  Result<TransferId> addTransfer(std::shared_ptr<RemotePeer> peer, TransferOp op, TransferPlan plan,
-                                 std::optional<std::string> notification);
-  // A plan with staged operations needs its device's copy engine and staging buffers ready.
-  Status prepareStaging(const TransferPlan& plan);
-  // Waits until `transfer` is not pending or the deadline passed, driving progress in
-  // caller-driven mode.
-  void waitFinished(const Transfer& transfer, Deadline deadline);
-  // Waits for all of `transfers` (one deadline for the set); returns those still pending.
-  std::vector<std::shared_ptr<Transfer>> waitAllFinished(
-      std::vector<std::shared_ptr<Transfer>> transfers, Deadline deadline);
+  bool callerDriven() const { return options_.progressMode == ProgressMode::kCaller; }
+  // What the parts that queue work for progress, or wait for it, are given.
+  ProgressHooks progressHooks();
   void onMessage(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload);
-  // Makes the staging window when `region` is exposed GPU memory the transport could not
-  // register (a failure is logged: peers are then refused as before the window existed).
-  void ensureWindow(const LocalRegion& region);
-  // A staging request for this agent's window or a reply to one of its wires; in the
-  // transport's message handler, so it only queues.
-  void onStagingMessage(const MessageHeader& header, std::span<const std::uint8_t> payload);
-  void sendStagingReply(const std::string& peer, std::vector<std::uint8_t> payload);
-  // Gives back window slots granted to staged moves of this side that ended meanwhile.
-  void releaseOrphanedSlots();
   // Hands queued notifications to the handler; true if there were any.
   bool deliverNotifications() KVX_EXCLUDES(handlerMutex_);
-  void failTransfersOf(const RemotePeer& peer, const Status& why);
-  // Removes the peer if it is still the given incarnation (any, when unset). The link is
-  // closed while the peer is still listed, and only then is the peer unlisted and its kLeft
-  // event sent: whoever sees a peer gone (peerNames, peer(), the event) may rely on no byte
-  // of its data path landing any more (the KV layer returns the blocks a lost peer was
-  // writing into). A removal already in progress on another thread is waited for.
-  Status removePeerIf(const std::string& name, std::optional<std::uint64_t> incarnation, Status why)
-      KVX_EXCLUDES(mutex_, peerEventMutex_);
-  void onDataPathFailed(const std::string& peer, std::uint64_t incarnation, const Status& why)
-      KVX_EXCLUDES(mutex_, peerEventMutex_);
-  // Runs the peer event handler, outside every engine lock.
-  void emitPeerEvent(PeerEvent::Kind kind, const std::string& peer, std::uint64_t incarnation,
-                     Status why) KVX_EXCLUDES(mutex_, peerEventMutex_);
-  Result<std::shared_ptr<PreparedList>> findList(ListId id) const;
-  bool callerDriven() const { return options_.progressMode == ProgressMode::kCaller; }
+  // Wakes the progress thread, if there is one.
+  void kick() {
+    if (driver_) driver_->kick();
+  }
 
   EngineOptions options_;
   std::uint64_t incarnation_;
   std::shared_ptr<gpu::GpuRuntime> gpu_;
   std::unique_ptr<Transport> transport_;
   GpuReach gpuReach_;
+  // The parts, built in this order and released in reverse by ~Engine.
   std::unique_ptr<MemoryRegistry> registry_;
-  std::unique_ptr<StagingService> staging_;
-  TransferTable transfers_;
+  std::unique_ptr<PeerDirectory> peers_;
+  std::unique_ptr<StagingHost> staging_;
+  std::unique_ptr<TransferService> transfers_;
   NotificationInbox inbox_;
   std::vector<std::uint8_t> notificationHeader_;
-  std::vector<std::uint8_t> stagingReplyHeader_;
-  StagingClient stagingClient_;
-  StagingContext stagingContext_;
-
-  sync::Mutex windowMutex_;
-  // Made once; destroyed after the copy engines closed.
-  std::unique_ptr<WindowServer> windowOwner_ KVX_GUARDED_BY(windowMutex_);
-  std::atomic<WindowServer*> window_{nullptr};  // windowOwner_, for lock-free readers
-
-  sync::Mutex peerEventMutex_;  // guards the handlers' pointers, not the calls
-  std::shared_ptr<const PeerEventHandler> peerEventHandler_ KVX_GUARDED_BY(peerEventMutex_);
-  std::shared_ptr<const DataPathFailureHandler> dataPathFailureHandler_
-      KVX_GUARDED_BY(peerEventMutex_);
-
-  // How long removePeerIf waits for another thread's removal of the same peer (a forced
-  // close takes at most 2 s; transfers failing with it take their locks meanwhile).
-  static constexpr std::chrono::seconds kRemovalWait{10};
-  mutable sync::Mutex mutex_;
-  // Notified when a peer leaves peers_ (removePeerIf waits on it for a removal in progress).
-  std::condition_variable peerUnlisted_;
-  std::unordered_map<std::string, std::shared_ptr<RemotePeer>> peers_ KVX_GUARDED_BY(mutex_);
-  std::unordered_map<ListId, std::shared_ptr<PreparedList>> lists_ KVX_GUARDED_BY(mutex_);
-  std::uint64_t nextListId_ KVX_GUARDED_BY(mutex_) = 1;
 
   sync::Mutex handlerMutex_;  // leaf lock, never held while calling handler_
   std::shared_ptr<const std::function<void(Notification)>> handler_ KVX_GUARDED_BY(handlerMutex_);
   std::atomic<bool> hasHandler_{false};
 
   std::unique_ptr<ProgressDriver> driver_;  // null in caller-driven mode
-  LinkReopener reopener_;                   // stopped in the destructor once the peers failed
 };
 
 }  // namespace kvx::engine

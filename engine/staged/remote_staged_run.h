@@ -23,9 +23,9 @@
 
 #include "engine/gpu/staged_pipeline.h"
 #include "engine/staged/remote_staged_wire.h"
-#include "engine/staged/staged_share.h"
 #include "engine/staged/staging_client.h"
 #include "engine/staged/staging_service.h"
+#include "engine/transfer/staged_share.h"
 #include "engine/transfer/transfer_plan.h"
 #include "kvx/transfer.h"
 #include "sync/mutex.h"

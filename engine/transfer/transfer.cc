@@ -50,7 +50,7 @@ std::uint32_t windowFor(std::uint32_t maxOpsInFlight, const TransferPlan& plan) 
 Transfer::Transfer(TransferId id, std::shared_ptr<RemotePeer> peer, TransferOp op,
                    TransferPlan plan, std::vector<std::uint8_t> notificationHeader,
                    std::optional<std::string> notification, std::uint32_t maxOpsInFlight,
-                   TransferListener& listener, const StagingContext* staging)
+                   TransferListener& listener, StagingAccess* staging)
     : id_(id),
       peer_(std::move(peer)),
       op_(op),
@@ -374,7 +374,7 @@ bool Transfer::relinkLocked() {
 
 Status Transfer::createStagedRunLocked() {
   stagedShares_.clear();
-  if (staging_ == nullptr || staging_->service == nullptr) {
+  if (staging_ == nullptr) {
     return internalError("transfer " + std::to_string(id_.value) +
                          " has staged operations but no staging service");
   }
@@ -385,21 +385,16 @@ Status Transfer::createStagedRunLocked() {
     if (auto self = weak.lock()) listener->needsAttentionWoken(std::move(self));
   };
   if (!plan_.stagedOps.empty()) {
-    KVX_ASSIGN_OR_RETURN(auto run,
-                         StagedRun::create(*staging_->service, plan_, op_, link_, keys_, notify));
-    stagedShares_.push_back(std::move(run));
+    KVX_ASSIGN_OR_RETURN(auto share, staging_->localShare(plan_, op_, link_, keys_, notify));
+    stagedShares_.push_back(std::move(share));
   }
   if (!plan_.remoteStagedOps.empty() || !plan_.bothStagedOps.empty()) {
-    if (staging_->client == nullptr) {
-      return internalError("transfer " + std::to_string(id_.value) +
-                           " stages through the peer's window but has no staging client");
-    }
-    auto run = RemoteStagedRun::create(*staging_, plan_, op_, peer_, link_, notify);
-    if (!run.isOk()) {
+    auto share = staging_->windowShare(plan_, op_, peer_, link_, notify);
+    if (!share.isOk()) {
       stagedShares_.clear();
-      return run.status().withContext(describe());
+      return share.status().withContext(describe());
     }
-    stagedShares_.push_back(std::move(run).value());
+    stagedShares_.push_back(std::move(share).value());
   }
   return Status::ok();
 }

@@ -4,10 +4,11 @@
 //   idle -> posting ops (windowed) -> flushing -> notifying -> done
 //                  \-> (error or cancel) -> draining in-flight ops -> failed
 // A finished transfer may be started again (repost). Staged operations run as StagedShares
-// beside the direct ones, each counted as one operation in flight: a StagedRun for local GPU
-// memory the transport cannot move, a RemoteStagedRun for the peer's GPU memory served
-// through its staging window. The flush, and so the notification, waits for all of them; a
-// remote staged write reports only once the peer confirmed every copy into its device.
+// beside the direct ones, each counted as one operation in flight, made by the engine's
+// StagingAccess at each start: one for local GPU memory the transport cannot move, one for
+// the peer's GPU memory served through its staging window. The flush, and so the notification,
+// waits for all of them; a remote staged write reports only once the peer confirmed every copy into
+// its device.
 //
 // Threads: start(), advance() and requestCancel() may be called from any thread; they
 // serialise on the transfer's mutex. Completions arrive on the progress thread with the
@@ -38,9 +39,8 @@
 
 #include "engine/memory/memory_registry.h"
 #include "engine/peer/remote_peer.h"
-#include "engine/staged/remote_staged_run.h"
-#include "engine/staged/staged_run.h"
-#include "engine/staged/staging_service.h"
+#include "engine/transfer/staged_share.h"
+#include "engine/transfer/staging_access.h"
 #include "engine/transfer/transfer_plan.h"
 #include "engine/transport/completion.h"
 #include "kvx/transfer.h"
@@ -67,13 +67,12 @@ class TransferListener {
 
 class Transfer : public std::enable_shared_from_this<Transfer> {
  public:
-  // `staging` is where staged operations get their copy engine, buffers and window
-  // requests; REQUIRES: not null when `plan` has staged operations of any kind, and it
-  // outlives the transfer.
+  // `staging` makes the shares of staged operations; REQUIRES: not null when `plan` has
+  // staged operations of any kind, and it outlives the transfer.
   Transfer(TransferId id, std::shared_ptr<RemotePeer> peer, TransferOp op, TransferPlan plan,
            std::vector<std::uint8_t> notificationHeader, std::optional<std::string> notification,
            std::uint32_t maxOpsInFlight, TransferListener& listener,
-           const StagingContext* staging = nullptr);
+           StagingAccess* staging = nullptr);
 
   TransferId id() const { return id_; }
   TransferOp op() const { return op_; }
@@ -148,7 +147,7 @@ class Transfer : public std::enable_shared_from_this<Transfer> {
   const std::optional<std::string> notification_;
   const std::uint32_t maxOpsInFlight_;
   TransferListener& listener_;
-  const StagingContext* const staging_;
+  StagingAccess* const staging_;
 
   Sink opSink_, flushSink_, messageSink_;
 

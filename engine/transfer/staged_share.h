@@ -1,9 +1,10 @@
 #pragma once
 
 // StagedShare: a part of one transfer start that moves its bytes through staging buffers
-// rather than as plain RMA operations (StagedRun: this side's GPU memory; RemoteStagedRun:
-// the peer's). Transfer runs each share beside its direct operations, counted as one
-// operation in flight.
+// rather than as plain RMA operations. Transfer gets its shares from its StagingAccess
+// (staging_access.h) and runs each beside its direct operations, counted as one operation in
+// flight; engine/staged/ implements them (StagedRun: this side's GPU memory;
+// RemoteStagedRun: the peer's).
 //
 // Contract of every share: begin() starts it and `done` fires exactly once with its outcome,
 // from any thread but never in transport completion context, only after everything it
