@@ -65,20 +65,26 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions options) {
   engine->staging_ = std::make_unique<StagingHost>(o.name, transport, *engine->gpu_,
                                                    *engine->registry_, *engine->peers_, o.staging,
                                                    engine->gpuReach_, [self] { self->kick(); });
-  engine->notificationHeader_ = encodeNotificationHeader(o.name);
+  engine->notifications_ = std::make_unique<NotificationRouter>(
+      o.name, *engine->peers_,
+      [self](const MessageHeader& header, std::span<const std::uint8_t> payload) {
+        // A closing transport may still deliver, after ~Engine released the staging host.
+        if (StagingHost* staging = self->staging_.get()) staging->onMessage(header, payload);
+      },
+      engine->progressHooks());
   TransferServiceOptions transferOptions;
   transferOptions.self = o.name;
   transferOptions.maxOpsInFlight = o.maxOpsInFlight;
   transferOptions.maxOpBytes = o.maxOpBytes;
   transferOptions.cancelGrace = o.cancelGrace;
-  transferOptions.notificationHeader = engine->notificationHeader_;
+  transferOptions.notificationHeader = engine->notifications_->header();
   engine->transfers_ = std::make_unique<TransferService>(
       std::move(transferOptions), *engine->registry_, *engine->peers_, *engine->staging_,
       engine->gpuReach_, engine->progressHooks());
 
   transport.setMessageHandler(
       [self](std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload) {
-        self->onMessage(header, payload);
+        self->notifications_->onMessage(header, payload);
       });
   if (!engine->callerDriven()) {
     engine->driver_ = std::make_unique<ProgressDriver>(
@@ -108,6 +114,7 @@ Engine::~Engine() {
   peers_.reset();
   registry_.reset();
   transport_.reset();
+  notifications_.reset();  // last: the transport's message handler calls it until it is gone
 }
 
 ProgressHooks Engine::progressHooks() {
@@ -122,7 +129,7 @@ bool Engine::progress() {
   // Staging requests the transport just delivered, and copies that finished since.
   moved = staging_->pump() || moved;
   const bool advanced = transfers_->pump();
-  const bool delivered = hasHandler_.load(std::memory_order_relaxed) && deliverNotifications();
+  const bool delivered = notifications_->deliver();
   return moved || advanced || delivered;
 }
 
@@ -267,61 +274,15 @@ Status Engine::release(TransferId id) { return transfers_->release(id); }
 // ---- notifications ----
 
 Status Engine::sendNotification(const std::string& peerName, std::string payload) {
-  KVX_ASSIGN_OR_RETURN(auto remote, peer(peerName));
-  // During a reset of the link it waits for the next link, not the caller.
-  KVX_RETURN_IF_ERROR(remote->sendOwned(notificationHeader_, {payload.begin(), payload.end()},
-                                        "notification to '" + peerName + "'"));
-  kick();
-  return Status::ok();
-}
-
-void Engine::onMessage(std::span<const std::uint8_t> header,
-                       std::span<const std::uint8_t> payload) {
-  auto decoded = decodeMessageHeader(header);
-  if (!decoded.isOk()) {
-    spdlog::warn("{}: dropped a data-path message: {}", name(), decoded.status().toString());
-    return;
-  }
-  if (decoded->kind != MessageKind::kNotification) {
-    // A closing transport may still deliver, after ~Engine released the staging host.
-    if (staging_) staging_->onMessage(*decoded, payload);
-    return;
-  }
-  inbox_.push(
-      Notification{std::move(decoded->sender),
-                   std::string(reinterpret_cast<const char*>(payload.data()), payload.size())});
-}
-
-Result<Notification> Engine::waitNotification(Deadline deadline) {
-  if (!callerDriven()) return inbox_.waitTake(deadline);
-  while (true) {
-    if (auto n = inbox_.tryTake()) return std::move(*n);
-    if (Clock::now() >= deadline) return timedOut("no notification arrived before the deadline");
-    progress();
-  }
+  return notifications_->send(peerName, std::move(payload));
 }
 
 void Engine::setNotificationHandler(std::function<void(Notification)> handler) {
-  sync::MutexLock lock(handlerMutex_);
-  handler_ = handler ? std::make_shared<const std::function<void(Notification)>>(std::move(handler))
-                     : nullptr;
-  hasHandler_.store(handler_ != nullptr);
-  kick();  // hands over what is already queued
+  notifications_->setHandler(std::move(handler));
 }
 
-bool Engine::deliverNotifications() {
-  std::shared_ptr<const std::function<void(Notification)>> handler;
-  {
-    sync::MutexLock lock(handlerMutex_);
-    handler = handler_;
-  }
-  if (!handler) return false;
-  bool any = false;
-  while (auto notification = inbox_.tryTake()) {
-    (*handler)(std::move(*notification));
-    any = true;
-  }
-  return any;
+Result<Notification> Engine::waitNotification(Deadline deadline) {
+  return notifications_->wait(deadline);
 }
 
 }  // namespace kvx::engine

@@ -6,6 +6,7 @@
 //   MemoryRegistry      the registered memory
 //   PeerDirectory       the known peers, their events, link reopening (peer/)
 //   StagingHost         staging of GPU memory through host buffers, both sides (staged/)
+//   NotificationRouter  data-path messages: notifications sent and received (notify/)
 //   TransferService     prepared lists, transfers, waits and cancels (transfer/)
 //   ProgressDriver      the progress thread, unless the caller drives progress (progress/)
 // Each part has its own locks and says which threads call it; the engine itself holds no
@@ -13,7 +14,6 @@
 //
 // Thread safety: every member may be called from any thread.
 
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -26,8 +26,8 @@
 #include "engine/gpu/gpu_runtime.h"
 #include "engine/memory/memory_registry.h"
 #include "engine/memory/region_copy.h"
-#include "engine/notify/notification_header.h"
 #include "engine/notify/notification_inbox.h"
+#include "engine/notify/notification_router.h"
 #include "engine/peer/link_reopener.h"
 #include "engine/peer/peer_directory.h"
 #include "engine/peer/peer_metadata.h"
@@ -44,7 +44,6 @@
 #include "kvx/agent_options.h"
 #include "kvx/peer_event.h"
 #include "kvx/transfer.h"
-#include "sync/mutex.h"
 
 namespace kvx::engine {
 
@@ -169,7 +168,7 @@ class Engine {
 
   // ---- notifications ----
   Status sendNotification(const std::string& peer, std::string payload);
-  NotificationInbox& inbox() { return inbox_; }
+  NotificationInbox& inbox() { return notifications_->inbox(); }
   // Hands every later notification to `handler` (on the progress thread, or the thread
   // calling progress() in caller-driven mode, outside kvx locks) instead of queueing it for
   // waitNotification. Null restores queueing.
@@ -184,9 +183,6 @@ class Engine {
   bool callerDriven() const { return options_.progressMode == ProgressMode::kCaller; }
   // What the parts that queue work for progress, or wait for it, are given.
   ProgressHooks progressHooks();
-  void onMessage(std::span<const std::uint8_t> header, std::span<const std::uint8_t> payload);
-  // Hands queued notifications to the handler; true if there were any.
-  bool deliverNotifications() KVX_EXCLUDES(handlerMutex_);
   // Wakes the progress thread, if there is one.
   void kick() {
     if (driver_) driver_->kick();
@@ -201,14 +197,8 @@ class Engine {
   std::unique_ptr<MemoryRegistry> registry_;
   std::unique_ptr<PeerDirectory> peers_;
   std::unique_ptr<StagingHost> staging_;
+  std::unique_ptr<NotificationRouter> notifications_;
   std::unique_ptr<TransferService> transfers_;
-  NotificationInbox inbox_;
-  std::vector<std::uint8_t> notificationHeader_;
-
-  sync::Mutex handlerMutex_;  // leaf lock, never held while calling handler_
-  std::shared_ptr<const std::function<void(Notification)>> handler_ KVX_GUARDED_BY(handlerMutex_);
-  std::atomic<bool> hasHandler_{false};
-
   std::unique_ptr<ProgressDriver> driver_;  // null in caller-driven mode
 };
 

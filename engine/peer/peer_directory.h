@@ -11,7 +11,7 @@
 // byte of its data path landing any more (the KV layer frees the blocks a lost peer was
 // writing into). A removal in progress on another thread is waited for, up to kRemovalWait.
 //
-// Owner: the Engine, which builds it before the other parts and destroys it after them.
+// Owner: the Engine, which builds it before the parts that look peers up.
 // Threads: any thread may call any member (normally the control channel's, for joins and
 // updates; callers' and the progress thread's, for lookups). Hooks and handlers run on the
 // thread that changed the peer set, outside every lock of the directory.

@@ -8,10 +8,11 @@
 //
 // Owner: the Engine. Threads: any thread may call any member. onMessage() runs in the
 // transport's message handler and only queues; pump() runs on the progress thread (or the
-// caller's, in caller-driven mode), outside every transport lock. Lock: windowMutex_, a leaf
-// held only while the window is made; other readers of the window use its atomic pointer.
+// caller's, in caller-driven mode), outside every transport lock. Lock: windowMutex_, held
+// only while the window is made (which registers its buffers with the transport); readers
+// of the window use its atomic pointer.
 // Lifetime: REQUIRES the transport, the GPU runtime, the registry and the peer directory
-// outlive it; close() returns before the transfers that used it are dropped.
+// outlive it, and it outlives every transfer made with it.
 
 #include <atomic>
 #include <cstdint>
