@@ -194,11 +194,14 @@ bool Agent::Impl::awaitHeardFrom(const std::string& peer, Clock::time_point sinc
 }
 
 void Agent::Impl::onDataPathFailed(const std::string& peer, const Status& why) {
+  // The engine has just removed the peer. Only links made before that go: one the peer
+  // made since (its reconnect) carries a new handshake and stays.
+  const Clock::time_point removed = Clock::now();
   sync::MutexLock lock(channelUseMutex);
   if (channelRetired || !channel) return;
   spdlog::warn("agent '{}': closing the control link to '{}': {}", options.name, peer,
                why.message());
-  const Status closed = channel->disconnect(peer);
+  const Status closed = channel->disconnectOlderThan(peer, removed);
   if (!closed.isOk() && closed.code() != StatusCode::kNotFound) {
     spdlog::warn("agent '{}': closing the control link to '{}': {}", options.name, peer,
                  closed.toString());

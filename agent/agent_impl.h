@@ -31,8 +31,9 @@ struct Agent::Impl {
   // forgets the peer (its transfers fail with `why`; kLeft) and takes it anew (kJoined).
   Status onPeerStartedOver(const engine::PeerMetadata& remote, const Status& why);
   void onPeerDisconnected(const std::string& peer, const Status& why);
-  // The engine removed `peer` because its data path failed: drop its control link too, so
-  // that both sides forget each other and a reconnect starts from a fresh handshake.
+  // The engine removed `peer` because its data path failed: drop its control links made
+  // before that too, so that both sides forget each other and a reconnect starts from a
+  // fresh handshake (a link the peer made since is that reconnect, and stays).
   void onDataPathFailed(const std::string& peer, const Status& why);
   // The engine's ReopenGate: waits until a byte arrives from `peer` on its control link after
   // `since`, until `abandon()`, or for peerTimeout plus a heartbeat interval (by then a

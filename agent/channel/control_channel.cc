@@ -368,6 +368,18 @@ Status ControlChannel::disconnect(const std::string& peer) {
       .status();
 }
 
+Status ControlChannel::disconnectOlderThan(const std::string& peer, Clock::time_point before) {
+  return impl_
+      ->callOnChannelThread<std::monostate>(
+          [impl = impl_.get(), peer, before]() -> Result<std::monostate> {
+            const Status status = impl->disconnectPeer(peer, before);
+            if (!status.isOk()) return status;
+            return std::monostate{};
+          },
+          "disconnect '" + peer + "'")
+      .status();
+}
+
 Result<Clock::time_point> ControlChannel::lastHeardFrom(const std::string& peer) {
   return impl_->callOnChannelThread<Clock::time_point>(
       [impl = impl_.get(), peer] { return impl->lastHeardFromPeer(peer); },

@@ -186,6 +186,10 @@ class ControlChannel {
   // Sends Goodbye on every link to `peer` and closes them. NOT_FOUND when no established
   // link has that name.
   Status disconnect(const std::string& peer);
+  // As disconnect(), for the links to `peer` established before `before` only: a link the
+  // peer made since (a reconnect after what ended the old ones) stays. NOT_FOUND when no
+  // such link exists.
+  Status disconnectOlderThan(const std::string& peer, Clock::time_point before);
 
   // When a byte last arrived on an established link to `peer` (the latest, if it has
   // several; a link counts from its establishment). NOT_FOUND when no established link has

@@ -70,6 +70,7 @@ class ControlChannel::Impl {
     AuthBytes serverNonce{};
     std::vector<std::uint8_t> hello;     // outbound with a token: sent once the server proved
     std::string peer;                    // set when established
+    Clock::time_point establishedAt;     // set when established
     bool notifyOnClose = false;          // established and not closed quietly
     std::shared_ptr<MetadataSlot> slot;  // outbound, until the handshake ends
     // Inbound, after a HelloAck that knew the client: its hello's metadata, until its first
@@ -128,7 +129,9 @@ class ControlChannel::Impl {
                   std::chrono::milliseconds linger);
   void onClosed(std::uint64_t id, const Status& why);
   void broadcast(const std::vector<std::uint8_t>& update);
-  Status disconnectPeer(const std::string& peer);
+  // Every established link to `peer`, or those established before `before`.
+  Status disconnectPeer(const std::string& peer,
+                        std::optional<Clock::time_point> before = std::nullopt);
   Result<Clock::time_point> lastHeardFromPeer(const std::string& peer) const;
 
   // Runs `work` on the channel thread (at once when called on it) and returns its result:

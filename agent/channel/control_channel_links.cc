@@ -131,6 +131,7 @@ void ControlChannel::Impl::onHello(std::uint64_t id, Link& link, Hello hello) {
 void ControlChannel::Impl::establish(Link& link, std::string peer,
                                      std::optional<std::uint64_t> peerTimeoutMs) {
   link.state = Link::State::kEstablished;
+  link.establishedAt = Clock::now();
   link.notifyOnClose = true;
   link.peer = std::move(peer);
   link.connection->setReadDeadline(std::nullopt);
@@ -245,15 +246,20 @@ void ControlChannel::Impl::broadcast(const std::vector<std::uint8_t>& update) {
   }
 }
 
-Status ControlChannel::Impl::disconnectPeer(const std::string& peer) {
+Status ControlChannel::Impl::disconnectPeer(const std::string& peer,
+                                            std::optional<Clock::time_point> before) {
   int found = 0;
   for (auto& [id, link] : links_) {
     if (link.state != Link::State::kEstablished || link.peer != peer) continue;
+    if (before && link.establishedAt >= *before) continue;
     ++found;
     sayGoodbye(link, "disconnected", cancelled("disconnected from '" + peer + "' locally"),
                std::min<std::chrono::milliseconds>(options_.readTimeout, std::chrono::seconds(1)));
   }
-  if (found == 0) return notFound("no connected peer named " + jsonio::quoteForError(peer));
+  if (found == 0) {
+    return notFound("no connected peer named " + jsonio::quoteForError(peer) +
+                    (before ? " with a link older than the one asked for" : ""));
+  }
   return Status::ok();
 }
 

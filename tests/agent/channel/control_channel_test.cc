@@ -206,6 +206,32 @@ TEST_CASE("onPeerDisconnected waits for the last link to a peer name") {
   CHECK(b.events.disconnects[0].first == "agent-a");
 }
 
+TEST_CASE("disconnecting the links older than a moment keeps the ones made since") {
+  TestChannel a("agent-a");
+  TestChannel b("agent-b");
+  REQUIRE(a.channel->connect(b.address(), sampleMetadata("agent-a"), deadlineIn(5s)).isOk());
+  std::this_thread::sleep_for(10ms);
+  const auto between = kvx::Clock::now();
+  std::this_thread::sleep_for(10ms);
+  // A second link from the same agent: its reconnect after whatever ended the first one.
+  REQUIRE(a.channel->connect(b.address(), sampleMetadata("agent-a"), deadlineIn(5s)).isOk());
+
+  REQUIRE(b.channel->disconnectOlderThan("agent-a", between).isOk());
+  // Only the old link went: agent-a still has a link to agent-b, which still carries updates.
+  REQUIRE(b.events.waitFor([&] { return b.events.hellos.size() == 2; }));
+  std::this_thread::sleep_for(100ms);
+  {
+    std::lock_guard lock(a.events.mutex);
+    CHECK(a.events.disconnects.empty());
+  }
+  REQUIRE(b.channel->broadcastMetadata(sampleMetadata("agent-b", 3)).isOk());
+  REQUIRE(a.events.waitFor([&] { return a.events.updates.size() == 1; }));
+  // Nothing is older than that now; the remaining link goes with a plain disconnect.
+  CHECK(b.channel->disconnectOlderThan("agent-a", between).code() == StatusCode::kNotFound);
+  REQUIRE(b.channel->disconnect("agent-a").isOk());
+  REQUIRE(a.events.waitFor([&] { return a.events.disconnects.size() == 1; }));
+}
+
 TEST_CASE("bad options are rejected at start") {
   ChannelOptions options;
   options.listenAddress = "127.0.0.1:99999";
