@@ -258,33 +258,13 @@ void KvAgent::Impl::onJoined(const std::string& peer, std::uint64_t incarnation)
   }
   kv::KvPeer entry;
   entry.incarnation = incarnation;
-  Status ok = Status::ok();
-  std::optional<kv::PoolDescription> remotePool;
-  auto kvInfo = decodeKvAgentInfo(info->applicationInfo);
-  if (!kvInfo.isOk()) {
-    ok = failedPrecondition("'" + peer + "' is not a kvx KV agent, or not one this agent can " +
-                            "work with: " + kvInfo.status().message());
-  } else {
-    entry.role = kvInfo->role;
-    entry.totalBlocks = kvInfo->blocks;
-    entry.kvHeads = kvInfo->shape.kvHeads;
-    auto resolved = resolvePool(*kvInfo, *info);
-    if (resolved.isOk()) {
-      remotePool = std::move(resolved).value();
-      ok = kvx::kv::checkSliceCompatible(pool->description(), *remotePool);
-    } else {
-      ok = resolved.status();
-    }
-    if (ok.isOk() && kvInfo->role == options.role) {
-      ok = failedPrecondition("both agents are " + std::string(toString(options.role)) +
-                              " agents; a KV hand-off needs a prefill and a decode agent");
-    }
-  }
+  const Result<kv::PoolDescription> remotePool = admit(*info, entry);
+  Status ok = remotePool.status();
   if (ok.isOk()) {
     // Only the side that will initiate moves readies the other's memory now: a prefill agent
     // pushes by default, a decode agent pulls only from a prefill agent that says it pulls.
     const bool initiates = options.role == KvRole::kPrefill ? options.defaultMode == KvMode::kPush
-                                                            : kvInfo->mode == KvMode::kPull;
+                                                            : entry.mode == KvMode::kPull;
     ok = port->attachPool(peer, *remotePool, initiates);
   }
   entry.compatible = ok.isOk();
@@ -310,6 +290,25 @@ void KvAgent::Impl::onJoined(const std::string& peer, std::uint64_t incarnation)
     return;
   }
   for (const kv::handoff::KvMessage& message : waiting) deliver(peer, message);
+}
+
+Result<kv::PoolDescription> KvAgent::Impl::admit(const PeerInfo& info, kv::KvPeer& entry) const {
+  auto kvInfo = decodeKvAgentInfo(info.applicationInfo);
+  if (!kvInfo.isOk()) {
+    return failedPrecondition("'" + info.name + "' is not a kvx KV agent, or not one this " +
+                              "agent can work with: " + kvInfo.status().message());
+  }
+  entry.role = kvInfo->role;
+  entry.mode = kvInfo->mode;
+  entry.totalBlocks = kvInfo->blocks;
+  entry.kvHeads = kvInfo->shape.kvHeads;
+  KVX_ASSIGN_OR_RETURN(kv::PoolDescription remote, resolvePool(*kvInfo, info));
+  KVX_RETURN_IF_ERROR(kvx::kv::checkSliceCompatible(pool->description(), remote));
+  if (kvInfo->role == options.role) {
+    return failedPrecondition("both agents are " + std::string(toString(options.role)) +
+                              " agents; a KV hand-off needs a prefill and a decode agent");
+  }
+  return remote;
 }
 
 void KvAgent::Impl::onPeerEvent(const PeerEvent& event) {

@@ -63,6 +63,9 @@ struct KvAgent::Impl {
   // of the incarnation in the directory, or a join of another, ends its KV requests.
   void onPeerEvent(const PeerEvent& event);
   void onJoined(const std::string& peer, std::uint64_t incarnation);
+  // Whether this agent can hand KV to the agent `info` describes: its pool as this side
+  // addresses it, or why not. Fills `entry` from its KV description as far as that goes.
+  Result<kv::PoolDescription> admit(const PeerInfo& info, kv::KvPeer& entry) const;
   // Fails the peer's requests with `why`, frees what was reserved for it and forgets it,
   // then has the reconnector dial it again if it watches it.
   void forgetPeer(const std::string& peer, const Status& why);

@@ -26,6 +26,7 @@ namespace kvx::kv {
 struct KvPeer {
   std::uint64_t incarnation = 0;  // the agent's, from its join event
   KvRole role = KvRole::kDecode;
+  KvMode mode = KvMode::kPush;  // its default direction
   bool compatible = false;
   std::string reason;  // why not compatible
   std::uint64_t totalBlocks = 0;

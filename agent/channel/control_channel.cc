@@ -357,15 +357,7 @@ Result<T> ControlChannel::Impl::callOnChannelThread(const std::function<Result<T
 }
 
 Status ControlChannel::disconnect(const std::string& peer) {
-  return impl_
-      ->callOnChannelThread<std::monostate>(
-          [impl = impl_.get(), peer]() -> Result<std::monostate> {
-            const Status status = impl->disconnectPeer(peer);
-            if (!status.isOk()) return status;
-            return std::monostate{};
-          },
-          "disconnect '" + peer + "'")
-      .status();
+  return disconnectOlderThan(peer, Clock::time_point::max());
 }
 
 Status ControlChannel::disconnectOlderThan(const std::string& peer, Clock::time_point before) {

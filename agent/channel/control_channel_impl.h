@@ -129,9 +129,10 @@ class ControlChannel::Impl {
                   std::chrono::milliseconds linger);
   void onClosed(std::uint64_t id, const Status& why);
   void broadcast(const std::vector<std::uint8_t>& update);
-  // Every established link to `peer`, or those established before `before`.
-  Status disconnectPeer(const std::string& peer,
-                        std::optional<Clock::time_point> before = std::nullopt);
+  // The established links to `peer` made before `before` (all of them: time_point::max()).
+  Status disconnectPeer(const std::string& peer, Clock::time_point before);
+  // PROTOCOL_ERROR unless a metadata update names the peer its link's handshake named.
+  static Status checkUpdateName(const std::string& handshakeName, const MetadataUpdate& update);
   Result<Clock::time_point> lastHeardFromPeer(const std::string& peer) const;
 
   // Runs `work` on the channel thread (at once when called on it) and returns its result:

@@ -159,11 +159,8 @@ void ControlChannel::Impl::onEstablishedMessage(std::uint64_t /*id*/, Link& link
   link.rejoinable.reset();                                 // a Rejoin comes first or not at all
   if (std::holds_alternative<Heartbeat>(message)) return;  // the connection noted the bytes
   if (auto* update = std::get_if<MetadataUpdate>(&message)) {
-    if (update->metadata.name != link.peer) {
-      failLink(link, jsonio::fieldError(
-                         "metadata_update.metadata.name",
-                         "the name given at the handshake " + jsonio::quoteForError(link.peer),
-                         jsonio::quoteForError(update->metadata.name)));
+    if (Status named = checkUpdateName(link.peer, *update); !named.isOk()) {
+      failLink(link, named);
       return;
     }
     if (!handlers_.onMetadataUpdate) return;
@@ -246,19 +243,28 @@ void ControlChannel::Impl::broadcast(const std::vector<std::uint8_t>& update) {
   }
 }
 
-Status ControlChannel::Impl::disconnectPeer(const std::string& peer,
-                                            std::optional<Clock::time_point> before) {
+Status ControlChannel::Impl::checkUpdateName(const std::string& handshakeName,
+                                             const MetadataUpdate& update) {
+  if (update.metadata.name == handshakeName) return Status::ok();
+  return jsonio::fieldError(
+      "metadata_update.metadata.name",
+      "the name given at the handshake " + jsonio::quoteForError(handshakeName),
+      jsonio::quoteForError(update.metadata.name));
+}
+
+Status ControlChannel::Impl::disconnectPeer(const std::string& peer, Clock::time_point before) {
   int found = 0;
   for (auto& [id, link] : links_) {
     if (link.state != Link::State::kEstablished || link.peer != peer) continue;
-    if (before && link.establishedAt >= *before) continue;
+    if (link.establishedAt >= before) continue;
     ++found;
     sayGoodbye(link, "disconnected", cancelled("disconnected from '" + peer + "' locally"),
                std::min<std::chrono::milliseconds>(options_.readTimeout, std::chrono::seconds(1)));
   }
   if (found == 0) {
-    return notFound("no connected peer named " + jsonio::quoteForError(peer) +
-                    (before ? " with a link older than the one asked for" : ""));
+    return notFound(
+        "no connected peer named " + jsonio::quoteForError(peer) +
+        (before == Clock::time_point::max() ? "" : " with a link older than the one asked for"));
   }
   return Status::ok();
 }

@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "agent/channel/control_channel_impl.h"
-#include "json/json_reader.h"
 
 namespace kvx::agent::channel {
 
@@ -76,12 +75,9 @@ void ControlChannel::Impl::onHelloAck(std::uint64_t id, Link& link, HelloAck ack
 void ControlChannel::Impl::onRejoinReply(Link& link, Message message) {
   if (std::holds_alternative<Heartbeat>(message)) return;
   if (auto* update = std::get_if<MetadataUpdate>(&message)) {
-    if (update->metadata.name != link.awaitingRejoinAck->metadata.name) {
-      failLink(link,
-               jsonio::fieldError("metadata_update.metadata.name",
-                                  "the name given at the handshake " +
-                                      jsonio::quoteForError(link.awaitingRejoinAck->metadata.name),
-                                  jsonio::quoteForError(update->metadata.name)));
+    if (Status named = checkUpdateName(link.awaitingRejoinAck->metadata.name, *update);
+        !named.isOk()) {
+      failLink(link, named);
       return;
     }
     link.awaitingRejoinAck->metadata = std::move(update->metadata);

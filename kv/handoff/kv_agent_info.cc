@@ -1,5 +1,6 @@
 #include "kv/handoff/kv_agent_info.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "json/json_reader.h"
@@ -89,11 +90,9 @@ Result<PoolDescription> resolvePool(const KvAgentInfo& info, const PeerInfo& pee
   pool.layout = info.layout;
   pool.blocks = info.blocks;
   for (const std::string& name : info.regionNames) {
-    const RegionInfo* found = nullptr;
-    for (const RegionInfo& region : peer.regions) {
-      if (region.name == name) found = &region;
-    }
-    if (found == nullptr) {
+    const auto found = std::find_if(peer.regions.begin(), peer.regions.end(),
+                                    [&](const RegionInfo& region) { return region.name == name; });
+    if (found == peer.regions.end()) {
       return failedPrecondition("'" + peer.name + "' does not expose the region '" + name +
                                 "' its KV pool names (is it still starting?)");
     }

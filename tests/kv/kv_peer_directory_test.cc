@@ -14,9 +14,13 @@ TEST_CASE("a connect waits for the service thread to take the peer in at its inc
 
   std::thread service([&] {
     std::this_thread::sleep_for(20ms);
-    peers.record("d", kv::KvPeer{6, KvRole::kDecode, true, "", 64, 8});  // an older one
+    peers.record("d", kv::KvPeer{.incarnation = 6,
+                                 .compatible = true,
+                                 .totalBlocks = 64,
+                                 .kvHeads = 8});  // an older one
     std::this_thread::sleep_for(20ms);
-    peers.record("d", kv::KvPeer{7, KvRole::kDecode, true, "", 64, 8});
+    peers.record("d",
+                 kv::KvPeer{.incarnation = 7, .compatible = true, .totalBlocks = 64, .kvHeads = 8});
   });
   auto found = peers.waitFor("d", 7, deadlineIn(5s), stop);
   service.join();

@@ -20,7 +20,7 @@
 // landings, all completions, one channel); delays (a move lands only after N other
 // deliveries); failures (chosen or random moves fail: they copy nothing, send no
 // notification and complete with TRANSPORT_ERROR; or move() itself returns an error); and
-// links that drop (livePeers() stops listing the peer, send() to it fails, queued messages
+// links that drop (peersOf() stops listing the peer, send() to it fails, queued messages
 // between the two are lost, and their moves, even ones posted later, fail when they would
 // land).
 // Cancel: a cancelled move that has not landed copies nothing and completes with CANCELLED;
@@ -29,7 +29,7 @@
 // Safety check: a move may touch its blocks from move() until it lands or, if it fails or
 // is cancelled, until it completes (the contract's "once it has drained"), unless its link
 // dropped first: the fake assumes that a transport whose endpoint to the peer failed moves
-// no more bytes over it (a livePeers() change is how the sides learn of that). After every
+// no more bytes over it (a peersOf() change is how the sides learn of that). After every
 // task and every delivery the network checks that no block a move may touch is free in its
 // pool's allocator, and records a violation if one is; so does a landing that would copy
 // into or out of a free block. A block freed while a peer may still write into it (or read
@@ -103,8 +103,6 @@ class FakeKvPort final : public KvPort {
   Result<MoveId> move(const MoveSpec& spec, std::function<void(MoveResult)> onDone) override;
   void cancel(MoveId move) override;
   void disconnect(const std::string& peer, const Status& why) override;
-  // Peers this endpoint is still linked to (the harness turns a missing one into a departure).
-  std::vector<std::string> livePeers() const;
 
   bool attached(const std::string& peer) const { return attached_.contains(peer); }
 
@@ -495,7 +493,5 @@ inline void FakeKvPort::cancel(MoveId move) { network_.cancel(move); }
 inline void FakeKvPort::disconnect(const std::string& peer, const Status& /*why*/) {
   network_.dropLink(name_, peer);
 }
-
-inline std::vector<std::string> FakeKvPort::livePeers() const { return network_.peersOf(name_); }
 
 }  // namespace kvx::test::handoff
