@@ -109,11 +109,13 @@ Engine::~Engine() {
   driver_.reset();
   if (transfers_) transfers_->clear();
   if (peers_) peers_->clear();
-  transfers_.reset();
   staging_.reset();  // its window, then its staging buffers: before the transport goes
   peers_.reset();
   registry_.reset();
   transport_.reset();
+  // After the transport: a transfer still pending now (its operations never completed)
+  // keeps itself alive and calls its table until the transport has let go of it.
+  transfers_.reset();
   notifications_.reset();  // last: the transport's message handler calls it until it is gone
 }
 

@@ -82,8 +82,9 @@ Status PeerDirectory::addOrUpdate(PeerMetadata metadata) {
     // that one name never has two links, nor a new one while the old one can still land.
     if (attempt == 3) {
       peer->fail(restarted);
-      return failedPrecondition("peer '" + name +
-                                "' kept changing incarnation while it connected; connect again");
+      return failedPrecondition("peer '" + name + "' kept changing incarnation while it " +
+                                "connected (this one " + std::to_string(incarnation) +
+                                ", the last other " + std::to_string(other) + "); connect again");
     }
     (void)removeIf(name, other, restarted);  // whatever happened, look again
   }
@@ -200,15 +201,22 @@ Status PeerDirectory::removeIf(const std::string& name, std::optional<std::uint6
     auto it = peers_.find(name);
     if (it == peers_.end()) return notFound("unknown peer '" + name + "'");
     if (incarnation && it->second->incarnation() != *incarnation) {
-      return failedPrecondition("peer '" + name + "' is another incarnation now");
+      return failedPrecondition("peer '" + name + "' is another incarnation now (" +
+                                std::to_string(it->second->incarnation()) + ", not " +
+                                std::to_string(*incarnation) + ")");
     }
     peer = it->second;
     if (!peer->claimRemoval()) {
       // Another thread is closing its link: the peer is gone once that thread unlisted it.
-      unlisted_.wait_for(lock.native(), kRemovalWait, [&]() KVX_REQUIRES(mutex_) {
-        auto now = peers_.find(name);
-        return now == peers_.end() || now->second != peer;
-      });
+      const bool unlisted =
+          unlisted_.wait_for(lock.native(), kRemovalWait, [&]() KVX_REQUIRES(mutex_) {
+            auto now = peers_.find(name);
+            return now == peers_.end() || now->second != peer;
+          });
+      if (!unlisted) {
+        return notFound("peer '" + name + "' is being removed by another thread, and was " +
+                        "not yet unlisted after " + std::to_string(kRemovalWait.count()) + " s");
+      }
       return notFound("peer '" + name + "' was removed meanwhile");
     }
   }

@@ -93,7 +93,11 @@ Result<TransferId> TransferService::make(TransferOp op, ListId localList,
   KVX_ASSIGN_OR_RETURN(auto local, lists_.find(localList));
   KVX_ASSIGN_OR_RETURN(auto remote, lists_.find(remoteList));
   if (local->isRemote() || !remote->isRemote()) {
-    return invalidArgument("makeTransfer needs a local list then a remote list");
+    return invalidArgument("makeTransfer needs a local list then a remote list; list " +
+                           std::to_string(localList.value) + " is " +
+                           (local->isRemote() ? "remote" : "local") + " and list " +
+                           std::to_string(remoteList.value) + " is " +
+                           (remote->isRemote() ? "remote" : "local"));
   }
   if (localIndices.size() != remoteIndices.size() || localIndices.empty()) {
     return invalidArgument("makeTransfer got " + std::to_string(localIndices.size()) +
@@ -222,19 +226,28 @@ Status TransferService::release(TransferId id) {
 }
 
 void TransferService::failTransfersOf(const RemotePeer& peer, const Status& why) {
-  for (auto& transfer : table_.all()) {
-    if (transfer->peer().get() == &peer && transfer->pending()) transfer->requestCancel(why);
-  }
+  cancelPending(why, &peer);
 }
 
-void TransferService::cancelAll(const Status& why) {
+void TransferService::cancelAll(const Status& why) { cancelPending(why, nullptr); }
+
+void TransferService::cancelPending(const Status& why, const RemotePeer* only) {
   for (auto& transfer : table_.all()) {
+    if (only != nullptr && transfer->peer().get() != only) continue;
     if (transfer->pending()) transfer->requestCancel(why);
   }
 }
 
 void TransferService::waitAll(Deadline deadline) {
-  for (auto& transfer : table_.all()) waitFinished(*transfer, deadline);
+  std::vector<std::shared_ptr<Transfer>> stuck;
+  for (auto& transfer : table_.all()) {
+    waitFinished(*transfer, deadline);
+    if (transfer->pending()) stuck.push_back(transfer);
+  }
+  if (!stuck.empty()) {
+    spdlog::warn("transfer(s) {} still pending at the deadline: their operations never completed",
+                 idList(stuck, nullptr));
+  }
 }
 
 void TransferService::clear() {

@@ -77,6 +77,8 @@ class TransferService {
   void clear();
 
  private:
+  // Cancels the pending transfers (of `only`, when set) with `why`.
+  void cancelPending(const Status& why, const RemotePeer* only);
   Result<TransferId> add(std::shared_ptr<RemotePeer> peer, TransferOp op, TransferPlan plan,
                          std::optional<std::string> notification);
   // Waits until `transfer` is not pending or the deadline passed.
