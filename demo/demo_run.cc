@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "daemon/prefill_report.h"
+#include "demo/agent_environment.h"
 #include "demo/demo_report.h"
 #include "kvx/transfer.h"
 #include "process/agent_protocol.h"
@@ -79,19 +80,6 @@ nlohmann::json readJsonFile(const std::string& path) {
   if (!file) return nullptr;
   auto parsed = nlohmann::json::parse(file, nullptr, false);
   return parsed.is_discarded() ? nlohmann::json() : parsed;
-}
-
-// The agents take their options from the demo's command line only: a KVX_PEERS or KVX_TRACE
-// meant for another run would make a decode agent refuse to start. KVX_GPU_RUNTIME is not an
-// option but the choice of the process's GPU runtime (a test double), so it is kept.
-void clearAgentEnvironment() {
-  std::vector<std::string> names;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string text = *entry;
-    const std::string name = text.substr(0, text.find('='));
-    if (name.rfind("KVX_", 0) == 0 && name != "KVX_GPU_RUNTIME") names.push_back(name);
-  }
-  for (const std::string& name : names) ::unsetenv(name.c_str());
 }
 
 }  // namespace

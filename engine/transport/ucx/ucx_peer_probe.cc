@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 extern char** environ;
@@ -219,6 +220,15 @@ Result<ProbeRun> runProbe(std::vector<std::string> args, const std::vector<std::
   return run;
 }
 
+// kvx-ucx-probe in the directory of the running executable (a `kvx` copied together with its
+// probe, say to a GPU machine), or "" when that cannot be read.
+std::string besideThisExecutable() {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error || self.empty()) return {};
+  return (self.parent_path() / "kvx-ucx-probe").string();
+}
+
 }  // namespace
 
 Result<std::string> ucxProbePath() {
@@ -227,12 +237,15 @@ Result<std::string> ucxProbePath() {
     return failedPrecondition(std::string("KVX_UCX_PROBE names '") + env +
                               "', which is not an executable file");
   }
-  for (const char* candidate : {KVX_UCX_PROBE_BUILD_PATH, KVX_UCX_PROBE_INSTALL_PATH}) {
-    if (isExecutable(candidate)) return std::string(candidate);
+  const std::string beside = besideThisExecutable();
+  for (const std::string& candidate :
+       {beside, std::string(KVX_UCX_PROBE_BUILD_PATH), std::string(KVX_UCX_PROBE_INSTALL_PATH)}) {
+    if (!candidate.empty() && isExecutable(candidate)) return candidate;
   }
   return failedPrecondition(std::string("kvx-ucx-probe, which checks peers' UCX addresses, is "
                                         "not at ") +
-                            KVX_UCX_PROBE_BUILD_PATH + " nor " + KVX_UCX_PROBE_INSTALL_PATH +
+                            (beside.empty() ? "" : beside + ", ") + KVX_UCX_PROBE_BUILD_PATH +
+                            " nor " + KVX_UCX_PROBE_INSTALL_PATH +
                             "; install kvx whole or set KVX_UCX_PROBE to its path");
 }
 
