@@ -19,13 +19,17 @@ thread_local std::uint32_t tCompletedInline = 0;
 // Operations handed to the endpoint per call (one transport lock each).
 constexpr std::size_t kPostBatch = 64;
 
-// What one advance() posts at most before it hands the transfer back to the progress
+// What one advance() copies at most before it hands the transfer back to the progress
 // thread's queue (TransferListener::needsAttentionWoken) and returns. Where puts complete
 // inline (shared memory into pools UCX mapped: the copy runs inside ucp_put_nbx), posting is
 // the copy itself, so without a bound post() would copy a whole request (6 GiB, 0.4 s)
 // before returning, and a request posted next, however small, would wait for all of it.
 // Taking turns of this size through the queue shares the link between the transfers in
-// flight round-robin (about 1 ms per turn at 15 GB/s) and keeps post() short.
+// flight round-robin (about 1 ms per turn at 15 GB/s) and keeps post() short. Only bytes
+// that completed inline, or that the endpoint copied when posted (Endpoint::copiesWhenPosted),
+// count: operations that complete later (UCX over tcp, a GPU's copy engine through cuda_ipc)
+// are bounded by the window below instead; handing the turn back for them cost a thread
+// hand-over per 16 MiB and bought nothing.
 constexpr std::uint64_t kTurnBytes = 16ull << 20;
 constexpr std::size_t kTurnOps = 4096;
 
@@ -236,6 +240,7 @@ bool Transfer::postOpsLocked() {
   std::array<RmaOp, kPostBatch> batch;
   std::uint64_t turnBytes = 0;
   std::size_t turnOps = 0;
+  const bool copiesWhenPosted = endpoint.copiesWhenPosted();
   tPosting = this;
   while (nextOp_ < plan_.ops.size() && !errored_.load() && !relink_.load()) {
     if (turnBytes >= kTurnBytes || turnOps >= kTurnOps) {
@@ -247,10 +252,11 @@ bool Transfer::postOpsLocked() {
     std::size_t count = std::min<std::size_t>(
         {kPostBatch, maxOpsInFlight_ - inFlight, plan_.ops.size() - nextOp_, kTurnOps - turnOps});
     std::size_t i = 0;
-    for (; i < count && (i == 0 || turnBytes < kTurnBytes); ++i) {
+    std::uint64_t batchBytes = 0;
+    for (; i < count && (i == 0 || turnBytes + batchBytes < kTurnBytes); ++i) {
       const PlannedOp& p = plan_.ops[nextOp_++];
       batch[i] = RmaOp{p.local, p.localMemory, p.remoteAddress, keys_[p.remoteSlot], p.length};
-      turnBytes += p.length;
+      batchBytes += p.length;
     }
     count = i;
     turnOps += count;
@@ -258,6 +264,10 @@ bool Transfer::postOpsLocked() {
     tCompletedInline = 0;
     endpoint.postBatch({batch.data(), count}, isWrite, &opSink_);
     if (tCompletedInline != 0) inFlight_.fetch_sub(tCompletedInline);
+    // Only bytes copied inside the post count towards the turn; operations still in flight
+    // cost this thread nothing more (the share is exact where every operation of the batch
+    // completed inline or none did, as on one endpoint they do).
+    turnBytes += copiesWhenPosted ? batchBytes : batchBytes * tCompletedInline / count;
   }
   tPosting = nullptr;
   return false;

@@ -35,6 +35,7 @@ class InprocEndpoint final : public Endpoint {
   void close(bool force) override;
   bool failed() const override { return failed_.load(); }
   std::string description() const override { return "inproc/memcpy"; }
+  bool copiesWhenPosted() const override { return true; }
 
   // Called by the owner's progress(): returns true if the peer disappeared just now.
   bool detectPeerLoss();

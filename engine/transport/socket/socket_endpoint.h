@@ -49,6 +49,8 @@ class SocketEndpoint final : public Endpoint, public SocketConnection, private F
   void close(bool force) override;
   bool failed() const override;
   std::string description() const override;
+  // A post writes what the socket takes at once, and copies GPU memory out first.
+  bool copiesWhenPosted() const override { return true; }
 
   bool onEventsLocked(std::uint32_t events) override KVX_REQUIRES(transport_.mutex());
   void onTickLocked(Clock::time_point now) override KVX_REQUIRES(transport_.mutex());
