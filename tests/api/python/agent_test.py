@@ -26,9 +26,10 @@ NBYTES = BLOCK * BLOCKS
 
 
 class DecodeChild:
-    def __init__(self, data_path, nbytes=NBYTES):
+    def __init__(self, data_path, nbytes=NBYTES, memory="host"):
         self.process = subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "decode_child.py"), data_path, str(nbytes)],
+            [sys.executable, os.path.join(HERE, "decode_child.py"), data_path, str(nbytes),
+             memory],
             stdout=subprocess.PIPE, text=True)
         self._reader = LineReader(self.process.stdout.fileno())
         line = self._line(30)
