@@ -131,6 +131,38 @@ TEST_CASE(
   CHECK(decode.waitExit(seconds(30)) == 0);
 }
 
+TEST_CASE("a request that fails is logged once, at warning level, with its reason",
+          "[multiprocess]") {
+  // The reason was only in the report file (issue 28's operator traps).
+  ChildProcess decode = start({"agent", "--role", "decode", "--name", "d-fail", "--blocks", "16",
+                               "--no-populate", "--log-level", "warn"});
+  const std::string address = readListeningAddress(decode);
+  // Every prompt needs 256 blocks of 16 tokens; the prefill pool has 8.
+  kvx::process::SpawnOptions options;
+  options.captureStderr = true;
+  auto prefill =
+      ChildProcess::spawn(kvxBinary(),
+                          {"agent", "--role", "prefill", "--name", "p-fail", "--blocks", "8",
+                           "--no-populate", "--peer", address, "--synthetic", "--requests", "2",
+                           "--min-tokens", "4096", "--max-tokens", "4096", "--log-level", "warn"},
+                          options);
+  REQUIRE(prefill.isOk());
+  auto output = prefill->readToEnd(kvx::deadlineIn(std::chrono::seconds(60)));
+  REQUIRE(output.isOk());
+  INFO(output->err);
+  std::size_t warnings = 0;
+  for (std::size_t at = output->err.find("[warning] request "); at != std::string::npos;
+       at = output->err.find("[warning] request ", at + 1)) {
+    ++warnings;
+  }
+  CHECK(warnings == 2);
+  CHECK_THAT(output->err, Catch::Contains("(4096 tokens) failed: RESOURCE_EXHAUSTED") &&
+                              Catch::Contains("blocks") && Catch::Contains("--blocks"));
+  CHECK(prefill->waitExit(seconds(30)) == 1);
+  ::kill(decode.pid(), SIGTERM);
+  CHECK(decode.waitExit(seconds(30)) == 0);
+}
+
 TEST_CASE("UCX's log lines go to stderr: stdout carries LISTENING and STATS only",
           "[multiprocess]") {
   // UCX prints its log to stdout (here: INFO lines at start-up, before LISTENING).
