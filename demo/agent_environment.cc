@@ -1,10 +1,10 @@
 #include "demo/agent_environment.h"
 
+#include <unistd.h>  // environ
+
 #include <cstdlib>
 #include <string>
 #include <vector>
-
-extern char** environ;
 
 namespace kvx::demo {
 
