@@ -14,9 +14,9 @@
 // serialise on the transfer's mutex. Completions arrive on the progress thread with the
 // transport's lock held: they touch only atomics and hand the transfer to the listener,
 // which calls advance() later, outside the transport's lock. One advance() posts at most a
-// turn's worth of operations (16 MiB completed inline, or 4,096 operations), then queues the
-// transfer with the listener for its next turn, so transfers in flight share the link
-// round-robin and post() returns after one turn even where operations complete inline
+// turn's worth of operations (16 MiB copied inside the post, or 4,096 operations), then
+// queues the transfer with the listener for its next turn, so transfers in flight share the
+// link round-robin and post() returns after one turn even where operations complete inline
 // (shared memory).
 // The window of operations in flight is maxOpsInFlight, or fewer where the plan's operations
 // are large: at most 64 MiB in flight per transfer, so one big transfer cannot queue

@@ -82,7 +82,8 @@ class Endpoint {
   virtual std::string description() const = 0;
 
   // True where put() and get() copy the bytes before they return even though they complete
-  // later (the in-process transport). Posting then costs the caller the copy, as an
+  // later (the in-process transport; the socket transport, whose puts write what the socket
+  // takes). Posting then costs the caller the copy, as an
   // operation that completes inside its post does (UCX over shared memory); the transfer
   // bounds how much one turn posts by those bytes (engine/transfer/transfer.cc).
   virtual bool copiesWhenPosted() const { return false; }

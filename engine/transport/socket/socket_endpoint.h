@@ -49,7 +49,8 @@ class SocketEndpoint final : public Endpoint, public SocketConnection, private F
   void close(bool force) override;
   bool failed() const override;
   std::string description() const override;
-  // A post writes what the socket takes at once, and copies GPU memory out first.
+  // A put's post writes what the socket takes at once, copying GPU memory out first. A get
+  // copies nothing at post, but gets take the same turns as puts here.
   bool copiesWhenPosted() const override { return true; }
 
   bool onEventsLocked(std::uint32_t events) override KVX_REQUIRES(transport_.mutex());

@@ -1,5 +1,6 @@
 #include "engine/transport/ucx/ucx_peer_probe.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -220,13 +221,28 @@ Result<ProbeRun> runProbe(std::vector<std::string> args, const std::vector<std::
   return run;
 }
 
-// kvx-ucx-probe in the directory of the running executable (a `kvx` copied together with its
-// probe, say to a GPU machine), or "" when that cannot be read.
-std::string besideThisExecutable() {
+// Marks this code's object file for dladdr: the kvx executable, or libkvx.so inside a host
+// program (Python, a server).
+const char kProbeAnchor = 0;
+
+// kvx-ucx-probe in the directory of the object file this code was linked into (a `kvx` copied
+// together with its probe, or a libkvx.so shipped beside it), or "" when that cannot be told.
+// Not the running executable's directory: in a host program that is the host's (/usr/bin for
+// Python), where a probe is no part of this kvx.
+std::string besideThisCode() {
   std::error_code error;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (error || self.empty()) return {};
-  return (self.parent_path() / "kvx-ucx-probe").string();
+  Dl_info info{};
+  std::filesystem::path object;
+  if (::dladdr(&kProbeAnchor, &info) != 0 && info.dli_fname != nullptr) object = info.dli_fname;
+  // The main program's own name comes back as it was started (maybe relative); a shared
+  // library's as the loader found it.
+  if (object.empty() || !object.is_absolute() ||
+      (!self.empty() && std::filesystem::equivalent(object, self, error))) {
+    object = self;
+  }
+  if (object.empty()) return {};
+  return (object.parent_path() / "kvx-ucx-probe").string();
 }
 
 }  // namespace
@@ -237,7 +253,7 @@ Result<std::string> ucxProbePath() {
     return failedPrecondition(std::string("KVX_UCX_PROBE names '") + env +
                               "', which is not an executable file");
   }
-  const std::string beside = besideThisExecutable();
+  const std::string beside = besideThisCode();
   for (const std::string& candidate :
        {beside, std::string(KVX_UCX_PROBE_BUILD_PATH), std::string(KVX_UCX_PROBE_INSTALL_PATH)}) {
     if (!candidate.empty() && isExecutable(candidate)) return candidate;

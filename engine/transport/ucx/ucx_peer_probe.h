@@ -37,9 +37,9 @@
 
 namespace kvx::engine::ucx {
 
-// Where the probe is: $KVX_UCX_PROBE, else beside the running executable, else the build
-// tree's, else the installed one (libexec/kvx/kvx-ucx-probe); FAILED_PRECONDITION naming the
-// places looked at.
+// Where the probe is: $KVX_UCX_PROBE, else beside the object file this code is in (the kvx
+// executable, or libkvx.so), else the build tree's, else the installed one
+// (libexec/kvx/kvx-ucx-probe); FAILED_PRECONDITION naming the places looked at.
 Result<std::string> ucxProbePath();
 
 class UcxPeerProbe {

@@ -34,6 +34,7 @@ class DecodeChild:
         self._reader = LineReader(self.process.stdout.fileno())
         line = self._line(30)
         if not line.startswith("LISTENING "):
+            self.stop()
             raise AssertionError(f"the decode child said {line!r}")
         self.address = line.split()[1]
 
