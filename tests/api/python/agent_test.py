@@ -62,11 +62,12 @@ class DecodeChild:
         self.process.stdout.close()
 
 
-def ranges(region, blocks=BLOCKS):
+def ranges(region, blocks=BLOCKS, block_bytes=BLOCK):
+    """One (region, offset, length) row per block of `block_bytes`, in order."""
     table = np.zeros((blocks, 3), dtype=np.uint64)
     table[:, 0] = region
-    table[:, 1] = np.arange(blocks, dtype=np.uint64) * BLOCK
-    table[:, 2] = BLOCK
+    table[:, 1] = np.arange(blocks, dtype=np.uint64) * block_bytes
+    table[:, 2] = block_bytes
     return table
 
 

@@ -24,7 +24,7 @@ import kvx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from agent_test import DecodeChild  # noqa: E402
+from agent_test import DecodeChild, ranges  # noqa: E402
 from decode_child import pattern  # noqa: E402
 
 BLOCKS, BLOCK_SIZE, HEADS, HEAD_DIM = 32, 16, 8, 128
@@ -34,11 +34,7 @@ LAYER_BYTES = 2 * BLOCKS * HALF_BLOCK
 
 
 def block_ranges(region, rows):
-    table = np.zeros((rows, 3), dtype=np.uint64)
-    table[:, 0] = region
-    table[:, 1] = np.arange(rows, dtype=np.uint64) * HALF_BLOCK
-    table[:, 2] = HALF_BLOCK
-    return table
+    return ranges(region, rows, HALF_BLOCK)
 
 
 class CudaTensors(unittest.TestCase):
