@@ -16,7 +16,11 @@ class Agent:
 
     Agent(name, listen_address="127.0.0.1:0", data_path=None ("shm", "tcp" or "socket"),
           net_devices=None, auth_token=None, gpu_path=None, caller_progress=False,
-          connect_timeout=None, peer_timeout=None, heartbeat_interval=None)
+          connect_timeout=None, peer_timeout=None, heartbeat_interval=None,
+          application_info=None)
+
+    application_info: a str (at most 64 KiB of UTF-8) that peers read in peer_info(); a
+    server puts its own handshake metadata there (its KV layout, its engine id).
 
     Times are in seconds. Use it as a context manager, or call close(); a closed agent raises
     kvx.FailedPrecondition. Registered objects are kept alive until deregistered or closed.
@@ -85,6 +89,12 @@ class Agent:
 
     def peers(self):
         return self._agent.peers()
+
+    def peer_info(self, peer):
+        """{"name", "incarnation", "application_info", "regions": [...]}: what the peer said
+        of itself in its handshake (application_info: its Agent(application_info=...), "" when
+        none)."""
+        return self._agent.peer_info(peer)
 
     def peer_regions(self, peer):
         """The peer's exposed regions by name: {name: {"id", "address", "length", ...}}."""

@@ -112,6 +112,18 @@ void addAgent(py::module_& module) {
              check(done);
            })
       .def("peers", [](const PyAgent& a) { return a.get()->peers(); })
+      .def("peer_info",
+           [](const PyAgent& a, const std::string& peer) {
+             PeerInfo info = take(a.get()->peerInfo(peer));
+             py::list regions;
+             for (const RegionInfo& r : info.regions) regions.append(regionDict(r));
+             py::dict out;
+             out["name"] = info.name;
+             out["incarnation"] = info.incarnation;
+             out["application_info"] = info.applicationInfo;
+             out["regions"] = regions;
+             return out;
+           })
       .def("peer_regions",
            [](const PyAgent& a, const std::string& peer) {
              PeerInfo info = take(a.get()->peerInfo(peer));

@@ -42,6 +42,9 @@ AgentOptions takeAgentOptions(const std::string& name, py::dict& options) {
   }
   if (auto v = popOption(options, "net_devices")) out.ucxNetDevices = v->cast<std::string>();
   if (auto v = popOption(options, "auth_token")) out.authToken = v->cast<std::string>();
+  if (auto v = popOption(options, "application_info")) {
+    out.applicationInfo = v->cast<std::string>();
+  }
   if (auto v = popOption(options, "gpu_path")) {
     const std::string text = v->cast<std::string>();
     std::optional<GpuPath> path = parseGpuPath(text);

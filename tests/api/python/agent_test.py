@@ -3,7 +3,8 @@
 over UCX shared memory, UCX tcp and kvx's socket transport: pushes and pulls of numpy arrays
 through prepared lists and index arrays, every byte compared; a notification after the data;
 cancel; the peer killed with SIGKILL during transfers; and bad input, each raising the
-exception of its StatusCode while the agent keeps working."""
+exception of its StatusCode while the agent keeps working. And, between two agents of this
+process, what a peer says of itself in its handshake (application_info)."""
 import os
 import signal
 import subprocess
@@ -189,6 +190,30 @@ class AgentAgainstAnotherProcess(unittest.TestCase):
                 self.assertNotIn(peer, agent.peers())
         finally:
             child.stop()
+
+
+class HandshakeInfo(unittest.TestCase):
+    def test_application_info_reaches_the_peer(self):
+        info = '{"engine": "vllm-0", "kv_layout": "NHD"}'
+        with kvx.Agent("py-app-a", data_path="socket", application_info=info) as a, \
+                kvx.Agent("py-app-b", data_path="socket") as b:
+            peer = b.connect(a.listen_address, timeout=10)
+            seen = b.peer_info(peer)
+            self.assertEqual(seen["name"], "py-app-a")
+            self.assertEqual(seen["application_info"], info)
+            self.assertGreater(seen["incarnation"], 0)
+            self.assertEqual(seen["regions"], [])
+            deadline = time.monotonic() + 10
+            while "py-app-b" not in a.peers() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            self.assertEqual(a.peer_info("py-app-b")["application_info"], "")
+            with self.assertRaises(kvx.NotFound):
+                b.peer_info("nobody")
+
+    def test_application_info_over_64_kib_is_refused(self):
+        with self.assertRaises(kvx.InvalidArgument) as raised:
+            kvx.Agent("py-app-big", data_path="socket", application_info="x" * (64 * 1024 + 1))
+        self.assertIn("applicationInfo", str(raised.exception))
 
 
 if __name__ == "__main__":
