@@ -72,13 +72,30 @@ TEST_CASE("the polling side waits for announced callers and resumes once they ar
   CHECK(mutex.callersWaiting() == 0);
 }
 
-TEST_CASE("with no caller waiting the polling side takes the mutex at once",
+TEST_CASE("with no caller waiting the polling side takes the mutex at once, and holds it",
           "[caller_first_mutex]") {
   CallerFirstMutex mutex;
   for (int i = 0; i < 3; ++i) {
-    ProgressLock lock(mutex);
-    CHECK(lock.owns_lock());
+    ProgressLock lock(mutex);  // returns: nothing announced holds it up
   }
-  CallerLock lock(mutex);
-  CHECK(lock.owns_lock());
+  // Held means held: a caller that announced itself waits until the polling side lets go.
+  std::atomic<bool> entered{false};
+  std::thread caller;
+  {
+    ProgressLock lock(mutex);
+    caller = std::thread([&] {
+      CallerLock inner(mutex);
+      entered = true;
+    });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (mutex.callersWaiting() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    CHECK(mutex.callersWaiting() == 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // room to get in, were it free
+    CHECK_FALSE(entered.load());
+  }
+  caller.join();
+  CHECK(entered.load());
+  CHECK(mutex.callersWaiting() == 0);
 }
