@@ -16,6 +16,7 @@
 
 #include "engine/notify/notification_header.h"
 #include "engine/peer/remote_peer.h"
+#include "tests/support/memoryless_transport.h"
 
 using namespace kvx;
 using namespace kvx::engine;
@@ -74,18 +75,9 @@ class HoldingEndpoint final : public Endpoint {
   std::vector<Completion*> held_;
 };
 
-class HoldingTransport final : public Transport {
+class HoldingTransport final : public test::MemorylessTransport {
  public:
   std::string_view name() const override { return "holding"; }
-  std::vector<std::uint8_t> localAddress() const override { return {1}; }
-  bool supportsMemoryKind(MemoryKind kind) const override { return kind == MemoryKind::kHost; }
-  Result<std::unique_ptr<TransportMemory>> registerMemory(void*, std::uint64_t, MemoryKind,
-                                                          int) override {
-    return unimplemented("no memory here");
-  }
-  Result<std::unique_ptr<TransportMemory>> allocateMemory(std::uint64_t, MemoryKind, int) override {
-    return unimplemented("no memory here");
-  }
   Result<std::shared_ptr<Endpoint>> connect(std::span<const std::uint8_t>,
                                             EndpointErrorHandler) override {
     if (onConnect && !endpoints.empty()) onConnect();
@@ -93,11 +85,6 @@ class HoldingTransport final : public Transport {
     endpoints.push_back(endpoint);
     return std::shared_ptr<Endpoint>(endpoint);
   }
-  void setMessageHandler(MessageHandler) override {}
-  bool progress() override { return false; }
-  int eventFd() const override { return -1; }
-  bool arm() override { return false; }
-  void wake() override {}
 
   std::vector<std::shared_ptr<HoldingEndpoint>> endpoints;
   std::function<void()> onConnect;  // runs as a reset opens its endpoint, before it exists

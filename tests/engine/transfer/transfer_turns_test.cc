@@ -12,6 +12,7 @@
 #include "engine/memory/memory_registry.h"
 #include "engine/peer/remote_peer.h"
 #include "engine/transfer/transfer.h"
+#include "tests/support/memoryless_transport.h"
 
 using namespace kvx;
 using namespace kvx::engine;
@@ -64,30 +65,16 @@ class ScriptedEndpoint final : public Endpoint {
   std::vector<Completion*> held_;
 };
 
-class ScriptedTransport final : public Transport {
+class ScriptedTransport final : public test::MemorylessTransport {
  public:
   ScriptedTransport(Completes completes, bool copiesAtPost)
       : completes_(completes), copiesAtPost_(copiesAtPost) {}
   std::string_view name() const override { return "scripted"; }
-  std::vector<std::uint8_t> localAddress() const override { return {1}; }
-  bool supportsMemoryKind(MemoryKind kind) const override { return kind == MemoryKind::kHost; }
-  Result<std::unique_ptr<TransportMemory>> registerMemory(void*, std::uint64_t, MemoryKind,
-                                                          int) override {
-    return unimplemented("no memory here");
-  }
-  Result<std::unique_ptr<TransportMemory>> allocateMemory(std::uint64_t, MemoryKind, int) override {
-    return unimplemented("no memory here");
-  }
   Result<std::shared_ptr<Endpoint>> connect(std::span<const std::uint8_t>,
                                             EndpointErrorHandler) override {
     endpoint = std::make_shared<ScriptedEndpoint>(completes_, copiesAtPost_);
     return std::shared_ptr<Endpoint>(endpoint);
   }
-  void setMessageHandler(MessageHandler) override {}
-  bool progress() override { return false; }
-  int eventFd() const override { return -1; }
-  bool arm() override { return false; }
-  void wake() override {}
 
   std::shared_ptr<ScriptedEndpoint> endpoint;
 
