@@ -5,6 +5,16 @@
 #include <utility>
 
 namespace kvx::engine {
+namespace {
+
+// What a peer's metadata says of it that may change while its incarnation lives.
+void refreshAdvertised(RemotePeer& peer, const std::vector<RegionMetadata>& regions,
+                       const StagingWindowMetadata& window) {
+  peer.updateRegions(regions);
+  peer.updateStagingWindow(window);
+}
+
+}  // namespace
 
 PeerDirectory::PeerDirectory(std::string self, Transport& transport, ReopenGate gate, Hooks hooks)
     : self_(std::move(self)),
@@ -36,8 +46,7 @@ Status PeerDirectory::addOrUpdate(PeerMetadata metadata) {
     known.reset();
   }
   if (known && known->incarnation() == metadata.incarnation) {
-    known->updateRegions(metadata.regions);
-    known->updateStagingWindow(metadata.stagingWindow);
+    refreshAdvertised(*known, metadata.regions, metadata.stagingWindow);
     return Status::ok();
   }
   const Status restarted = peerFailed("peer '" + metadata.name + "' restarted (new incarnation)");
@@ -70,8 +79,7 @@ Status PeerDirectory::addOrUpdate(PeerMetadata metadata) {
       if (it->second->incarnation() == incarnation) {
         // Both agents connected to each other and the other handshake won: keep its peer
         // object, so that transfers already made against it stay valid.
-        it->second->updateRegions(regions);
-        it->second->updateStagingWindow(window);
+        refreshAdvertised(*it->second, regions, window);
         redundant = std::move(peer);
         joined = false;
         break;
@@ -108,8 +116,7 @@ Status PeerDirectory::update(PeerMetadata metadata) {
   }
   KVX_RETURN_IF_ERROR(known->checkKeys(metadata.regions, metadata.stagingWindow)
                           .withContext("metadata update from peer '" + metadata.name + "'"));
-  known->updateRegions(metadata.regions);
-  known->updateStagingWindow(metadata.stagingWindow);
+  refreshAdvertised(*known, metadata.regions, metadata.stagingWindow);
   return Status::ok();
 }
 

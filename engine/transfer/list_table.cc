@@ -6,6 +6,13 @@
 #include <vector>
 
 namespace kvx::engine {
+namespace {
+
+Status unknownList(ListId id) {
+  return notFound("prepared list " + std::to_string(id.value) + " does not exist");
+}
+
+}  // namespace
 
 Result<ListId> ListTable::prepareLocal(std::span<const MemoryRange> ranges) {
   auto list = std::make_shared<PreparedList>();
@@ -51,17 +58,13 @@ Result<ListId> ListTable::prepareRemote(std::shared_ptr<RemotePeer> peer,
 Result<std::shared_ptr<PreparedList>> ListTable::find(ListId id) const {
   sync::MutexLock lock(mutex_);
   auto it = lists_.find(id);
-  if (it == lists_.end()) {
-    return notFound("prepared list " + std::to_string(id.value) + " does not exist");
-  }
+  if (it == lists_.end()) return unknownList(id);
   return it->second;
 }
 
 Status ListTable::release(ListId id) {
   sync::MutexLock lock(mutex_);
-  if (lists_.erase(id) == 0) {
-    return notFound("prepared list " + std::to_string(id.value) + " does not exist");
-  }
+  if (lists_.erase(id) == 0) return unknownList(id);
   return Status::ok();
 }
 

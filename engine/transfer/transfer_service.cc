@@ -239,11 +239,7 @@ void TransferService::cancelPending(const Status& why, const RemotePeer* only) {
 }
 
 void TransferService::waitAll(Deadline deadline) {
-  std::vector<std::shared_ptr<Transfer>> stuck;
-  for (auto& transfer : table_.all()) {
-    waitFinished(*transfer, deadline);
-    if (transfer->pending()) stuck.push_back(transfer);
-  }
+  const std::vector<std::shared_ptr<Transfer>> stuck = waitAllFinished(table_.all(), deadline);
   if (!stuck.empty()) {
     spdlog::warn("transfer(s) {} still pending at the deadline: their operations never completed",
                  idList(stuck, nullptr));

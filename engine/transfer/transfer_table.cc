@@ -1,6 +1,13 @@
 #include "engine/transfer/transfer_table.h"
 
 namespace kvx::engine {
+namespace {
+
+Status unknownTransfer(TransferId id) {
+  return notFound("transfer " + std::to_string(id.value) + " does not exist (or was released)");
+}
+
+}  // namespace
 
 TransferId TransferTable::nextId() {
   sync::MutexLock lock(mutex_);
@@ -15,18 +22,14 @@ void TransferTable::insert(std::shared_ptr<Transfer> transfer) {
 Result<std::shared_ptr<Transfer>> TransferTable::find(TransferId id) const {
   sync::MutexLock lock(mutex_);
   auto it = transfers_.find(id);
-  if (it == transfers_.end()) {
-    return notFound("transfer " + std::to_string(id.value) + " does not exist (or was released)");
-  }
+  if (it == transfers_.end()) return unknownTransfer(id);
   return it->second;
 }
 
 Status TransferTable::erase(TransferId id) {
   sync::MutexLock lock(mutex_);
   auto it = transfers_.find(id);
-  if (it == transfers_.end()) {
-    return notFound("transfer " + std::to_string(id.value) + " does not exist (or was released)");
-  }
+  if (it == transfers_.end()) return unknownTransfer(id);
   if (it->second->pending()) {
     return failedPrecondition("transfer " + std::to_string(id.value) + " is still pending");
   }

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/transport/transport_registry.h"
+#include "tests/support/inproc_peer.h"
 
 using namespace kvx;
 using namespace kvx::engine;
@@ -16,18 +16,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::unique_ptr<Transport> inproc(const std::string& name) {
-  TransportOptions options;
-  options.agentName = name;
-  return std::move(createTransport("inproc", options).value());
-}
-
 std::vector<std::uint8_t> bytes(const std::string& text) { return {text.begin(), text.end()}; }
 
 // A router on transport "a", driven by its caller, with a peer "b" it can send to.
 struct Routed {
-  std::unique_ptr<Transport> b = inproc("b");
-  std::unique_ptr<Transport> a = inproc("a");
+  std::unique_ptr<Transport> b = test::inprocTransport("b");
+  std::unique_ptr<Transport> a = test::inprocTransport("a");
   PeerDirectory peers{"a", *a, ReopenGate{}, PeerDirectory::Hooks{}};
   std::vector<MessageKind> staged;  // what reached the staging sink
   int steps = 0;
@@ -117,12 +111,7 @@ TEST_CASE("a notification router sends to known peers only", "[engine][notify]")
         REQUIRE(decoded.isOk());
         received.push_back(decoded->sender + ":" + std::string(payload.begin(), payload.end()));
       });
-  PeerMetadata b;
-  b.name = "b";
-  b.incarnation = 1;
-  b.transport = "inproc";
-  b.dataAddress = r.b->localAddress();
-  REQUIRE(r.peers.addOrUpdate(b).isOk());
+  REQUIRE(r.peers.addOrUpdate(test::peerMetadata("b", 1, *r.b)).isOk());
   REQUIRE(r.router->send("b", "hello").isOk());
   const auto deadline = Clock::now() + 5s;
   while (received.empty() && Clock::now() < deadline) {

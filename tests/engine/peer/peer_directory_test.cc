@@ -8,32 +8,19 @@
 #include <string>
 #include <vector>
 
-#include "engine/transport/transport_registry.h"
+#include "tests/support/inproc_peer.h"
 
 using namespace kvx;
 using namespace kvx::engine;
 
 namespace {
 
-std::unique_ptr<Transport> inproc(const std::string& name) {
-  TransportOptions options;
-  options.agentName = name;
-  return std::move(createTransport("inproc", options).value());
-}
-
-PeerMetadata metadataOf(const std::string& name, std::uint64_t incarnation,
-                        const Transport& transport) {
-  PeerMetadata metadata;
-  metadata.name = name;
-  metadata.incarnation = incarnation;
-  metadata.transport = std::string(transport.name());
-  metadata.dataAddress = transport.localAddress();
-  return metadata;
-}
+using test::inprocTransport;
+using test::peerMetadata;
 
 // A directory on its own transport that records what its hooks and handler saw, in order.
 struct Recorded {
-  std::unique_ptr<Transport> transport = inproc("self");
+  std::unique_ptr<Transport> transport = inprocTransport("self");
   std::vector<std::string> log;
   std::unique_ptr<PeerDirectory> directory;
 
@@ -68,11 +55,11 @@ struct Recorded {
 }  // namespace
 
 TEST_CASE("a peer directory refuses its own name and another transport", "[engine][peer]") {
-  auto other = inproc("b");
+  auto other = inprocTransport("b");
   Recorded r;
-  PeerMetadata self = metadataOf("self", 1, *other);
+  PeerMetadata self = peerMetadata("self", 1, *other);
   CHECK(r.directory->addOrUpdate(self).code() == StatusCode::kInvalidArgument);
-  PeerMetadata foreign = metadataOf("b", 1, *other);
+  PeerMetadata foreign = peerMetadata("b", 1, *other);
   foreign.transport = "ucx";
   const Status refused = r.directory->addOrUpdate(foreign);
   CHECK(refused.code() == StatusCode::kInvalidArgument);
@@ -82,21 +69,21 @@ TEST_CASE("a peer directory refuses its own name and another transport", "[engin
 }
 
 TEST_CASE("a peer directory announces a join once per incarnation", "[engine][peer]") {
-  auto b = inproc("b");  // outlives the directory's link to it
+  auto b = inprocTransport("b");  // outlives the directory's link to it
   Recorded r;
-  REQUIRE(r.directory->addOrUpdate(metadataOf("b", 7, *b)).isOk());
-  REQUIRE(r.directory->addOrUpdate(metadataOf("b", 7, *b)).isOk());  // an update, no event
+  REQUIRE(r.directory->addOrUpdate(peerMetadata("b", 7, *b)).isOk());
+  REQUIRE(r.directory->addOrUpdate(peerMetadata("b", 7, *b)).isOk());  // an update, no event
   CHECK(r.directory->names() == std::vector<std::string>{"b"});
   CHECK(r.directory->find("b").value()->incarnation() == 7);
   CHECK(r.log == std::vector<std::string>{"joined b 7"});
 
   SECTION("updates of another incarnation are stale, of an unknown peer not found") {
-    CHECK(r.directory->update(metadataOf("b", 8, *b)).code() == StatusCode::kFailedPrecondition);
-    CHECK(r.directory->update(metadataOf("c", 1, *b)).code() == StatusCode::kNotFound);
-    CHECK(r.directory->update(metadataOf("b", 7, *b)).isOk());
+    CHECK(r.directory->update(peerMetadata("b", 8, *b)).code() == StatusCode::kFailedPrecondition);
+    CHECK(r.directory->update(peerMetadata("c", 1, *b)).code() == StatusCode::kNotFound);
+    CHECK(r.directory->update(peerMetadata("b", 7, *b)).isOk());
   }
   SECTION("a restart is the old incarnation's departure, then the new one's join") {
-    REQUIRE(r.directory->addOrUpdate(metadataOf("b", 8, *b)).isOk());
+    REQUIRE(r.directory->addOrUpdate(peerMetadata("b", 8, *b)).isOk());
     CHECK(r.log == std::vector<std::string>{"joined b 7",
                                             "failTransfers b listed linked PEER_FAILED",
                                             "unlisted b gone", "left b 7", "joined b 8"});
@@ -105,9 +92,9 @@ TEST_CASE("a peer directory announces a join once per incarnation", "[engine][pe
 }
 
 TEST_CASE("a peer directory removes a peer in the order its users rely on", "[engine][peer]") {
-  auto b = inproc("b");  // outlives the directory's link to it
+  auto b = inprocTransport("b");  // outlives the directory's link to it
   Recorded r;
-  REQUIRE(r.directory->addOrUpdate(metadataOf("b", 3, *b)).isOk());
+  REQUIRE(r.directory->addOrUpdate(peerMetadata("b", 3, *b)).isOk());
   auto peer = r.directory->find("b").value();
   REQUIRE(r.directory->remove("b", cancelled("removed by the test")).isOk());
   CHECK(r.log == std::vector<std::string>{"joined b 3", "failTransfers b listed linked CANCELLED",
@@ -118,11 +105,11 @@ TEST_CASE("a peer directory removes a peer in the order its users rely on", "[en
 }
 
 TEST_CASE("a peer directory's shutdown fails every peer before dropping them", "[engine][peer]") {
-  auto b = inproc("b");
-  auto c = inproc("c");
+  auto b = inprocTransport("b");
+  auto c = inprocTransport("c");
   Recorded r;
-  REQUIRE(r.directory->addOrUpdate(metadataOf("b", 1, *b)).isOk());
-  REQUIRE(r.directory->addOrUpdate(metadataOf("c", 1, *c)).isOk());
+  REQUIRE(r.directory->addOrUpdate(peerMetadata("b", 1, *b)).isOk());
+  REQUIRE(r.directory->addOrUpdate(peerMetadata("c", 1, *c)).isOk());
   auto peerB = r.directory->find("b").value();
   r.directory->failAll(cancelled("shutting down"));
   CHECK(peerB->failure().code() == StatusCode::kCancelled);
