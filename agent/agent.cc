@@ -26,6 +26,10 @@ Result<std::string> Agent::dataPathDescription(const std::string& peer) const {
   return impl_->engine->dataPathDescription(peer);
 }
 
+Result<bool> Agent::peerWritesDirectly(const std::string& peer) const {
+  return impl_->engine->peerWritesDirectly(peer);
+}
+
 Result<RegionId> Agent::registerMemory(const MemoryRegionSpec& spec) {
   KVX_ASSIGN_OR_RETURN(RegionId id, impl_->engine->registerMemory(spec));
   if (spec.exposed) impl_->publishMetadata();

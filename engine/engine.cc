@@ -223,6 +223,11 @@ Result<std::string> Engine::dataPathDescription(const std::string& peerName) con
   return remote->dataPathDescription() + "; " + staging_->describeGpuMemory(*remote);
 }
 
+Result<bool> Engine::peerWritesDirectly(const std::string& peerName) const {
+  KVX_ASSIGN_OR_RETURN(auto remote, peers_->find(peerName));
+  return remote->peerWritesDirectly();
+}
+
 void Engine::setPeerEventHandler(PeerEventHandler handler) {
   peers_->setEventHandler(std::move(handler));
 }

@@ -123,6 +123,8 @@ class Engine {
   // the peer's exposed ones, with or without a transport key, and its staging window).
   // Logged at info level when the peer joins. NOT_FOUND for an unknown peer.
   Result<std::string> dataPathDescription(const std::string& peer) const;
+  // kvx::Agent::peerWritesDirectly: Endpoint::peerWritesDirectly of the peer's live link.
+  Result<bool> peerWritesDirectly(const std::string& peer) const;
   // From now on hands every peer join and departure (a restart is a departure of the old
   // incarnation, then a join of the new one) to `handler`, on the thread that changed the
   // peer set (normally the control channel's), outside every engine lock. Events about one

@@ -53,6 +53,7 @@ class LinkEndpoint final : public Endpoint {
   bool failed() const override { return inner_->failed(); }
   std::string description() const override { return inner_->description(); }
   bool copiesWhenPosted() const override { return inner_->copiesWhenPosted(); }
+  bool peerWritesDirectly() const override { return inner_->peerWritesDirectly(); }
 
   // Force-closes the endpoint, waiting for the transport at most until `deadline`, and
   // returns the notifications the close cancelled (in the order they were sent), whose

@@ -388,4 +388,9 @@ std::string RemotePeer::dataPathDescription() const {
   return link_ ? link_->endpoint().description() : "none";
 }
 
+bool RemotePeer::peerWritesDirectly() const {
+  sync::MutexLock lock(mutex_);
+  return link_ ? link_->endpoint().peerWritesDirectly() : true;
+}
+
 }  // namespace kvx::engine

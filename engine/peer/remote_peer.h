@@ -131,6 +131,8 @@ class RemotePeer {
   Status failure() const;
 
   std::string dataPathDescription() const;
+  // Endpoint::peerWritesDirectly of the live link; true (the cautious answer) without one.
+  bool peerWritesDirectly() const;
 
  private:
   RemotePeer(Transport& transport, PeerMetadata metadata, LinkFailureHandler onLinkFailure,

@@ -87,6 +87,15 @@ class Endpoint {
   // operation that completes inside its post does (UCX over shared memory); the transfer
   // bounds how much one turn posts by those bytes (engine/transfer/transfer.cc).
   virtual bool copiesWhenPosted() const { return false; }
+
+  // True where the peer's process writes into this process's memory by itself (UCX over
+  // shared memory or cross-memory attach, CUDA IPC): close() then stops this side's
+  // operations, but not a copy the peer is in the middle of, nor one a stopped peer makes
+  // when it resumes. False where this process places every byte the peer sends (the socket
+  // transport, UCX over tcp or RDMA, whose closed endpoint refuses what arrives for it): there
+  // close(), with Transport::dropPeer, is the end of the peer's writes. Must not take the
+  // transport's lock (as failed()).
+  virtual bool peerWritesDirectly() const { return false; }
 };
 
 }  // namespace kvx::engine

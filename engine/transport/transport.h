@@ -116,9 +116,11 @@ class Transport {
   // calls it when it removes the peer, after closing its endpoint to it and before it
   // announces the departure, so that no byte of the peer's writes lands once the owner of
   // the memory may have reused it. A backend whose endpoint close already covers both
-  // directions (UCX: one endpoint per peer pair, whose queued messages are dropped once it is
-  // closed) needs nothing more; one that serves the peer's own connections separately
-  // (socket) ends them.
+  // directions (UCX over tcp or RDMA: one endpoint per peer pair, whose queued messages are
+  // dropped once it is closed) needs nothing more; one that serves the peer's own connections
+  // separately (socket) ends them; the in-process one refuses the peer's copies. Where the
+  // peer's process copies into this memory itself (UCX over shared memory), nothing here can
+  // stop it: Endpoint::peerWritesDirectly says so, and the owner must wait for the peer.
   virtual void dropPeer(std::span<const std::uint8_t> peerAddress) { (void)peerAddress; }
 
   // Installs the receive handler for messages (set once, before peers connect).

@@ -53,6 +53,13 @@ class Agent final {
   // host (UCX 1.13.1 was built without CUDA support); peer's GPU memory: through its staging
   // window", or "...; no GPU memory on either side". NOT_FOUND for an unknown peer.
   Result<std::string> dataPathDescription(const std::string& peer) const;
+  // Whether `peer`'s process writes into this agent's memory by itself on the live data
+  // path (UCX over shared memory or cross-memory attach, CUDA IPC): closing the link then
+  // does not stop a copy the peer is in the middle of; only the peer's own cancel, or the
+  // end of its process, does. False where this agent's side places every byte (UCX over tcp
+  // or RDMA, the socket transport). Assumes the peer's UCX offers what this agent's offers
+  // (transports are chosen from both sides' lists). NOT_FOUND for an unknown peer.
+  Result<bool> peerWritesDirectly(const std::string& peer) const;
 
   // ---- memory ----
   Result<RegionId> registerMemory(const MemoryRegionSpec& spec);

@@ -62,15 +62,32 @@ void InprocEndpoint::copy(const RmaOp& op, bool toRemote, Completion* completion
     completion->onComplete(invalidArgument("remote key is not an inproc key"));
     return;
   }
-  const bool copied = InprocFabric::instance().withRemoteRange(
-      key->memoryId(), op.remoteAddress, op.length, [&](void* remote) {
+  bool closedMeanwhile = false;
+  const InprocFabric::Access access = InprocFabric::instance().withRemoteRange(
+      owner_.fabricId(), key->memoryId(), op.remoteAddress, op.length, [&](void* remote) {
+        // close() sets closed_ under this lock: a copy either finishes before it returns or
+        // does not start.
+        if (closed_.load()) {
+          closedMeanwhile = true;
+          return false;
+        }
         if (toRemote) {
           std::memcpy(remote, op.localAddress, op.length);
         } else {
           std::memcpy(op.localAddress, remote, op.length);
         }
+        return true;
       });
-  if (!copied) {
+  if (closedMeanwhile) {
+    completion->onComplete(failedPrecondition("inproc endpoint is closed"));
+    return;
+  }
+  if (access == InprocFabric::Access::kRefused) {
+    completion->onComplete(
+        peerFailed("inproc peer " + std::to_string(target_) + " dropped this transport"));
+    return;
+  }
+  if (access == InprocFabric::Access::kOutside) {
     completion->onComplete(invalidArgument(
         "remote range [" + std::to_string(op.remoteAddress) + "+" + std::to_string(op.length) +
         ") is not inside registered memory " + std::to_string(key->memoryId())));
@@ -103,7 +120,7 @@ void InprocEndpoint::sendMessage(std::span<const std::uint8_t> header,
 }
 
 void InprocEndpoint::close(bool force) {
-  closed_.store(true);
+  InprocFabric::instance().exclusive([&] { closed_.store(true); });
   // Inproc operations finish at post time; whatever is still queued fires now, so that the
   // caller sees every completion before close returns, as the contract requires.
   (void)force;

@@ -17,6 +17,9 @@ std::uint64_t InprocFabric::attach(InprocTransport* transport) {
 void InprocFabric::detach(std::uint64_t transportId) {
   sync::MutexLock lock(mutex_);
   transports_.erase(transportId);
+  std::erase_if(refused_, [&](const auto& pair) {
+    return pair.first == transportId || pair.second == transportId;
+  });
 }
 
 std::uint64_t InprocFabric::addMemory(std::uint64_t ownerId, void* address, std::uint64_t length) {
@@ -24,6 +27,16 @@ std::uint64_t InprocFabric::addMemory(std::uint64_t ownerId, void* address, std:
   const std::uint64_t id = nextId_++;
   memory_[id] = Memory{ownerId, address, length};
   return id;
+}
+
+void InprocFabric::refuse(std::uint64_t ownerId, std::uint64_t writerId) {
+  sync::MutexLock lock(mutex_);
+  refused_.insert({ownerId, writerId});
+}
+
+void InprocFabric::admit(std::uint64_t ownerId, std::uint64_t writerId) {
+  sync::MutexLock lock(mutex_);
+  refused_.erase({ownerId, writerId});
 }
 
 void InprocFabric::removeMemory(std::uint64_t memoryId) {

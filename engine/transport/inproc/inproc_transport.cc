@@ -69,10 +69,18 @@ Result<std::shared_ptr<Endpoint>> InprocTransport::connect(std::span<const std::
   if (!InprocFabric::instance().withTransport(target, [](InprocTransport&) {})) {
     return peerFailed("no inproc transport with id " + std::to_string(target));
   }
+  InprocFabric::instance().admit(fabricId_, target);  // a new link: its writes land again
   auto endpoint = std::make_shared<InprocEndpoint>(*this, target, std::move(onError));
   sync::MutexLock lock(mutex_);
   endpoints_.push_back(endpoint);
   return std::shared_ptr<Endpoint>(endpoint);
+}
+
+void InprocTransport::dropPeer(std::span<const std::uint8_t> peerAddress) {
+  if (peerAddress.size() != sizeof(std::uint64_t)) return;
+  std::uint64_t writer = 0;
+  std::memcpy(&writer, peerAddress.data(), sizeof(writer));
+  InprocFabric::instance().refuse(fabricId_, writer);
 }
 
 void InprocTransport::setMessageHandler(MessageHandler handler) {

@@ -35,6 +35,8 @@ class InprocTransport final : public Transport {
                                                           MemoryKind kind, int device) override;
   Result<std::unique_ptr<TransportMemory>> allocateMemory(std::uint64_t length, MemoryKind kind,
                                                           int device) override;
+  // Refuses the peer's copies into this transport's memory until a new connect() to it.
+  void dropPeer(std::span<const std::uint8_t> peerAddress) override;
   Result<std::shared_ptr<Endpoint>> connect(std::span<const std::uint8_t> peerAddress,
                                             EndpointErrorHandler onError) override;
   void setMessageHandler(MessageHandler handler) override;

@@ -42,6 +42,7 @@
 
 #include "engine/transport/endpoint.h"
 #include "engine/transport/transport.h"
+#include "engine/transport/ucx/ucx_endpoint_info.h"
 #include "engine/transport/ucx/ucx_peer_probe.h"
 #include "engine/transport/ucx/ucx_request.h"
 #include "engine/transport/ucx/ucx_worker.h"
@@ -73,6 +74,7 @@ class UcxEndpoint final : public Endpoint, public std::enable_shared_from_this<U
   void forceClose(std::chrono::steady_clock::time_point deadline) override;
   bool failed() const override { return failed_.load(std::memory_order_acquire); }
   std::string description() const override { return description_; }
+  bool peerWritesDirectly() const override { return lanesLetPeerWriteDirectly(description_); }
 
   UcxWorker& worker() const { return *worker_; }
   // REQUIRES: the worker's mutex. Called by a UcxRemoteKey being destroyed.

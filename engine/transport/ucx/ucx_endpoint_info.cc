@@ -48,6 +48,24 @@ std::string summarizeLanes(std::string_view printInfo) {
   return summary;
 }
 
+bool lanesLetPeerWriteDirectly(std::string_view summary) {
+  static constexpr std::string_view kDirect[] = {"posix", "sysv",     "xpmem",   "cma",
+                                                 "knem",  "cuda_ipc", "rocm_ipc"};
+  if (summary.empty() || summary == "unknown") return true;
+  std::size_t pos = 0;
+  while (pos < summary.size()) {
+    std::size_t end = summary.find(", ", pos);
+    if (end == std::string_view::npos) end = summary.size();
+    const std::string_view lane = summary.substr(pos, end - pos);
+    const std::string_view transport = lane.substr(0, lane.find('/'));
+    if (std::find(std::begin(kDirect), std::end(kDirect), transport) != std::end(kDirect)) {
+      return true;
+    }
+    pos = end + 2;
+  }
+  return false;
+}
+
 std::string describeEndpoint(ucp_ep_h ep) {
   char* buffer = nullptr;
   std::size_t size = 0;

@@ -16,6 +16,12 @@ namespace kvx::engine::ucx {
 // path index. "unknown" when there are none.
 std::string summarizeLanes(std::string_view printInfo);
 
+// Whether a summary of summarizeLanes names a transport through which the peer's process
+// copies into this process's memory itself: the shared-memory ones (posix, sysv, xpmem),
+// cross-memory attach (cma, knem) and GPU IPC (cuda_ipc, rocm_ipc); also "unknown", where
+// this cannot be told (Endpoint::peerWritesDirectly).
+bool lanesLetPeerWriteDirectly(std::string_view summary);
+
 // summarizeLanes of ucp_ep_print_info(ep).
 std::string describeEndpoint(ucp_ep_h ep);
 

@@ -112,6 +112,54 @@ TEST_CASE("conformance: a graceful close leaves the peer's endpoint back to us w
   closeWhilePeerProgresses(*reverse, *link.a, false);
 }
 
+// What a decode agent relies on to free the blocks of a lost prefill agent at once
+// (Endpoint::peerWritesDirectly): unless its endpoint says the peer copies into its memory
+// itself, closing that endpoint (force) and dropping the peer end the peer's writes there.
+TEST_CASE("conformance: a closed and dropped peer's writes land only where it writes directly",
+          "[conformance]") {
+  Link link;
+  auto back = link.b->connect(link.a->localAddress(), nullptr);
+  REQUIRE(back.isOk());
+  std::shared_ptr<engine::Endpoint> reverse = std::move(back).value();
+  auto key = reverse->unpackRemoteKey(link.local.memory->packedRemoteKey(), MemoryKind::kHost);
+  REQUIRE(key.isOk());
+  engine::RmaOp op;
+  op.localAddress = link.remote.data();
+  op.localMemory = link.remote.memory.get();
+  op.remoteAddress = reinterpret_cast<std::uint64_t>(link.local.data());
+  op.remoteKey = key->get();
+  op.length = 64u << 10;
+  fillPattern(link.remote.span(0, op.length), 23);
+  CountingCompletion before;
+  reverse->put(op, &before);
+  reverse->flush(&before);
+  link.await(before, 2, "b -> a before a drops b");
+  REQUIRE(checkPattern(link.local.span(0, op.length), 23).empty());
+
+  const bool direct = link.endpoint->peerWritesDirectly();
+  INFO("a's endpoint to b: " << link.endpoint->description() << "; b writes directly: " << direct);
+  link.key.reset();
+  closeWhilePeerProgresses(*link.endpoint, *link.b, true);
+  link.endpoint.reset();
+  link.a->dropPeer(link.b->localAddress());
+
+  fillPattern(link.remote.span(0, op.length), 29);
+  CountingCompletion after;
+  reverse->put(op, &after);
+  reverse->flush(&after);
+  // Whether b learns that its writes went nowhere varies; a must not take them either way.
+  const auto until = Clock::now() + 3000ms;
+  while (after.count() < 2 && Clock::now() < until) {
+    link.a->progress();
+    link.b->progress();
+    std::this_thread::yield();
+  }
+  progressFor({link.a.get(), link.b.get()}, 300ms);
+  if (!direct) CHECK(checkPattern(link.local.span(0, op.length), 23).empty());
+  key = Status(StatusCode::kCancelled, "released");
+  reverse->close(true);
+}
+
 TEST_CASE("conformance: a forced close completes every operation in flight exactly once",
           "[conformance]") {
   Link link;

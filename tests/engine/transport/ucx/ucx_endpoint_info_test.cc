@@ -35,5 +35,16 @@ TEST_CASE("ucx endpoint info: lanes become a short transport list", "[ucx]") {
   CHECK(summarizeLanes("lane[0]:  4:rc_mlx5/mlx5_0:1.2 md[4]") == "rc_mlx5/mlx5_0:1");
 }
 
+TEST_CASE("ucx endpoint info: which lanes let the peer's process write into ours", "[ucx]") {
+  CHECK_FALSE(lanesLetPeerWriteDirectly(summarizeLanes(kTcp)));
+  CHECK(lanesLetPeerWriteDirectly(summarizeLanes(kShm)));
+  CHECK(lanesLetPeerWriteDirectly("tcp/lo, cma/memory"));
+  CHECK(lanesLetPeerWriteDirectly("cuda_copy/cuda, cuda_ipc/cuda"));
+  CHECK_FALSE(lanesLetPeerWriteDirectly("rc_mlx5/mlx5_0:1, ud_mlx5/mlx5_0:1"));
+  CHECK_FALSE(lanesLetPeerWriteDirectly("tcp/eth0, cuda_copy/cuda"));
+  // Not knowing is the cautious answer.
+  CHECK(lanesLetPeerWriteDirectly("unknown"));
+}
+
 }  // namespace
 }  // namespace kvx::engine::ucx
