@@ -96,6 +96,7 @@ int runDecode(KvAgent& agent, const AgentConfig& config, const TpPlan& tp, StopS
               {"verify", config.verify},
               {"totalBlocks", usage.totalBlocks},
               {"freeBlocks", usage.freeBlocks},
+              {"heldBlocks", usage.heldBlocks},
               {"lateWrites", usage.lateWrites}},
              agent);
   return reportWritten ? 0 : 1;

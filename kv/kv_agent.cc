@@ -68,7 +68,10 @@ KvPoolUsage KvAgent::usage() const {
         u.freeBlocks = stats.freeBlocks;
         u.freeExtents = stats.freeExtents;
         u.largestFreeExtent = stats.largestFreeExtent;
-        if (impl_->decode) u.cachedPrefixBlocks = impl_->decode->prefixCache().cachedBlocks();
+        if (impl_->decode) {
+          u.cachedPrefixBlocks = impl_->decode->prefixCache().cachedBlocks();
+          u.heldBlocks = impl_->decode->heldBlocks();
+        }
         u.peersReadyCpuNs = impl_->port->readyCpuTotalNs();
         if (impl_->canary) u.lateWrites = impl_->canary->lateWrites();
         return u;

@@ -23,8 +23,9 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
   {
     // Peers learn this agent's role and pool from its metadata: known before it exists.
     KVX_ASSIGN_OR_RETURN(const kv::PoolLayout layout, kv::KvPool::layoutOf(options.pool));
-    KvAgentInfo info{options.role,    options.defaultMode, layout.shape(),
-                     layout.layout(), layout.blocks(),     {}};
+    KvAgentInfo info{
+        options.role, options.defaultMode,       layout.shape(), layout.layout(), layout.blocks(),
+        {},           kv::handoff::thisProcess()};
     for (std::uint32_t t = 0; t < layout.tensorCount(); ++t) {
       info.regionNames.push_back(kv::KvPool::regionName(t));
     }
@@ -277,7 +278,7 @@ void KvAgent::Impl::onJoined(const std::string& peer, std::uint64_t incarnation)
     // Until the peer says how many blocks it has free, all of them: a request it cannot
     // take is refused as retryable and waits for its next capacity message.
     if (prefill) prefill->onPeerReady(peer, entry.totalBlocks, entry.totalBlocks, entry.kvHeads);
-    if (decode) decode->onPeerReady(peer);
+    if (decode) decode->onPeerReady(peer, writerOf(peer, entry));
   } else {
     spdlog::warn("{}: refused '{}': {}", options.agent.name, peer, ok.message());
   }
@@ -292,6 +293,24 @@ void KvAgent::Impl::onJoined(const std::string& peer, std::uint64_t incarnation)
   for (const kv::handoff::KvMessage& message : waiting) deliver(peer, message);
 }
 
+kv::handoff::PeerWriter KvAgent::Impl::writerOf(const std::string& peer,
+                                                const kv::KvPeer& entry) const {
+  kv::handoff::PeerWriter writer;
+  writer.incarnation = entry.incarnation;
+  // Not knowing is taken as writing directly: its blocks then wait for proof.
+  auto direct = agent->peerWritesDirectly(peer);
+  writer.writesDirectly = !direct.isOk() || *direct;
+  if (!writer.writesDirectly) return writer;
+  auto watch = watchProcess(entry.process);
+  if (watch.isOk()) {
+    writer.processEnded = [w = *watch] { return w->ended(); };
+    writer.process = "pid " + std::to_string(entry.process.pid);
+  } else {
+    writer.process = "its process cannot be watched: " + watch.status().message();
+  }
+  return writer;
+}
+
 Result<kv::PoolDescription> KvAgent::Impl::admit(const PeerInfo& info, kv::KvPeer& entry) const {
   auto kvInfo = decodeKvAgentInfo(info.applicationInfo);
   if (!kvInfo.isOk()) {
@@ -302,6 +321,7 @@ Result<kv::PoolDescription> KvAgent::Impl::admit(const PeerInfo& info, kv::KvPee
   entry.mode = kvInfo->mode;
   entry.totalBlocks = kvInfo->blocks;
   entry.kvHeads = kvInfo->shape.kvHeads;
+  entry.process = kvInfo->process;
   KVX_ASSIGN_OR_RETURN(kv::PoolDescription remote, resolvePool(*kvInfo, info));
   KVX_RETURN_IF_ERROR(kvx::kv::checkSliceCompatible(pool->description(), remote));
   if (kvInfo->role == options.role) {

@@ -69,6 +69,9 @@ struct KvAgent::Impl {
   // Fails the peer's requests with `why`, frees what was reserved for it and forgets it,
   // then has the reconnector dial it again if it watches it.
   void forgetPeer(const std::string& peer, const Status& why);
+  // How the prefill agent `peer` writes into this agent's pool (decode side), asked at its
+  // join while its link is up: whether its process copies directly, and a watch on it.
+  kv::handoff::PeerWriter writerOf(const std::string& peer, const kv::KvPeer& entry) const;
   // The sides' timers (leases, deadlines, retries).
   void onTick();
   std::size_t liveRequests() const;

@@ -45,6 +45,9 @@ void DecodeSide::onMessage(const std::string& peer, const KvMessage& message) {
     if (std::holds_alternative<AbortMsg>(message)) {
       // Aborted before its placement reached us, or after it ended: nothing to free.
       (void)context_.port.send(peer, AbortAckMsg{*id, availableBlocks()});
+    } else if (std::holds_alternative<AbortAckMsg>(message) && held_.acknowledged(peer, *id)) {
+      // A lost writer, back, has drained its moves of a held request.
+      releaseHeld(Clock::now());
     } else {
       spdlog::debug("{}: message about unknown request '{}' from '{}' ignored", context_.name, *id,
                     peer);
@@ -233,9 +236,19 @@ std::uint64_t DecodeSide::availableBlocks() const {
   return context_.allocator.freeBlocks() + cache_.cachedBlocks() - cache_.pinnedBlocks();
 }
 
-void DecodeSide::onPeerReady(const std::string& peer) {
+void DecodeSide::onPeerReady(const std::string& peer, PeerWriter writer) {
   peers_.insert(peer);
   (void)context_.port.send(peer, CapacityMsg{availableBlocks()});
+  for (const std::string& id : held_.rejoined(peer, writer.incarnation)) {
+    spdlog::info(
+        "{}: prefill agent '{}' is back: asking it to abort '{}', whose blocks are held "
+        "until it answers",
+        context_.name, peer, id);
+    (void)context_.port.send(
+        peer, AbortMsg{id, peerFailed("decode agent '" + context_.name + "' lost '" + peer +
+                                      "' while it pushed '" + id + "'")});
+  }
+  writers_[peer] = std::move(writer);
 }
 
 void DecodeSide::broadcastCapacity() {

@@ -18,7 +18,8 @@
 // Failure: a failing part fails its request, and with it every other part not yet
 // confirmed. After draining its own reads a part ends at once in PULL; in PUSH it waits for
 // the prefill side's abortAck (or its death), since that side still writes. The request's
-// blocks are freed when its last failing part has ended.
+// blocks are freed when its last failing part has ended, except those of a PUSH part whose
+// prefill agent was lost: they are held (held_blocks.h) until none of its bytes can land.
 // A part placed for a request that has ended since is treated as a new request, which
 // waits for parts that never come and ends when its lease expires.
 //
@@ -29,7 +30,9 @@
 #include <unordered_set>
 #include <utility>
 
+#include "kv/handoff/held_blocks.h"
 #include "kv/handoff/in_flight_moves.h"
+#include "kv/handoff/peer_writer.h"
 #include "kv/handoff/side_context.h"
 #include "kv/placement/lease_table.h"
 #include "kv/pool/prefix_cache.h"
@@ -40,8 +43,9 @@ class DecodeSide {
  public:
   explicit DecodeSide(SideContext& context);
 
-  // A prefill agent joined: it is told how many blocks are free.
-  void onPeerReady(const std::string& peer);
+  // A prefill agent joined: it is told how many blocks are free, and asked to abort each
+  // held request it may still write into (a rejoin of the incarnation that was lost).
+  void onPeerReady(const std::string& peer, PeerWriter writer = {});
   void onPeerGone(const std::string& peer, const Status& why);
   void onMessage(const std::string& peer, const KvMessage& message);
   void onTick();
@@ -59,9 +63,11 @@ class DecodeSide {
   std::uint64_t availableBlocks() const;
   // With a canary: checks every free block now, logging each late write found.
   void checkFreeBlocks();
-  // Frees the blocks held for lost PUSH peers whose hold ended by `now` (all of them for
-  // Clock::time_point::max(), at shutdown).
+  // Frees the blocks held for lost PUSH peers whose hold ended by `now` and whose writers
+  // are proven stopped (all of them for Clock::time_point::max(), at shutdown).
   void releaseHeld(Clock::time_point now);
+  // Blocks out of the pool until a lost prefill agent's writes can no longer land.
+  std::uint64_t heldBlocks() const { return held_.blocks(); }
   const kv::PrefixCache& prefixCache() const { return cache_; }
 
  private:
@@ -99,6 +105,7 @@ class DecodeSide {
     std::vector<bool> layersDone;             // every part has this layer in place
     bool failing = false;
     bool lostPush = false;  // a PUSH part's prefill agent was lost before it was confirmed
+    std::vector<LostWriter> lostWriters;  // those of them that write directly (peer_writer.h)
     Clock::time_point placedAt;
   };
 
@@ -119,9 +126,10 @@ class DecodeSide {
   void maybeFinishPart(const PartKey& key);
   void maybeFinishGroup(const std::string& id);
   // Releases the request's prefix pins and frees its own blocks (keeping full prefix chunks
-  // in the cache if `keepPrefixes`); with a `hold`, the blocks stay out of the pool that long
-  // first (held_, freed by releaseHeld).
-  void returnBlocks(Group& g, bool keepPrefixes, Clock::duration hold = Clock::duration::zero());
+  // in the cache if `keepPrefixes`); with a `hold`, or `writers` that may still write into
+  // them, the blocks stay out of the pool (held_, freed by releaseHeld).
+  void returnBlocks(Group& g, bool keepPrefixes, Clock::duration hold = Clock::duration::zero(),
+                    std::vector<LostWriter> writers = {});
   // Gives `extents` back to the allocator (filling them for the canary first, if any).
   Status freeBlocks(std::span<const kv::BlockExtent> extents);
   // Takes `count` blocks from the allocator for request `id`; with a canary, logs every
@@ -140,12 +148,8 @@ class DecodeSide {
   kv::PrefixCache cache_;
   placement::LeaseTable leases_;  // by group id
   std::map<std::string, Group> groups_;
-  struct Held {
-    std::string id;
-    std::vector<kv::BlockExtent> extents;
-    Clock::time_point until;
-  };
-  std::vector<Held> held_;  // blocks of requests lost with their PUSH peer, in hold
+  HeldBlocks held_;                            // blocks of requests lost with their PUSH peer
+  std::map<std::string, PeerWriter> writers_;  // of the prefill agents joined now
   std::map<PartKey, Part> parts_;
   std::unordered_set<std::string> peers_;
   bool accepting_ = true;

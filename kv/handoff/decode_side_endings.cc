@@ -62,8 +62,10 @@ void DecodeSide::maybeFinishGroup(const std::string& id) {
   for (const PartKey& key : g->members) {
     if (parts_.contains(key)) return;  // still draining or awaiting an acknowledgement
   }
-  // A lost PUSH peer's last bytes may still be queued here: keep its blocks a while.
-  returnBlocks(*g, false, g->lostPush ? context_.options.lostPushHold : Clock::duration::zero());
+  // A lost PUSH peer's last bytes may still be queued here: keep its blocks a while, and,
+  // where it writes directly, until it is proven to have stopped.
+  returnBlocks(*g, false, g->lostPush ? context_.options.lostPushHold : Clock::duration::zero(),
+               std::move(g->lostWriters));
   g->view.state = KvRequestState::kFailed;
   publish(*g);
   groups_.erase(id);
@@ -72,6 +74,12 @@ void DecodeSide::maybeFinishGroup(const std::string& id) {
 
 void DecodeSide::onPeerGone(const std::string& peer, const Status& why) {
   peers_.erase(peer);
+  held_.lost(peer);
+  PeerWriter writer;
+  if (auto it = writers_.find(peer); it != writers_.end()) {
+    writer = std::move(it->second);
+    writers_.erase(it);
+  }
   std::vector<PartKey> affected;
   for (const auto& [key, part] : parts_) {
     if (key.first == peer) affected.push_back(key);
@@ -82,7 +90,11 @@ void DecodeSide::onPeerGone(const std::string& peer, const Status& why) {
     p->awaitingAck = false;
     if (p->confirmed) continue;  // its data is here; the server will release it
     const std::string group = p->group;
-    if (p->place.mode == KvMode::kPush) groups_.at(group).lostPush = true;
+    if (p->place.mode == KvMode::kPush) {
+      Group& g = groups_.at(group);
+      g.lostPush = true;
+      if (writer.writesDirectly) g.lostWriters.push_back(LostWriter{peer, key.second, writer});
+    }
     if (p->failing) {
       maybeFinishPart(key);
       maybeFinishGroup(group);
@@ -120,19 +132,14 @@ void DecodeSide::onTick() {
 }
 
 void DecodeSide::releaseHeld(Clock::time_point now) {
-  bool freed = false;
-  for (auto it = held_.begin(); it != held_.end();) {
-    if (it->until > now) {
-      ++it;
-      continue;
+  const std::vector<HeldBlocks::Released> released = held_.takeReleasable(now);
+  for (const HeldBlocks::Released& r : released) {
+    spdlog::debug("{}: the held blocks of '{}' go back to the pool", context_.name, r.id);
+    if (Status s = freeBlocks(r.extents); !s.isOk()) {
+      spdlog::error("{}: freeing the held blocks of '{}': {}", context_.name, r.id, s.toString());
     }
-    if (Status s = freeBlocks(it->extents); !s.isOk()) {
-      spdlog::error("{}: freeing the held blocks of '{}': {}", context_.name, it->id, s.toString());
-    }
-    it = held_.erase(it);
-    freed = true;
   }
-  if (freed) broadcastCapacity();
+  if (!released.empty()) broadcastCapacity();
 }
 
 void DecodeSide::failAll(const Status& why) {

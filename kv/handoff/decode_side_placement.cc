@@ -154,7 +154,8 @@ Result<DecodeSide::Group*> DecodeSide::createGroup(const std::string& peer, cons
   return &it->second;
 }
 
-void DecodeSide::returnBlocks(Group& g, bool keepPrefixes, Clock::duration hold) {
+void DecodeSide::returnBlocks(Group& g, bool keepPrefixes, Clock::duration hold,
+                              std::vector<LostWriter> writers) {
   if (!g.pinnedHashes.empty()) (void)cache_.release(g.pinnedHashes);
   std::vector<std::uint64_t> own = kv::expandExtents(g.ownExtents);
   std::vector<kv::BlockExtent> toFree;
@@ -179,13 +180,22 @@ void DecodeSide::returnBlocks(Group& g, bool keepPrefixes, Clock::duration hold)
   }
   auto rest = kv::compressBlocks(std::span<const std::uint64_t>(own).subspan(used));
   toFree.insert(toFree.end(), rest.begin(), rest.end());
-  if (!toFree.empty() && hold > Clock::duration::zero()) {
+  if (!toFree.empty() && !writers.empty()) {
+    for (const LostWriter& w : writers) {
+      spdlog::warn(
+          "{}: holding the {} blocks of '{}' until prefill agent '{}' ({}) answers an abort "
+          "or its process ends: it copies into this pool itself, so closing its link does not "
+          "stop a write it is in the middle of",
+          context_.name, kv::totalBlocks(toFree), g.view.id, w.peer, w.writer.process);
+    }
+    held_.hold(g.view.id, std::move(toFree), Clock::now() + hold, std::move(writers));
+  } else if (!toFree.empty() && hold > Clock::duration::zero()) {
     spdlog::debug(
         "{}: holding the {} blocks of '{}' for {} ms: its prefill agent was lost mid-push and "
         "its last bytes may still land",
         context_.name, kv::totalBlocks(toFree), g.view.id,
         std::chrono::duration_cast<std::chrono::milliseconds>(hold).count());
-    held_.push_back({g.view.id, std::move(toFree), Clock::now() + hold});
+    held_.hold(g.view.id, std::move(toFree), Clock::now() + hold, {});
   } else if (!toFree.empty()) {
     Status freed = freeBlocks(toFree);
     if (!freed.isOk()) {

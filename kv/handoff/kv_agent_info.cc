@@ -14,6 +14,8 @@ namespace {
 
 constexpr std::size_t kMaxRegionNameBytes = 256;
 constexpr std::size_t kMaxTensors = 1 << 16;
+constexpr std::uint64_t kMaxPid = 1ull << 31;
+constexpr std::size_t kMaxHostKeyBytes = 256;
 
 Result<KvAgentInfo> readInfo(const jsonio::JsonReader& r) {
   KvAgentInfo info;
@@ -51,19 +53,27 @@ Result<KvAgentInfo> readInfo(const jsonio::JsonReader& r) {
     }
     info.regionNames.push_back(name.get<std::string>());
   }
+  if (r.value().contains("process")) {
+    KVX_ASSIGN_OR_RETURN(jsonio::JsonReader process, r.child("process"));
+    KVX_ASSIGN_OR_RETURN(info.process.pid, process.unsignedInteger("pid", 1, kMaxPid));
+    KVX_ASSIGN_OR_RETURN(info.process.host, process.string("host", kMaxHostKeyBytes));
+  }
   return info;
 }
 
 }  // namespace
 
 std::string encodeKvAgentInfo(const KvAgentInfo& info) {
-  const json kv = {{"version", kKvAgentInfoVersion},
-                   {"role", std::string(toString(info.role))},
-                   {"mode", std::string(toString(info.mode))},
-                   {"shape", json::parse(shapeToJson(info.shape))},
-                   {"layout", std::string(toString(info.layout))},
-                   {"blocks", info.blocks},
-                   {"regions", info.regionNames}};
+  json kv = {{"version", kKvAgentInfoVersion},
+             {"role", std::string(toString(info.role))},
+             {"mode", std::string(toString(info.mode))},
+             {"shape", json::parse(shapeToJson(info.shape))},
+             {"layout", std::string(toString(info.layout))},
+             {"blocks", info.blocks},
+             {"regions", info.regionNames}};
+  if (info.process.known()) {
+    kv["process"] = {{"pid", info.process.pid}, {"host", info.process.host}};
+  }
   return jsonio::dumpJson(json{{"kv", kv}});
 }
 

@@ -8,7 +8,9 @@
 //
 // As JSON text:
 //   {"kv": {"version": 1, "role": "decode", "mode": "push", "shape": {...}, "layout": "nhd",
-//           "blocks": 1024, "regions": ["kv.t0", "kv.t1", ...]}}
+//           "blocks": 1024, "regions": ["kv.t0", "kv.t1", ...],
+//           "process": {"pid": 4242, "host": "<boot id>/pid:<inode>"}}}
+// ("process" is optional: an agent that does not send it cannot be watched, peer_process.h).
 // Decoding checks every field (PROTOCOL_ERROR naming it); unknown fields are ignored, and a
 // text without the "kv" object is an agent that is not a KV agent (NOT_FOUND). Stateless.
 
@@ -17,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kv/handoff/peer_process.h"
 #include "kv/pool/pool_description.h"
 #include "kvx/agent.h"
 #include "kvx/kv_types.h"
@@ -35,6 +38,7 @@ struct KvAgentInfo {
   KvLayout layout = KvLayout::kNHD;
   std::uint64_t blocks = 0;
   std::vector<std::string> regionNames;  // one per tensor of the layout
+  ProcessIdentity process;               // the agent's process, where it said
 };
 
 std::string encodeKvAgentInfo(const KvAgentInfo& info);

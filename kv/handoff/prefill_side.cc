@@ -232,6 +232,13 @@ void PrefillSide::onMessage(const std::string& peer, const KvMessage& message) {
   if (id == nullptr) return;
   Request* r = find(*id);
   if (r == nullptr || r->view.peer != peer) {
+    if (std::holds_alternative<AbortMsg>(message)) {
+      // Ended here, or never placed with this peer: no move of ours to it is left (a request
+      // is forgotten only once its moves drained), so the answer is at once. A decode agent
+      // that lost us mid-push holds the request's blocks until it has this answer.
+      (void)context_.port.send(peer, AbortAckMsg{*id, 0});
+      return;
+    }
     spdlog::debug("{}: message about unknown request '{}' from '{}' ignored", context_.name, *id,
                   peer);
     return;

@@ -86,6 +86,10 @@ struct KvPoolUsage {
   std::uint64_t freeExtents = 0;
   std::uint64_t largestFreeExtent = 0;
   std::uint64_t cachedPrefixBlocks = 0;  // decode: blocks kept for prefix reuse
+  // Decode: blocks of failed PUSH requests kept out of the pool until no byte of their lost
+  // prefill agent can land in them (lostPushHold; over shared memory, until that agent
+  // answers an abort or its process ends: docs/reliability.md, "A stopped initiator").
+  std::uint64_t heldBlocks = 0;
   // CPU spent so far readying peers' pools on the data path (all peers, departed ones too):
   // a one-time cost per peer, see KvPeerStatus::readyCpuNs.
   std::uint64_t peersReadyCpuNs = 0;
@@ -129,7 +133,10 @@ struct KvAgentOptions {
   // a transport that would still deliver bytes of a closed endpoint. Short, as a lost peer's
   // blocks must come back within peerTimeout plus about a second. Bytes still in the lost
   // peer's own kernel when a link is cut are not bounded by either (docs/reliability.md,
-  // "Late bytes").
+  // "Late bytes"). Where the lost agent's process copies into this pool itself (UCX over
+  // shared memory, CUDA IPC: Agent::peerWritesDirectly), no close and no timer stops it: its
+  // blocks also wait until it joins again and answers an abort of the request, or its
+  // process ends (KvPoolUsage::heldBlocks).
   std::chrono::milliseconds lostPushHold{250};
   // Decode, host pools: fill every block going back to the pool with a pattern and check it
   // when the block is handed out again, and every block still free at shutdown. A changed

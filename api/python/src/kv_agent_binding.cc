@@ -132,6 +132,7 @@ py::dict usageDict(const KvPoolUsage& u) {
   d["free_extents"] = u.freeExtents;
   d["largest_free_extent"] = u.largestFreeExtent;
   d["cached_prefix_blocks"] = u.cachedPrefixBlocks;
+  d["held_blocks"] = u.heldBlocks;
   d["late_writes"] = u.lateWrites;
   return d;
 }

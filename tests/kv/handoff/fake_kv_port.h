@@ -22,14 +22,17 @@
 // notification and complete with TRANSPORT_ERROR; or move() itself returns an error); and
 // links that drop (peersOf() stops listing the peer, send() to it fails, queued messages
 // between the two are lost, and their moves, even ones posted later, fail when they would
-// land).
+// land); writers that copy into a peer's pool themselves (writeDirectly(), as over shared
+// memory: their writes to that peer still land after the link dropped, until they are
+// cancelled or their process ends, endProcess()).
 // Cancel: a cancelled move that has not landed copies nothing and completes with CANCELLED;
 // cancelling a landed move changes nothing (it completes OK).
 //
 // Safety check: a move may touch its blocks from move() until it lands or, if it fails or
 // is cancelled, until it completes (the contract's "once it has drained"), unless its link
 // dropped first: the fake assumes that a transport whose endpoint to the peer failed moves
-// no more bytes over it (a peersOf() change is how the sides learn of that). After every
+// no more bytes over it (a peersOf() change is how the sides learn of that), except a
+// direct writer's writes, which only its own cancel or the end of its process stops. After every
 // task and every delivery the network checks that no block a move may touch is free in its
 // pool's allocator, and records a violation if one is; so does a landing that would copy
 // into or out of a free block. A block freed while a peer may still write into it (or read
@@ -133,7 +136,24 @@ class FakeNetwork {
       return e.kind == Kind::kMessage && key(e.from, e.to) == key(a, b);
     });
     for (auto& [id, m] : moves_) {
-      if (!m.landed && key(m.owner, m.peer) == key(a, b)) m.linkLost = true;
+      if (!m.landed && key(m.owner, m.peer) == key(a, b) && !direct(m)) m.linkLost = true;
+    }
+  }
+  // `writer`'s process copies into `target`'s pool itself (UCX over shared memory): its
+  // writes to `target` land whether or not their link is up.
+  void writeDirectly(const std::string& writer, const std::string& target) {
+    directWriters_.insert({writer, target});
+  }
+  bool writesDirectly(const std::string& writer, const std::string& target) const {
+    return directWriters_.contains({writer, target});
+  }
+  // `name`'s process ends: its links drop and none of its moves lands any more.
+  void endProcess(const std::string& name) {
+    for (const auto& [other, endpoint] : endpoints_) {
+      if (other != name && linked(name, other)) dropLink(name, other);
+    }
+    for (auto& [id, m] : moves_) {
+      if (!m.landed && m.owner == name) m.linkLost = true;
     }
   }
   bool linked(const std::string& a, const std::string& b) const {
@@ -264,6 +284,9 @@ class FakeNetwork {
   static std::pair<std::string, std::string> key(const std::string& a, const std::string& b) {
     return a < b ? std::pair(a, b) : std::pair(b, a);
   }
+  bool direct(const MoveRecord& m) const {
+    return m.op == TransferOp::kWrite && directWriters_.contains({m.owner, m.peer});
+  }
 
   Status send(const std::string& from, const std::string& to, const KvMessage& message) {
     if (!linked(from, to)) return peerFailed("fake: no link from '" + from + "' to '" + to + "'");
@@ -290,7 +313,8 @@ class FakeNetwork {
     }
     record.id = nextMove_++;
     record.owner = owner;
-    record.linkLost = !linked(owner, record.peer);  // posted, fails when it would land
+    // Posted, fails when it would land (a direct writer's copy lands all the same).
+    record.linkLost = !linked(owner, record.peer) && !directWriters_.contains({owner, record.peer});
     const bool randomFail =
         failProbability_ > 0 && std::bernoulli_distribution(failProbability_)(rng_);
     const bool scripted = failMoves_ > 0 && failSkip_ == 0;
@@ -356,7 +380,7 @@ class FakeNetwork {
       m.status = cancelled("fake: move " + std::to_string(m.id) + " cancelled");
     } else if (!m.failWith.isOk()) {
       m.status = m.failWith;
-    } else if (!linked(m.owner, m.peer)) {
+    } else if (m.linkLost || (!linked(m.owner, m.peer) && !direct(m))) {
       m.status = transportError("fake: the link to '" + m.peer + "' failed");
     }
     if (!m.status.isOk()) {
@@ -384,7 +408,7 @@ class FakeNetwork {
     }
     bytesCopied_ += m.bytes;
     m.landed = true;
-    if (m.notification) {
+    if (m.notification && linked(m.owner, m.peer)) {
       sentLog_.emplace_back(m.owner, kv::handoff::decode(*m.notification)->index());
       events_.push_back(Event{Kind::kMessage, m.owner, m.peer, *m.notification, 0, 0});
     }
@@ -437,6 +461,7 @@ class FakeNetwork {
 
   std::map<std::string, std::unique_ptr<Endpoint>> endpoints_;
   std::set<std::pair<std::string, std::string>> links_;
+  std::set<std::pair<std::string, std::string>> directWriters_;  // (writer, target)
   std::deque<std::function<void()>> tasks_;
   std::deque<Event> events_;
   std::map<MoveId, MoveRecord> moves_;

@@ -45,7 +45,10 @@ struct Side {
   std::unique_ptr<SideContext> context;
   std::unique_ptr<PrefillSide> prefill;
   std::unique_ptr<DecodeSide> decode;
-  std::set<std::string> peers;                // handshake done (the agent's KvPeerDirectory)
+  std::set<std::string> peers;    // handshake done (the agent's KvPeerDirectory)
+  std::uint64_t incarnation = 1;  // restart() draws the next
+  // Whether the process of this incarnation has ended (endProcess()).
+  std::shared_ptr<bool> processEnded = std::make_shared<bool>(false);
   std::map<std::string, KvArrival> arrivals;  // taken from the board by takeArrivals()
 };
 
@@ -99,7 +102,29 @@ class HandoffHarness {
     d.peers.insert(p.name);
     p.prefill->onPeerReady(d.name, d.pool.blocks(), d.pool.allocator().freeBlocks(),
                            d.pool.description().shape.kvHeads);
-    d.decode->onPeerReady(p.name);
+    kv::handoff::PeerWriter writer;
+    writer.incarnation = p.incarnation;
+    writer.writesDirectly = net_.writesDirectly(p.name, d.name);
+    writer.processEnded = [ended = p.processEnded] { return *ended; };
+    writer.process = "fake process " + std::to_string(p.incarnation);
+    d.decode->onPeerReady(p.name, std::move(writer));
+  }
+
+  // `name`'s process ends: the network drops its links and its moves stop (endProcess()).
+  // Its state machine stays for the test to look at; restart() gives it a new incarnation.
+  void endProcess(const std::string& name) {
+    Side& s = side(name);
+    *s.processEnded = true;
+    net_.endProcess(name);
+  }
+  // The agent comes back as a new incarnation, with a fresh state machine over the same pool.
+  void restart(const std::string& name) {
+    Side& s = side(name);
+    ++s.incarnation;
+    s.processEnded = std::make_shared<bool>(false);
+    s.peers.clear();
+    if (s.prefill) s.prefill = std::make_unique<PrefillSide>(*s.context);
+    if (s.decode) s.decode = std::make_unique<DecodeSide>(*s.context);
   }
 
   // As the agent's tick: deadlines, then peers the data path lost.

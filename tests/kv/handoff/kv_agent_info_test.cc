@@ -46,6 +46,16 @@ TEST_CASE("a KV agent's description round trips through its text") {
   CHECK(decoded->layout == info.layout);
   CHECK(decoded->blocks == info.blocks);
   CHECK(decoded->regionNames == info.regionNames);
+  CHECK_FALSE(decoded->process.known());  // not given
+}
+
+TEST_CASE("a KV agent's description carries its process where it names one") {
+  KvAgentInfo info = sample();
+  info.process = ProcessIdentity{4242, "boot-id/pid:4026531836"};
+  const auto decoded = decodeKvAgentInfo(encodeKvAgentInfo(info));
+  REQUIRE(decoded.isOk());
+  CHECK(decoded->process.pid == 4242);
+  CHECK(decoded->process.host == "boot-id/pid:4026531836");
 }
 
 TEST_CASE("an agent that describes no KV pool is not a KV agent") {
@@ -78,6 +88,13 @@ TEST_CASE("every field of a KV agent's description is checked, naming it") {
   wrong = good;
   wrong["shape"]["layers"] = "many";
   checkRefused(wrong, "shape");
+  wrong = good;
+  wrong["process"] = {{"pid", 0}, {"host", "h"}};
+  checkRefused(wrong, "process.pid: expected unsigned integer in [1,");
+  wrong["process"] = {{"pid", 7}, {"host", std::string(300, 'h')}};
+  checkRefused(wrong, "process.host");
+  wrong["process"] = 5;
+  checkRefused(wrong, "process");
   // Fields of later versions are ignored.
   wrong = good;
   wrong["later"] = true;

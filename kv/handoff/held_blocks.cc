@@ -1,0 +1,67 @@
+#include "kv/handoff/held_blocks.h"
+
+#include <algorithm>
+
+namespace kvx::kv::handoff {
+
+void HeldBlocks::hold(std::string id, std::vector<kv::BlockExtent> extents, Clock::time_point until,
+                      std::vector<LostWriter> writers) {
+  held_.push_back(Entry{std::move(id), std::move(extents), until, std::move(writers)});
+}
+
+std::vector<std::string> HeldBlocks::rejoined(const std::string& peer, std::uint64_t incarnation) {
+  std::vector<std::string> ask;
+  for (Entry& e : held_) {
+    for (LostWriter& w : e.writers) {
+      if (w.peer != peer || w.writer.incarnation != incarnation || w.abortSent) continue;
+      w.abortSent = true;
+      ask.push_back(w.request);
+    }
+  }
+  return ask;
+}
+
+void HeldBlocks::lost(const std::string& peer) {
+  for (Entry& e : held_) {
+    for (LostWriter& w : e.writers) {
+      if (w.peer == peer) w.abortSent = false;
+    }
+  }
+}
+
+bool HeldBlocks::acknowledged(const std::string& peer, const std::string& request) {
+  bool found = false;
+  for (Entry& e : held_) {
+    found = std::erase_if(e.writers,
+                          [&](const LostWriter& w) {
+                            return w.peer == peer && w.request == request && w.abortSent;
+                          }) > 0 ||
+            found;
+  }
+  return found;
+}
+
+std::vector<HeldBlocks::Released> HeldBlocks::takeReleasable(Clock::time_point now) {
+  const bool all = now == Clock::time_point::max();
+  std::vector<Released> out;
+  for (auto it = held_.begin(); it != held_.end();) {
+    std::erase_if(it->writers, [](const LostWriter& w) {
+      return w.writer.processEnded && w.writer.processEnded();
+    });
+    if (!all && (it->until > now || !it->writers.empty())) {
+      ++it;
+      continue;
+    }
+    out.push_back(Released{std::move(it->id), std::move(it->extents)});
+    it = held_.erase(it);
+  }
+  return out;
+}
+
+std::uint64_t HeldBlocks::blocks() const {
+  std::uint64_t n = 0;
+  for (const Entry& e : held_) n += kv::totalBlocks(e.extents);
+  return n;
+}
+
+}  // namespace kvx::kv::handoff

@@ -1,0 +1,149 @@
+// kvx-test-labels: unit
+// A prefill agent whose process copies into the decode agent's pool itself (UCX over shared
+// memory) is lost mid-push. Closing its link does not stop its writes there, so the decode
+// side holds the request's blocks until the agent proves it stopped: it joins again (the same
+// incarnation) and answers an abort of the request, or its process ends. The fake network
+// lets such a writer's moves land after the link dropped, and fails the test on any block
+// freed while one may still land.
+#include <catch2/catch.hpp>
+
+#include "tests/kv/handoff/handoff_harness.h"
+
+using namespace kvx;
+using namespace kvx::test::handoff;
+using kvx::kv::handoff::AbortAckMsg;
+using kvx::kv::handoff::AbortMsg;
+
+namespace {
+
+constexpr std::uint64_t kTokens = 20;  // 5 blocks of the tiny shape
+
+// p pushes request "a" to d, a direct writer; the link drops while its move is in flight,
+// and the decode side learns of it (as the harness's tick() would tell it), the prefill side
+// not yet. Returns the decode side's blocks of "a".
+std::uint64_t loseWriterMidPush(HandoffHarness& h, Side& p, Side& d) {
+  h.net().writeDirectly("p", "d");
+  h.connect("p", "d");
+  KvRequestSpec spec = h.request(p, "a", kTokens);
+  spec.mode = KvMode::kPush;
+  REQUIRE(p.prefill->submit(spec).isOk());
+  h.net().holdLandings(true);
+  REQUIRE(h.settle());
+  REQUIRE(HandoffHarness::state(p, "a") == KvRequestState::kTransferring);
+  REQUIRE(h.net().movesInFlight() == 1);
+  const std::uint64_t reserved = d.pool.blocks() - d.pool.allocator().freeBlocks();
+  REQUIRE(reserved > 0);
+  h.net().dropLink("p", "d");
+  d.peers.erase("p");
+  d.context->port.detachPool("p");
+  d.decode->onPeerGone("p", peerFailed("the connection to 'p' was lost"));
+  return reserved;
+}
+
+}  // namespace
+
+TEST_CASE("a lost direct writer's blocks stay held until it rejoins and answers the abort",
+          "[handoff]") {
+  HandoffHarness h;
+  Side& d = h.addDecode("d", 32);
+  Side& p = h.addPrefill("p", 32);
+  const std::uint64_t reserved = loseWriterMidPush(h, p, d);
+  CHECK(HandoffHarness::state(d, "a") == KvRequestState::kFailed);
+  CHECK(d.decode->heldBlocks() == reserved);
+  SECTION("the prefill side cancels its write") {
+    h.tick();  // it sees the loss
+    h.net().holdLandings(false);
+    REQUIRE(h.settle());
+  }
+  SECTION("its write lands after the link dropped, into the held blocks") {
+    h.net().holdLandings(false);
+    REQUIRE(h.settle());
+    CHECK(h.net().bytesCopied() > 0);
+    h.tick();  // only then does the prefill side see the loss
+    REQUIRE(h.settle());
+  }
+  CHECK(h.net().movesInFlight() == 0);
+  CHECK(HandoffHarness::state(p, "a") == KvRequestState::kFailed);
+  // The decode side cannot see that the writes are over: still held.
+  h.tick();
+  REQUIRE(h.settle());
+  CHECK(d.decode->heldBlocks() == reserved);
+  CHECK(d.pool.allocator().freeBlocks() == d.pool.blocks() - reserved);
+  h.expectNoViolations();
+
+  // Back, the same incarnation: asked to abort "a", it answers at once (nothing of it is
+  // left there), and the blocks come back.
+  const std::size_t abortsBefore = h.net().sent<AbortMsg>("d");
+  const std::size_t acksBefore = h.net().sent<AbortAckMsg>("p");
+  h.net().link("p", "d");
+  h.connect("p", "d");
+  REQUIRE(h.settle());
+  CHECK(h.net().sent<AbortMsg>("d") == abortsBefore + 1);
+  CHECK(h.net().sent<AbortAckMsg>("p") == acksBefore + 1);
+  CHECK(d.decode->heldBlocks() == 0);
+  h.expectClean();
+}
+
+TEST_CASE("a lost direct writer's blocks come back once its process ends", "[handoff]") {
+  HandoffHarness h;
+  Side& d = h.addDecode("d", 32);
+  Side& p = h.addPrefill("p", 32);
+  const std::uint64_t reserved = loseWriterMidPush(h, p, d);
+  h.tick();
+  CHECK(d.decode->heldBlocks() == reserved);
+  h.endProcess("p");
+  h.tick();
+  CHECK(d.decode->heldBlocks() == 0);
+  CHECK(d.pool.allocator().freeBlocks() == d.pool.blocks());
+  h.net().holdLandings(false);
+  REQUIRE(h.settle());
+  h.expectNoViolations();
+}
+
+TEST_CASE("another incarnation of a lost direct writer is no proof that the first stopped",
+          "[handoff]") {
+  HandoffHarness h;
+  Side& d = h.addDecode("d", 32);
+  Side& p = h.addPrefill("p", 32);
+  const std::uint64_t reserved = loseWriterMidPush(h, p, d);
+  const std::size_t abortsBefore = h.net().sent<AbortMsg>("d");
+  // A second process under the same name while the first still lives (stopped, say).
+  h.restart("p");
+  h.net().link("p", "d");
+  h.connect("p", "d");
+  REQUIRE(h.settle());
+  CHECK(h.net().sent<AbortMsg>("d") == abortsBefore);  // not asked: it is not the writer
+  CHECK(d.decode->heldBlocks() == reserved);
+  h.expectNoViolations();
+}
+
+TEST_CASE("a lost writer whose link close stops its writes gets the short hold only", "[handoff]") {
+  HandoffHarness h;
+  Side& d = h.addDecode("d", 32);
+  Side& p = h.addPrefill("p", 32);
+  h.connect("p", "d");  // not a direct writer: as over tcp
+  KvRequestSpec spec = h.request(p, "a", kTokens);
+  spec.mode = KvMode::kPush;
+  REQUIRE(p.prefill->submit(spec).isOk());
+  h.net().holdLandings(true);
+  REQUIRE(h.settle());
+  h.net().dropLink("p", "d");
+  h.tick();
+  CHECK(HandoffHarness::state(d, "a") == KvRequestState::kFailed);
+  CHECK(d.decode->heldBlocks() == 0);  // lostPushHold is 0 in the harness
+  CHECK(d.pool.allocator().freeBlocks() == d.pool.blocks());
+  h.net().holdLandings(false);
+  h.expectClean();
+}
+
+TEST_CASE("a prefill agent answers an abort of a request it no longer has at once", "[handoff]") {
+  HandoffHarness h;
+  Side& d = h.addDecode("d", 32);
+  Side& p = h.addPrefill("p", 32);
+  h.connect("p", "d");
+  REQUIRE(p.prefill->liveRequests() == 0);
+  REQUIRE(d.context->port.send("p", AbortMsg{"never-seen", peerFailed("test")}).isOk());
+  REQUIRE(h.settle());
+  CHECK(h.net().sent<AbortAckMsg>("p") == 1);
+  h.expectClean();
+}
