@@ -8,6 +8,7 @@
 //
 // One owner thread; not thread-safe. Movable, not copyable.
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -43,7 +44,11 @@ class ChildProcess {
   ChildProcess& operator=(const ChildProcess&) = delete;
   ~ChildProcess();
 
+  // -1 once the child was reaped: never signal it then (kill(-1, ...) reaches every process
+  // the caller may signal); signal() checks that.
   pid_t pid() const { return pid_; }
+  // Sends `sig` to the child; false, sending nothing, once it was reaped.
+  bool signal(int sig) const { return pid_ > 0 && ::kill(pid_, sig) == 0; }
   int stdinFd() const { return stdinFd_; }    // write end; -1 unless piped, or once closed
   int stdoutFd() const { return stdoutFd_; }  // read end
   int stderrFd() const { return stderrFd_; }  // read end, -1 unless captured

@@ -123,21 +123,19 @@ struct DecodeProcess {
 
 // `model`: kModel, or a model name or JSON for a test that needs bigger blocks; `extra`:
 // more `kvx agent` options.
+// `verify`: off for a prefill agent that writes no content (--no-fill).
 inline DecodeProcess startDecode(const std::string& name, const std::string& transport,
                                  std::uint64_t blocks, const std::string& log,
                                  const std::string& model = kModel,
-                                 const std::vector<std::string>& extra = {}) {
+                                 const std::vector<std::string>& extra = {}, bool verify = true) {
   // exec keeps the pid: signals reach the agent itself.
   const std::string script = "exec \"$0\" \"$@\" 2>" + log;
-  std::vector<std::string> args{"-c",          script,
-                                kvxBinary(),   "agent",
-                                "--role",      "decode",
-                                "--name",      name,
-                                "--blocks",    std::to_string(blocks),
-                                "--model",     model,
-                                "--transport", transport,
-                                "--verify",    "--check-free-blocks",
-                                "--log-level", "debug"};
+  std::vector<std::string> args{
+      "-c",          script,   kvxBinary(),   "agent",    "--role",
+      "decode",      "--name", name,          "--blocks", std::to_string(blocks),
+      "--model",     model,    "--transport", transport,  "--check-free-blocks",
+      "--log-level", "debug"};
+  if (verify) args.push_back("--verify");
   args.insert(args.end(), extra.begin(), extra.end());
   auto child = ChildProcess::spawn("/bin/sh", args);
   REQUIRE(child.isOk());
@@ -149,6 +147,27 @@ inline DecodeProcess startDecode(const std::string& name, const std::string& tra
   REQUIRE(line->rfind("LISTENING ", 0) == 0);
   decode.address = line->substr(10);
   return decode;
+}
+
+// How many times `text` appears in the decode agent's log.
+inline std::size_t countInLog(const DecodeProcess& decode, const std::string& text) {
+  const std::string log = decode.logText();
+  std::size_t count = 0;
+  for (std::size_t at = log.find(text); at != std::string::npos; at = log.find(text, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+// Waits until `text` appears `count` times in the decode agent's log, or `timeout` passes.
+inline bool waitForLogCount(const DecodeProcess& decode, const std::string& text, std::size_t count,
+                            std::chrono::milliseconds timeout) {
+  const Deadline deadline = deadlineIn(timeout);
+  while (Clock::now() < deadline) {
+    if (countInLog(decode, text) >= count) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
 }
 
 // Waits until `text` appears in the decode agent's log, or `timeout` passes.

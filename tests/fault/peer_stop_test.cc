@@ -18,43 +18,22 @@
 #include <vector>
 
 #include "tests/fault/fault_fixture.h"
+#include "tests/support/cpu_load.h"
 #include "tests/support/unread_socket_bytes.h"
 
 using namespace kvx;
 using namespace kvx::test::fault;
+using kvx::test::CpuLoad;
 using kvx::test::unreadSocketBytes;
 
 namespace {
-
-// Submits a layer-wise request to `destination` with layer 0 handed over, and waits until it
-// is transferring.
-// Busy threads, one per core, while it lives.
-class CpuLoad {
- public:
-  CpuLoad() {
-    for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()); ++i) {
-      threads_.emplace_back([this] {
-        while (!stop_.load(std::memory_order_relaxed)) {
-        }
-      });
-    }
-  }
-  CpuLoad(const CpuLoad&) = delete;
-  CpuLoad& operator=(const CpuLoad&) = delete;
-  ~CpuLoad() {
-    stop_ = true;
-    for (std::thread& t : threads_) t.join();
-  }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::vector<std::thread> threads_;
-};
 
 std::uint16_t portOf(const std::string& address) {
   return static_cast<std::uint16_t>(std::stoul(address.substr(address.rfind(':') + 1)));
 }
 
+// Submits a layer-wise request to `destination` with layer 0 handed over, and waits until it
+// is transferring.
 std::string startLayerwise(KvAgent& prefill, const std::string& id,
                            const std::string& destination) {
   REQUIRE(prefill.submit(makeRequest(prefill, id, 4 * kTokensPerBlock, destination, true)).isOk());
