@@ -28,11 +28,11 @@ Result<std::string> KvAgent::connect(const std::string& address, Deadline deadli
 }
 
 std::vector<KvPeerStatus> KvAgent::peers() const {
-  auto views = impl_->loop->call<std::vector<KvPeerStatus>>(
-      [this]() -> Result<std::vector<KvPeerStatus>> {
+  auto views =
+      impl_->call<std::vector<KvPeerStatus>>([this]() -> Result<std::vector<KvPeerStatus>> {
         std::vector<KvPeerStatus> out;
         std::vector<KvPeerStatus> scheduled;
-        if (impl_->prefill) scheduled = impl_->prefill->peerViews();
+        if (impl_->sides->prefill()) scheduled = impl_->sides->prefill()->peerViews();
         for (const auto& [name, entry] : impl_->peers.all()) {
           KvPeerStatus s;
           s.name = name;
@@ -48,77 +48,72 @@ std::vector<KvPeerStatus> KvAgent::peers() const {
             }
           }
           s.dataPath = impl_->agent->dataPathDescription(name).valueOr(std::string());
-          s.readyCpuNs = impl_->port->readyCpuNs(name);
+          s.readyCpuNs = impl_->local.port->readyCpuNs(name);
           out.push_back(std::move(s));
         }
         return out;
-      },
-      impl_->callDeadline());
+      });
   return views.valueOr(std::vector<KvPeerStatus>{});
 }
 
-const KvPoolInfo& KvAgent::pool() const { return impl_->pool->info(); }
+const KvPoolInfo& KvAgent::pool() const { return impl_->local.pool->info(); }
 
 KvPoolUsage KvAgent::usage() const {
-  auto usage = impl_->loop->call<KvPoolUsage>(
-      [this]() -> Result<KvPoolUsage> {
-        const auto stats = impl_->allocator->stats();
-        KvPoolUsage u;
-        u.totalBlocks = impl_->allocator->totalBlocks();
-        u.freeBlocks = stats.freeBlocks;
-        u.freeExtents = stats.freeExtents;
-        u.largestFreeExtent = stats.largestFreeExtent;
-        if (impl_->decode) {
-          u.cachedPrefixBlocks = impl_->decode->prefixCache().cachedBlocks();
-          u.heldBlocks = impl_->decode->heldBlocks();
-        }
-        u.peersReadyCpuNs = impl_->port->readyCpuTotalNs();
-        if (impl_->canary) u.lateWrites = impl_->canary->lateWrites();
-        return u;
-      },
-      impl_->callDeadline());
+  auto usage = impl_->call<KvPoolUsage>([this]() -> Result<KvPoolUsage> {
+    const auto stats = impl_->local.allocator->stats();
+    KvPoolUsage u;
+    u.totalBlocks = impl_->local.allocator->totalBlocks();
+    u.freeBlocks = stats.freeBlocks;
+    u.freeExtents = stats.freeExtents;
+    u.largestFreeExtent = stats.largestFreeExtent;
+    if (impl_->sides->decode()) {
+      u.cachedPrefixBlocks = impl_->sides->decode()->prefixCache().cachedBlocks();
+      u.heldBlocks = impl_->sides->decode()->heldBlocks();
+    }
+    u.peersReadyCpuNs = impl_->local.port->readyCpuTotalNs();
+    if (impl_->local.canary) u.lateWrites = impl_->local.canary->lateWrites();
+    return u;
+  });
   return usage.valueOr(KvPoolUsage{});
 }
 
 Result<std::span<std::byte>> KvAgent::segment(std::uint64_t block, std::uint32_t layer,
                                               std::uint32_t kv) const {
-  return impl_->pool->segment(block, layer, kv);
+  return impl_->local.pool->segment(block, layer, kv);
 }
 
 Status KvAgent::writeSegment(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
                              std::span<const std::byte> bytes, Deadline deadline) {
-  return impl_->pool->writeSegment(block, layer, kv, bytes, deadline);
+  return impl_->local.pool->writeSegment(block, layer, kv, bytes, deadline);
 }
 
 Status KvAgent::readSegment(std::uint64_t block, std::uint32_t layer, std::uint32_t kv,
                             std::span<std::byte> out, Deadline deadline) const {
-  return impl_->pool->readSegment(block, layer, kv, out, deadline);
+  return impl_->local.pool->readSegment(block, layer, kv, out, deadline);
 }
 
 Status KvAgent::writeSegments(std::span<const KvSegmentRef> refs, std::span<const std::byte> bytes,
                               Deadline deadline) {
-  return impl_->pool->writeSegments(refs, bytes, deadline);
+  return impl_->local.pool->writeSegments(refs, bytes, deadline);
 }
 
 Status KvAgent::readSegments(std::span<const KvSegmentRef> refs, std::span<std::byte> out,
                              Deadline deadline) const {
-  return impl_->pool->readSegments(refs, out, deadline);
+  return impl_->local.pool->readSegments(refs, out, deadline);
 }
 
 Result<std::vector<std::uint64_t>> KvAgent::allocateBlocks(std::uint64_t count) {
-  return impl_->loop->call<std::vector<std::uint64_t>>(
+  return impl_->call<std::vector<std::uint64_t>>(
       [this, count]() -> Result<std::vector<std::uint64_t>> {
-        KVX_ASSIGN_OR_RETURN(auto extents, impl_->allocator->allocate(count));
+        KVX_ASSIGN_OR_RETURN(auto extents, impl_->local.allocator->allocate(count));
         return kv::expandExtents(extents);
-      },
-      impl_->callDeadline());
+      });
 }
 
 Status KvAgent::freeBlocks(std::span<const std::uint64_t> blocks) {
   std::vector<std::uint64_t> copy(blocks.begin(), blocks.end());
-  return impl_->loop->callStatus(
-      [this, copy] { return impl_->allocator->free(kv::compressBlocks(copy)); },
-      impl_->callDeadline());
+  return impl_->callStatus(
+      [this, copy] { return impl_->local.allocator->free(kv::compressBlocks(copy)); });
 }
 
 namespace {
@@ -132,69 +127,63 @@ Status wrongRole(std::string_view call, KvRole role) {
 }  // namespace
 
 Status KvAgent::submit(const KvRequestSpec& request) {
-  if (!impl_->prefill) return wrongRole("submit", role());
+  if (!impl_->sides->prefill()) return wrongRole("submit", role());
   if (!impl_->accepting.load()) return failedPrecondition("the agent is shutting down");
-  return impl_->loop->callStatus([this, request] { return impl_->prefill->submit(request); },
-                                 impl_->callDeadline());
+  return impl_->callStatus([this, request] { return impl_->sides->prefill()->submit(request); });
 }
 
 Status KvAgent::layerReady(const std::string& id, std::uint32_t layer) {
-  if (!impl_->prefill) return wrongRole("layerReady", role());
-  return impl_->loop->callStatus(
-      [this, id, layer] { return impl_->prefill->layerReady(id, layer); }, impl_->callDeadline());
+  if (!impl_->sides->prefill()) return wrongRole("layerReady", role());
+  return impl_->callStatus(
+      [this, id, layer] { return impl_->sides->prefill()->layerReady(id, layer); });
 }
 
 Status KvAgent::cancel(const std::string& id) {
-  if (!impl_->prefill) return wrongRole("cancel", role());
-  return impl_->loop->callStatus(
-      [this, id] {
-        return impl_->prefill->cancel(id, cancelled("request '" + id + "' cancelled"));
-      },
-      impl_->callDeadline());
+  if (!impl_->sides->prefill()) return wrongRole("cancel", role());
+  return impl_->callStatus([this, id] {
+    return impl_->sides->prefill()->cancel(id, cancelled("request '" + id + "' cancelled"));
+  });
 }
 
 Result<KvRequestStatus> KvAgent::status(const std::string& id) const {
-  auto s = impl_->board.get(id);
+  auto s = impl_->sides->board().get(id);
   if (!s) return notFound("request '" + id + "' is not known (never submitted, or forgotten)");
   return *s;
 }
 
 Result<KvRequestStatus> KvAgent::wait(const std::string& id, Deadline deadline) {
-  KVX_ASSIGN_OR_RETURN(KvRequestStatus s, impl_->board.waitTerminal(id, deadline));
+  KVX_ASSIGN_OR_RETURN(KvRequestStatus s, impl_->sides->board().waitTerminal(id, deadline));
   if (s.state == KvRequestState::kFailed) return s.status;
   return s;
 }
 
 Result<KvArrival> KvAgent::nextArrival(Deadline deadline) {
-  if (!impl_->decode) return wrongRole("nextArrival", role());
-  return impl_->board.nextArrival(deadline);
+  if (!impl_->sides->decode()) return wrongRole("nextArrival", role());
+  return impl_->sides->board().nextArrival(deadline);
 }
 
 Status KvAgent::waitLayer(const std::string& id, std::uint32_t layer, Deadline deadline) {
-  if (!impl_->decode) return wrongRole("waitLayer", role());
-  if (layer >= impl_->pool->info().layers) {
+  if (!impl_->sides->decode()) return wrongRole("waitLayer", role());
+  if (layer >= impl_->local.pool->info().layers) {
     return invalidArgument("layer " + std::to_string(layer) + " is outside the model's " +
-                           std::to_string(impl_->pool->info().layers));
+                           std::to_string(impl_->local.pool->info().layers));
   }
-  return impl_->board.waitLayer(id, layer, deadline);
+  return impl_->sides->board().waitLayer(id, layer, deadline);
 }
 
 Status KvAgent::consume(const std::string& id) {
-  if (!impl_->decode) return wrongRole("consume", role());
-  return impl_->loop->callStatus([this, id] { return impl_->decode->consume(id); },
-                                 impl_->callDeadline());
+  if (!impl_->sides->decode()) return wrongRole("consume", role());
+  return impl_->callStatus([this, id] { return impl_->sides->decode()->consume(id); });
 }
 
 Status KvAgent::release(const std::string& id) {
-  if (!impl_->decode) return wrongRole("release", role());
-  return impl_->loop->callStatus([this, id] { return impl_->decode->release(id); },
-                                 impl_->callDeadline());
+  if (!impl_->sides->decode()) return wrongRole("release", role());
+  return impl_->callStatus([this, id] { return impl_->sides->decode()->release(id); });
 }
 
 Status KvAgent::dropPrefixCache() {
-  if (!impl_->decode) return wrongRole("dropPrefixCache", role());
-  return impl_->loop->callStatus([this] { return impl_->decode->dropPrefixCache(); },
-                                 impl_->callDeadline());
+  if (!impl_->sides->decode()) return wrongRole("dropPrefixCache", role());
+  return impl_->callStatus([this] { return impl_->sides->decode()->dropPrefixCache(); });
 }
 
 }  // namespace kvx

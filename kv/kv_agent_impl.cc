@@ -34,43 +34,16 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   KVX_ASSIGN_OR_RETURN(impl->agent, Agent::create(options.agent));
-  KVX_ASSIGN_OR_RETURN(impl->pool, kvx::kv::KvPool::create(*impl->agent, options.pool));
-  if (options.prefixChunkTokens % impl->pool->info().tokensPerBlock != 0) {
-    return invalidArgument("prefixChunkTokens (" + std::to_string(options.prefixChunkTokens) +
-                           ") must be a multiple of the pool's tokens per block (" +
-                           std::to_string(impl->pool->info().tokensPerBlock) + ")");
-  }
-  impl->allocator = std::make_unique<kv::BlockAllocator>(impl->pool->info().blocks);
-  KVX_ASSIGN_OR_RETURN(impl->port, AgentKvPort::create(*impl->agent, *impl->pool));
-  std::weak_ptr<LoopGuard> weakGuard = impl->guard;
-  if (options.role == KvRole::kDecode && options.checkFreeBlocks) {
-    KVX_ASSIGN_OR_RETURN(impl->canary, kv::FreeBlockCanary::create(*impl->pool));
-    spdlog::info(
-        "{}: checking free blocks for late writes (each freed block is filled, then "
-        "checked when placed again and at shutdown)",
-        options.agent.name);
-  }
-  impl->context = std::make_unique<SideContext>(SideContext{
-      options.agent.name, *impl->port, impl->pool->description(), *impl->allocator, impl->board,
-      [weakGuard](std::function<void()> task) {
-        if (auto g = weakGuard.lock()) g->post(std::move(task));
-      },
-      options, impl->canary.get()});
-  if (options.role == KvRole::kPrefill) {
-    impl->prefill = std::make_unique<PrefillSide>(*impl->context);
-  } else {
-    impl->decode = std::make_unique<DecodeSide>(*impl->context);
-  }
+  KVX_ASSIGN_OR_RETURN(impl->local, kv::LocalPool::create(*impl->agent, options));
+  impl->sides = std::make_unique<kv::KvSides>(options, impl->local, impl->service->poster());
   Impl* self = impl.get();
-  impl->loop =
-      std::make_unique<TaskLoop>(std::chrono::milliseconds(50), [self] { self->onTick(); });
-  impl->guard->open(impl->loop.get());
-  impl->agent->setNotificationHandler([weakGuard, self](Notification n) {
-    if (auto g = weakGuard.lock()) g->post([self, n = std::move(n)] { self->onNotification(n); });
+  impl->service->start(std::chrono::milliseconds(50), [self] { self->onTick(); });
+  auto post = impl->service->poster();
+  impl->agent->setNotificationHandler([post, self](Notification n) {
+    post([self, n = std::move(n)] { self->onNotification(n); });
   });
-  impl->agent->setPeerEventHandler([weakGuard, self](const PeerEvent& event) {
-    if (auto g = weakGuard.lock()) g->post([self, event] { self->onPeerEvent(event); });
-  });
+  impl->agent->setPeerEventHandler(
+      [post, self](const PeerEvent& event) { post([self, event] { self->onPeerEvent(event); }); });
   if (options.reconnect) {
     kv::ReconnectPolicy policy;
     policy.maxDelay = std::max(options.reconnectMaxDelay, policy.firstDelay);
@@ -82,16 +55,18 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
         },
         [self](const std::string& peer) { return self->peers.compatible(peer); });
   }
+  const KvPoolInfo& pool = impl->local.pool->info();
   spdlog::info("{}: {} agent on {}, pool {} ({} MiB, {} tensors)", options.agent.name,
                toString(options.role), impl->agent->listenAddress(),
-               kvx::kv::describe(impl->pool->description()),
-               impl->pool->info().blockBytes * impl->pool->info().blocks >> 20,
-               impl->pool->info().tensors);
+               kvx::kv::describe(impl->local.pool->description()),
+               pool.blockBytes * pool.blocks >> 20, pool.tensors);
   return impl;
 }
 
 KvAgent::Impl::~Impl() {
-  if (loop) (void)shutdown(deadlineIn(std::chrono::seconds(2)), "the agent is being destroyed");
+  if (service->started()) {
+    (void)shutdown(deadlineIn(std::chrono::seconds(2)), "the agent is being destroyed");
+  }
   // Destroying the reconnector waits for an attempt in progress, which needs the loop, so the
   // loop still runs here and may be in forgetPeer: take the reconnector out under its lock.
   std::unique_ptr<kv::PeerReconnector> gone;
@@ -104,22 +79,11 @@ KvAgent::Impl::~Impl() {
     agent->setNotificationHandler(nullptr);
     agent->setPeerEventHandler(nullptr);
   }
-  guard->close();
-  loop.reset();
-  port.reset();
-  prefill.reset();
-  decode.reset();
-  canary.reset();
-  pool.reset();
+  service.reset();  // closed, then its thread stopped
+  local.port.reset();
+  sides.reset();
+  local = kv::LocalPool{};
   agent.reset();
-}
-
-std::uint64_t KvAgent::Impl::availableBlocks() const {
-  return decode ? decode->availableBlocks() : allocator->freeBlocks();
-}
-
-std::size_t KvAgent::Impl::liveRequests() const {
-  return prefill ? prefill->liveRequests() : decode->liveRequests();
 }
 
 Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
@@ -127,15 +91,12 @@ Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
   accepting.store(false);
   if (reconnector) reconnector->stop();
   peers.wakeAll();  // a connect() waiting for a handshake sees shutDown
-  (void)loop->callStatus(
-      [this] {
-        if (decode) decode->stopAccepting();
-        return Status::ok();
-      },
-      callDeadline());
+  (void)callStatus([this] {
+    sides->stopAccepting();
+    return Status::ok();
+  });
   auto live = [this] {
-    return loop->call<std::size_t>([this]() -> Result<std::size_t> { return liveRequests(); },
-                                   callDeadline());
+    return call<std::size_t>([this]() -> Result<std::size_t> { return sides->liveRequests(); });
   };
   auto wait = [&](Deadline until) {
     while (Clock::now() < until) {
@@ -148,34 +109,25 @@ Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
   // Blocks still held for lost PUSH peers go back now; with a canary, every free block is
   // checked once more: a late write into a block never handed out again shows here.
   auto sweep = [this] {
-    (void)loop->callStatus(
-        [this] {
-          if (decode) {
-            decode->releaseHeld(Clock::time_point::max());
-            decode->checkFreeBlocks();
-          }
-          return Status::ok();
-        },
-        callDeadline());
+    (void)callStatus([this] {
+      sides->releaseAllAndCheck();
+      return Status::ok();
+    });
   };
   if (wait(deadline)) {
     sweep();
     return Status::ok();
   }
-  (void)loop->callStatus(
-      [this, reason] {
-        const Status why = cancelled(reason);
-        if (prefill) prefill->failAll(why);
-        if (decode) decode->failAll(why);
-        return Status::ok();
-      },
-      callDeadline());
+  (void)callStatus([this, reason] {
+    sides->failAll(cancelled(reason));
+    return Status::ok();
+  });
   // Failure paths drain moves and wait for acknowledgements; give them a bounded while.
   if (!wait(std::max(deadline, Clock::now()) + std::chrono::seconds(1))) {
     spdlog::warn("{}: {} requests still live at shutdown", options.agent.name, live().valueOr(0));
   }
   sweep();
-  board.wakeAll();
+  sides->board().wakeAll();
   return Status::ok();
 }
 
@@ -196,7 +148,7 @@ Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline 
   // before is looked at once more, since a peer that was still starting may be complete now.
   if (auto known = peers.find(peer);
       known && known->incarnation == info->incarnation && !known->compatible) {
-    loop->post([this, peer, incarnation = info->incarnation] { onJoined(peer, incarnation); });
+    service->post([this, peer, incarnation = info->incarnation] { onJoined(peer, incarnation); });
   }
   auto entry = peers.waitFor(peer, info->incarnation, deadline, shutDown);
   if (!entry.isOk()) {
@@ -241,8 +193,7 @@ void KvAgent::Impl::onNotification(const Notification& n) {
 }
 
 void KvAgent::Impl::deliver(const std::string& peer, const kv::handoff::KvMessage& message) {
-  if (prefill) prefill->onMessage(peer, message);
-  if (decode) decode->onMessage(peer, message);
+  sides->onMessage(peer, message);
 }
 
 void KvAgent::Impl::onJoined(const std::string& peer, std::uint64_t incarnation) {
@@ -255,7 +206,7 @@ void KvAgent::Impl::onJoined(const std::string& peer, std::uint64_t incarnation)
     if (known->compatible) return;  // taken in already
     // Refused before (a connect looks again: a peer that was still starting may be complete
     // now); the sides never knew it.
-    port->detachPool(peer);
+    local.port->detachPool(peer);
   }
   kv::KvPeer entry;
   entry.incarnation = incarnation;
@@ -266,7 +217,7 @@ void KvAgent::Impl::onJoined(const std::string& peer, std::uint64_t incarnation)
     // pushes by default, a decode agent pulls only from a prefill agent that says it pulls.
     const bool initiates = options.role == KvRole::kPrefill ? options.defaultMode == KvMode::kPush
                                                             : entry.mode == KvMode::kPull;
-    ok = port->attachPool(peer, *remotePool, initiates);
+    ok = local.port->attachPool(peer, *remotePool, initiates);
   }
   entry.compatible = ok.isOk();
   entry.reason = ok.isOk() ? "" : ok.message();
@@ -275,10 +226,7 @@ void KvAgent::Impl::onJoined(const std::string& peer, std::uint64_t incarnation)
     spdlog::info("{}: {} agent '{}' joined: {}; data path {}", options.agent.name,
                  toString(entry.role), peer, kvx::kv::describe(*remotePool),
                  path.isOk() ? *path : path.status().message());
-    // Until the peer says how many blocks it has free, all of them: a request it cannot
-    // take is refused as retryable and waits for its next capacity message.
-    if (prefill) prefill->onPeerReady(peer, entry.totalBlocks, entry.totalBlocks, entry.kvHeads);
-    if (decode) decode->onPeerReady(peer, writerOf(peer, entry));
+    sides->onPeerReady(peer, entry, writerOf(peer, entry));
   } else {
     spdlog::warn("{}: refused '{}': {}", options.agent.name, peer, ok.message());
   }
@@ -323,7 +271,7 @@ Result<kv::PoolDescription> KvAgent::Impl::admit(const PeerInfo& info, kv::KvPee
   entry.kvHeads = kvInfo->shape.kvHeads;
   entry.process = kvInfo->process;
   KVX_ASSIGN_OR_RETURN(kv::PoolDescription remote, resolvePool(*kvInfo, info));
-  KVX_RETURN_IF_ERROR(kvx::kv::checkSliceCompatible(pool->description(), remote));
+  KVX_RETURN_IF_ERROR(kvx::kv::checkSliceCompatible(local.pool->description(), remote));
   if (kvInfo->role == options.role) {
     return failedPrecondition("both agents are " + std::string(toString(options.role)) +
                               " agents; a KV hand-off needs a prefill and a decode agent");
@@ -354,16 +302,14 @@ void KvAgent::Impl::forgetPeer(const std::string& name, const Status& why) {
                why.message());
   peers.forget(name);
   (void)early.take(name);  // none may wait for a later session
-  port->detachPool(name);
-  if (prefill) prefill->onPeerGone(name, why);
-  if (decode) decode->onPeerGone(name, why);
+  local.port->detachPool(name);
+  sides->onPeerGone(name, why);
   sync::MutexLock lock(reconnectorMutex);
   if (reconnector && !shutDown.load()) reconnector->lost(name);
 }
 
 void KvAgent::Impl::onTick() {
-  if (prefill) prefill->onTick();
-  if (decode) decode->onTick();
+  sides->onTick();
   for (const auto& [peer, count] : early.expire(Clock::now())) {
     spdlog::warn("{}: dropped {} KV messages from '{}', which did not join within {} s",
                  options.agent.name, count, peer, kv::EarlyMessages::kHoldFor.count());
