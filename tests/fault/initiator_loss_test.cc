@@ -94,6 +94,16 @@ std::unique_ptr<ChildProcess> startBusyPrefill(const std::string& dataPath,
   return spawnPrefill(options, log);
 }
 
+// Kills (and resumes, if stopped) a child process still running when it goes out of scope.
+struct Reap {
+  ChildProcess& child;
+  ~Reap() {
+    child.signal(SIGKILL);
+    child.signal(SIGCONT);
+    (void)child.waitExit(10s);
+  }
+};
+
 // Stops `target` while `initiator` keeps it busy, kills the initiator, resumes the target:
 // the target must go on and stop cleanly (STATS, exit 0).
 void stopKillResume(ChildProcess& target, ChildProcess& initiator) {
@@ -117,14 +127,7 @@ TEST_CASE("a killed or stopped prefill agent's reservations return to the decode
   auto decode = makeDecode(transport, 60s);  // far beyond the bound: the lease is not why
   const std::string log = scratch.path() + "/prefill-" + transport + "-" + how + ".log";
   auto prefill = startPrefill(transport, decode->listenAddress(), log);
-  struct Reap {
-    ChildProcess& child;
-    ~Reap() {
-      child.signal(SIGKILL);
-      child.signal(SIGCONT);
-      (void)child.waitExit(10s);
-    }
-  } reap{*prefill};
+  const Reap reap{*prefill};
 
   INFO("prefill log: " << log);
   REQUIRE(waitReserved(*decode, deadlineIn(30s)));
@@ -173,14 +176,7 @@ TEST_CASE("a prefill agent stopped mid-push over shared memory writes nothing in
                                      kOrphanModel, {"--lost-push-hold-ms", "0"}, false);
   const std::string log = scratch.path() + "/prefill.log";
   auto prefill = startBusyPrefill("shm", decode.address, false, log, {"--no-fill"});
-  struct Reap {
-    ChildProcess& child;
-    ~Reap() {
-      child.signal(SIGKILL);
-      child.signal(SIGCONT);
-      (void)child.waitExit(10s);
-    }
-  } reap{*prefill};
+  const Reap reap{*prefill};
   INFO("prefill log: " << log << "; decode log: " << decode.log);
   // Three stops: a stop lands in the middle of a copy in most, not all, runs (without the
   // wait for proof, 2 runs of 3 with one stop found 37 and 52 late writes, one found none).

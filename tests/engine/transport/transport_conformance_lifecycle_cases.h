@@ -83,17 +83,9 @@ TEST_CASE("conformance: operations after a forced close fail at once", "[conform
 TEST_CASE("conformance: a graceful close leaves the peer's endpoint back to us working",
           "[conformance]") {
   Link link;
-  auto back = link.b->connect(link.a->localAddress(), nullptr);
-  REQUIRE(back.isOk());
-  std::shared_ptr<engine::Endpoint> reverse = std::move(back).value();
-  auto key = reverse->unpackRemoteKey(link.local.memory->packedRemoteKey(), MemoryKind::kHost);
-  REQUIRE(key.isOk());
-  engine::RmaOp op;
-  op.localAddress = link.remote.data();
-  op.localMemory = link.remote.memory.get();
-  op.remoteAddress = reinterpret_cast<std::uint64_t>(link.local.data());
-  op.remoteKey = key->get();
-  op.length = 4096;
+  ReverseLink back(link);
+  std::shared_ptr<engine::Endpoint>& reverse = back.endpoint;
+  const engine::RmaOp op = back.op(4096);
   CountingCompletion before;
   reverse->put(op, &before);
   reverse->flush(&before);
@@ -108,7 +100,7 @@ TEST_CASE("conformance: a graceful close leaves the peer's endpoint back to us w
   link.await(after, 2, "b -> a after a closed its endpoint");
   REQUIRE(checkPattern(link.local.span(0, 4096), 23).empty());
   CHECK_FALSE(reverse->failed());
-  key = Status(StatusCode::kCancelled, "released");
+  back.key = Status(StatusCode::kCancelled, "released");
   closeWhilePeerProgresses(*reverse, *link.a, false);
 }
 
@@ -118,17 +110,9 @@ TEST_CASE("conformance: a graceful close leaves the peer's endpoint back to us w
 TEST_CASE("conformance: a closed and dropped peer's writes land only where it writes directly",
           "[conformance]") {
   Link link;
-  auto back = link.b->connect(link.a->localAddress(), nullptr);
-  REQUIRE(back.isOk());
-  std::shared_ptr<engine::Endpoint> reverse = std::move(back).value();
-  auto key = reverse->unpackRemoteKey(link.local.memory->packedRemoteKey(), MemoryKind::kHost);
-  REQUIRE(key.isOk());
-  engine::RmaOp op;
-  op.localAddress = link.remote.data();
-  op.localMemory = link.remote.memory.get();
-  op.remoteAddress = reinterpret_cast<std::uint64_t>(link.local.data());
-  op.remoteKey = key->get();
-  op.length = 64u << 10;
+  ReverseLink back(link);
+  std::shared_ptr<engine::Endpoint>& reverse = back.endpoint;
+  const engine::RmaOp op = back.op(64u << 10);
   fillPattern(link.remote.span(0, op.length), 23);
   CountingCompletion before;
   reverse->put(op, &before);
@@ -156,7 +140,7 @@ TEST_CASE("conformance: a closed and dropped peer's writes land only where it wr
   }
   progressFor({link.a.get(), link.b.get()}, 300ms);
   if (!direct) CHECK(checkPattern(link.local.span(0, op.length), 23).empty());
-  key = Status(StatusCode::kCancelled, "released");
+  back.key = Status(StatusCode::kCancelled, "released");
   reverse->close(true);
 }
 

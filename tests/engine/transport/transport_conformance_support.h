@@ -229,5 +229,34 @@ class Link {
   Status endpointError;  // guarded by messagesMutex
 };
 
+// b's endpoint back to a, with a's buffer key unpacked on it: for cases where b writes into
+// a. Release `key` (assign it a status) before closing `endpoint`.
+struct ReverseLink {
+  explicit ReverseLink(Link& link) : link_(link) {
+    auto back = link.b->connect(link.a->localAddress(), nullptr);
+    REQUIRE(back.isOk());
+    endpoint = std::move(back).value();
+    key = endpoint->unpackRemoteKey(link.local.memory->packedRemoteKey(), MemoryKind::kHost);
+    REQUIRE(key.isOk());
+  }
+
+  // The first `length` bytes of b's buffer onto the first `length` of a's.
+  engine::RmaOp op(std::uint64_t length) const {
+    engine::RmaOp rma;
+    rma.localAddress = link_.remote.data();
+    rma.localMemory = link_.remote.memory.get();
+    rma.remoteAddress = reinterpret_cast<std::uint64_t>(link_.local.data());
+    rma.remoteKey = key->get();
+    rma.length = length;
+    return rma;
+  }
+
+  std::shared_ptr<engine::Endpoint> endpoint;
+  Result<std::unique_ptr<engine::RemoteKey>> key = Status(StatusCode::kCancelled, "none");
+
+ private:
+  Link& link_;
+};
+
 }  // namespace conformance
 }  // namespace kvx::test

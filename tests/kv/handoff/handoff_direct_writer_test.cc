@@ -18,17 +18,22 @@ namespace {
 
 constexpr std::uint64_t kTokens = 20;  // 5 blocks of the tiny shape
 
-// p pushes request "a" to d, a direct writer; the link drops while its move is in flight,
-// and the decode side learns of it (as the harness's tick() would tell it), the prefill side
-// not yet. Returns the decode side's blocks of "a".
-std::uint64_t loseWriterMidPush(HandoffHarness& h, Side& p, Side& d) {
-  h.net().writeDirectly("p", "d");
+// p, connected to d, pushes request "a" to it, and its move stays in flight (landings held).
+void pushAndHold(HandoffHarness& h, Side& p) {
   h.connect("p", "d");
   KvRequestSpec spec = h.request(p, "a", kTokens);
   spec.mode = KvMode::kPush;
   REQUIRE(p.prefill->submit(spec).isOk());
   h.net().holdLandings(true);
   REQUIRE(h.settle());
+}
+
+// p pushes request "a" to d, a direct writer; the link drops while its move is in flight,
+// and the decode side learns of it (as the harness's tick() would tell it), the prefill side
+// not yet. Returns the decode side's blocks of "a".
+std::uint64_t loseWriterMidPush(HandoffHarness& h, Side& p, Side& d) {
+  h.net().writeDirectly("p", "d");
+  pushAndHold(h, p);
   REQUIRE(HandoffHarness::state(p, "a") == KvRequestState::kTransferring);
   REQUIRE(h.net().movesInFlight() == 1);
   const std::uint64_t reserved = d.pool.blocks() - d.pool.allocator().freeBlocks();
@@ -121,12 +126,7 @@ TEST_CASE("a lost writer whose link close stops its writes gets the short hold o
   HandoffHarness h;
   Side& d = h.addDecode("d", 32);
   Side& p = h.addPrefill("p", 32);
-  h.connect("p", "d");  // not a direct writer: as over tcp
-  KvRequestSpec spec = h.request(p, "a", kTokens);
-  spec.mode = KvMode::kPush;
-  REQUIRE(p.prefill->submit(spec).isOk());
-  h.net().holdLandings(true);
-  REQUIRE(h.settle());
+  pushAndHold(h, p);  // not a direct writer: as over tcp
   h.net().dropLink("p", "d");
   h.tick();
   CHECK(HandoffHarness::state(d, "a") == KvRequestState::kFailed);
