@@ -82,7 +82,9 @@ KvAgent::Impl::~Impl() {
   service.reset();  // closed, then its thread stopped
   local.port.reset();
   sides.reset();
-  local = kv::LocalPool{};
+  local.canary.reset();
+  local.allocator.reset();
+  local.pool.reset();
   agent.reset();
 }
 
@@ -253,6 +255,10 @@ kv::handoff::PeerWriter KvAgent::Impl::writerOf(const std::string& peer,
   if (watch.isOk()) {
     writer.processEnded = [w = *watch] { return w->ended(); };
     writer.process = "pid " + std::to_string(entry.process.pid);
+  } else if (watch.status().code() == StatusCode::kNotFound) {
+    // Of this host and pid namespace, and gone already since it joined.
+    writer.processEnded = [] { return true; };
+    writer.process = "pid " + std::to_string(entry.process.pid) + ", which has ended";
   } else {
     writer.process = "its process cannot be watched: " + watch.status().message();
   }

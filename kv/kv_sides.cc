@@ -1,5 +1,7 @@
 #include "kv/kv_sides.h"
 
+#include <spdlog/spdlog.h>
+
 namespace kvx::kv {
 
 KvSides::KvSides(const KvAgentOptions& options, LocalPool& local,
@@ -48,6 +50,13 @@ void KvSides::failAll(const Status& why) {
 
 void KvSides::releaseAllAndCheck() {
   if (!decode_) return;
+  if (const std::uint64_t held = decode_->heldBlocks(); held > 0) {
+    spdlog::warn(
+        "{}: {} blocks held for lost prefill agents go back to the pool at shutdown without "
+        "proof that those agents stopped writing into them; memory the application owns "
+        "(pool tensors) should not be reused before they have ended",
+        context_.name, held);
+  }
   decode_->releaseHeld(Clock::time_point::max());
   decode_->checkFreeBlocks();
 }

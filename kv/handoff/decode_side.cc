@@ -239,16 +239,22 @@ std::uint64_t DecodeSide::availableBlocks() const {
 void DecodeSide::onPeerReady(const std::string& peer, PeerWriter writer) {
   peers_.insert(peer);
   (void)context_.port.send(peer, CapacityMsg{availableBlocks()});
-  for (const std::string& id : held_.rejoined(peer, writer.incarnation)) {
-    spdlog::info(
-        "{}: prefill agent '{}' is back: asking it to abort '{}', whose blocks are held "
-        "until it answers",
-        context_.name, peer, id);
-    (void)context_.port.send(
-        peer, AbortMsg{id, peerFailed("decode agent '" + context_.name + "' lost '" + peer +
-                                      "' while it pushed '" + id + "'")});
-  }
   writers_[peer] = std::move(writer);
+  askHeldWriters();
+}
+
+void DecodeSide::askHeldWriters() {
+  for (const auto& [peer, writer] : writers_) {
+    for (const std::string& id : held_.rejoined(peer, writer.incarnation)) {
+      spdlog::info(
+          "{}: prefill agent '{}' is back: asking it to abort '{}', whose blocks are held "
+          "until it answers",
+          context_.name, peer, id);
+      (void)context_.port.send(
+          peer, AbortMsg{id, peerFailed("decode agent '" + context_.name + "' lost '" + peer +
+                                        "' while it pushed '" + id + "'")});
+    }
+  }
 }
 
 void DecodeSide::broadcastCapacity() {

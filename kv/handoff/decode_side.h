@@ -109,6 +109,10 @@ class DecodeSide {
     Clock::time_point placedAt;
   };
 
+  // Asks each joined prefill agent to abort the held requests it may still write into, once
+  // per session (its join may come before its request's blocks are held: a gather's other
+  // parts can keep the request open meanwhile).
+  void askHeldWriters();
   void onPlace(const std::string& peer, const PlaceMsg& m);
   Status checkPlace(const PlaceMsg& m) const;
   Result<Group*> createGroup(const std::string& peer, const PlaceMsg& m);

@@ -10,6 +10,13 @@ namespace kvx::kv::handoff {
 
 void DecodeSide::onPlace(const std::string& peer, const PlaceMsg& m) {
   const PartKey key{peer, m.req};
+  if (auto w = writers_.find(peer);
+      w != writers_.end() && held_.superseded(peer, m.req, w->second.incarnation)) {
+    // The prefill agent places this id again: its earlier request of that id has ended there
+    // with its moves drained (ids are unique among its live requests; one it re-places was
+    // never told where to write).
+    releaseHeld(Clock::now());
+  }
   if (!accepting_) {
     return refuse(peer, m.req, cancelled("the decode agent is shutting down"), false);
   }
@@ -189,6 +196,7 @@ void DecodeSide::returnBlocks(Group& g, bool keepPrefixes, Clock::duration hold,
           context_.name, kv::totalBlocks(toFree), g.view.id, w.peer, w.writer.process);
     }
     held_.hold(g.view.id, std::move(toFree), Clock::now() + hold, std::move(writers));
+    askHeldWriters();
   } else if (!toFree.empty() && hold > Clock::duration::zero()) {
     spdlog::debug(
         "{}: holding the {} blocks of '{}' for {} ms: its prefill agent was lost mid-push and "

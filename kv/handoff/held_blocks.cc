@@ -41,6 +41,20 @@ bool HeldBlocks::acknowledged(const std::string& peer, const std::string& reques
   return found;
 }
 
+bool HeldBlocks::superseded(const std::string& peer, const std::string& request,
+                            std::uint64_t incarnation) {
+  bool found = false;
+  for (Entry& e : held_) {
+    found = std::erase_if(e.writers,
+                          [&](const LostWriter& w) {
+                            return w.peer == peer && w.request == request &&
+                                   w.writer.incarnation == incarnation;
+                          }) > 0 ||
+            found;
+  }
+  return found;
+}
+
 std::vector<HeldBlocks::Released> HeldBlocks::takeReleasable(Clock::time_point now) {
   const bool all = now == Clock::time_point::max();
   std::vector<Released> out;

@@ -50,6 +50,10 @@ class HeldBlocks {
   // True if it was a held writer.
   bool acknowledged(const std::string& peer, const std::string& request);
 
+  // `peer`, at `incarnation`, placed `request` again: it is done with the earlier one of that
+  // id. True if such a writer was held.
+  bool superseded(const std::string& peer, const std::string& request, std::uint64_t incarnation);
+
   // Takes out every entry whose timer ran out by `now` and whose writers have all stopped
   // (acknowledged, or their process ended); all of them with Clock::time_point::max() (at
   // shutdown, where the pool goes away with this agent).

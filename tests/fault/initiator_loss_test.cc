@@ -183,7 +183,9 @@ TEST_CASE("a prefill agent stopped mid-push over shared memory writes nothing in
   std::size_t held = 0;
   for (std::size_t stop = 1; stop <= 3; ++stop) {
     INFO("stop " << stop);
-    std::this_thread::sleep_for(1500ms);  // connected and pushing
+    // Joined (again: a resumed agent redials the decode agent that dropped it) and pushing.
+    REQUIRE(waitForLogCount(decode, "prefill agent 'prefill' joined", stop, 20s));
+    std::this_thread::sleep_for(1500ms);
     REQUIRE(::kill(prefill->pid(), SIGSTOP) == 0);
     REQUIRE(waitForLogCount(decode, "peer 'prefill' left", stop, failureBound() + 2s));
     std::this_thread::sleep_for(200ms);

@@ -122,6 +122,7 @@ TEST_CASE("conformance: a closed and dropped peer's writes land only where it wr
 
   const bool direct = link.endpoint->peerWritesDirectly();
   INFO("a's endpoint to b: " << link.endpoint->description() << "; b writes directly: " << direct);
+  CHECK(direct == conformanceConfig().peerWritesDirectly);
   link.key.reset();
   closeWhilePeerProgresses(*link.endpoint, *link.b, true);
   link.endpoint.reset();

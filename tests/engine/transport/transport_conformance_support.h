@@ -35,6 +35,9 @@ struct ConformanceConfig {
   std::string transport;             // registry name: "ucx", "inproc"
   engine::TransportOptions options;  // agentName is set per transport by the suite
   bool detectsPeerLoss = true;       // destroying a peer transport fails our endpoint
+  // Endpoint::peerWritesDirectly, as this transport must answer it for a peer in this
+  // process (the peer's own process copies into our memory: UCX over shared memory).
+  bool peerWritesDirectly = false;
 };
 
 // Defined by the test file that includes transport_conformance.h.

@@ -89,6 +89,28 @@ TEST_CASE("a lost direct writer's blocks stay held until it rejoins and answers 
   h.expectClean();
 }
 
+TEST_CASE("a direct writer back before it noticed the loss answers once its moves drained",
+          "[handoff]") {
+  HandoffHarness h;
+  Side& d = h.addDecode("d", 32);
+  Side& p = h.addPrefill("p", 32);
+  const std::uint64_t reserved = loseWriterMidPush(h, p, d);
+  // The link comes back before the prefill side saw it go: its request is live, its move
+  // still in flight, when the decode side asks it to abort.
+  h.net().link("p", "d");
+  h.connect("p", "d");
+  REQUIRE(h.settle());  // landings are still held
+  CHECK(HandoffHarness::state(p, "a") == KvRequestState::kFailed);
+  CHECK(h.net().movesInFlight() == 1);
+  CHECK(h.net().sent<AbortAckMsg>("p") == 0);  // not before the move drained
+  CHECK(d.decode->heldBlocks() == reserved);
+  h.net().holdLandings(false);
+  REQUIRE(h.settle());
+  CHECK(h.net().sent<AbortAckMsg>("p") == 1);
+  CHECK(d.decode->heldBlocks() == 0);
+  h.expectClean();
+}
+
 TEST_CASE("a lost direct writer's blocks come back once its process ends", "[handoff]") {
   HandoffHarness h;
   Side& d = h.addDecode("d", 32);

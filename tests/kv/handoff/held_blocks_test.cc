@@ -60,6 +60,17 @@ TEST_CASE("a held writer is asked once per session and freed by its acknowledgem
   CHECK(held.blocks() == 0);
 }
 
+TEST_CASE("a held writer that places the same id again is done with the earlier request") {
+  HeldBlocks held;
+  const auto now = Clock::now();
+  held.hold("a", extents(0, 2), now, {writer("p", "a", 7)});
+  CHECK_FALSE(held.superseded("p", "a", 8));  // another incarnation proves nothing
+  CHECK_FALSE(held.superseded("p", "b", 7));
+  CHECK(held.takeReleasable(now).empty());
+  CHECK(held.superseded("p", "a", 7));
+  CHECK(held.takeReleasable(now).size() == 1);
+}
+
 TEST_CASE("a held writer whose process ended stops holding") {
   HeldBlocks held;
   const auto now = Clock::now();

@@ -27,6 +27,17 @@ pid_t startSleeper() {
   return pid;
 }
 
+// Kills and reaps a child still there when it goes out of scope (a failed REQUIRE).
+struct Reaped {
+  pid_t pid;
+  ~Reaped() {
+    if (::waitpid(pid, nullptr, WNOHANG) == 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
 bool endsWithin(ProcessWatch& watch, std::chrono::milliseconds timeout) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   while (!watch.ended()) {
@@ -47,12 +58,11 @@ TEST_CASE("this process names its pid and a key of its host and pid namespace") 
 
 TEST_CASE("a watched process is seen to end, exited or still unreaped") {
   const pid_t pid = startSleeper();
+  const Reaped reaped{pid};
   ProcessIdentity who = thisProcess();
   who.pid = static_cast<std::uint64_t>(pid);
   auto watch = watchProcess(who);
   if (!watch.isOk() && watch.status().code() == StatusCode::kUnimplemented) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
     WARN("pidfds are refused here: " << watch.status().toString());
     return;
   }

@@ -11,6 +11,7 @@ ConformanceConfig conformanceConfig() {
   // UCX notices a dead shared-memory peer only through keepalive, which checks that the
   // peer's process is alive: a transport destroyed inside this process is never reported.
   config.detectsPeerLoss = false;
+  config.peerWritesDirectly = true;
   return config;
 }
 
