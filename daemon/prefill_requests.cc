@@ -38,6 +38,9 @@ std::vector<PrefillDriver::Part> PrefillDriver::makeParts(std::span<RequestRecor
     spec.prefixHashes = trace.hashIds;
     spec.mode = records[p].mode;
     spec.layerwise = records[p].layerwise;
+    // The driver writes each layer after submit: a failed request's blocks must not go to
+    // another request while it may be writing one.
+    spec.keepSourceForProducer = spec.layerwise;
     if (!slices.empty()) {
       spec.destination = records[p].destination;
       spec.slice = slices[p].slice;

@@ -56,6 +56,7 @@ Status PrefillSide::submit(const KvRequestSpec& spec) {
   const auto timeout = spec.timeout.count() > 0 ? spec.timeout : context_.options.requestTimeout;
   r.deadline = r.submitted + timeout;
   r.ready.assign(layers(), !spec.layerwise);
+  r.producerDone = !spec.layerwise || !spec.keepSourceForProducer;
   r.sent.assign(layers(), false);
   r.bytesEstimate = blocks * slicedBlockBytes(spec);
   r.view.id = spec.id;
@@ -186,11 +187,21 @@ Status PrefillSide::layerReady(const std::string& id, std::uint32_t layer) {
     return invalidArgument("layer " + std::to_string(layer) + " is outside the model's " +
                            std::to_string(layers()));
   }
+  if (r->failing && !r->producerDone) {
+    // The producer is done with the source blocks: they may go back now.
+    r->producerDone = true;
+    const Status why = r->view.status;
+    maybeFinish(id);
+    return failedPrecondition("request '" + id + "' has failed: " + why.toString());
+  }
   if (r->ready[layer]) {
     return failedPrecondition("layer " + std::to_string(layer) + " of '" + id +
                               "' was handed over already");
   }
   r->ready[layer] = true;
+  if (std::all_of(r->ready.begin(), r->ready.end(), [](bool b) { return b; })) {
+    r->producerDone = true;
+  }
   if (r->placed && !r->failing) startMoves(*r);
   return Status::ok();
 }
@@ -201,7 +212,10 @@ Status PrefillSide::cancel(const std::string& id, Status why) {
   if (r->confirmed) {
     return failedPrecondition("request '" + id + "' is complete at its destination already");
   }
+  const bool releaseSource = !r->producerDone;
+  r->producerDone = true;  // the producer stops writing when it cancels
   fail(*r, std::move(why), true);
+  if (releaseSource) maybeFinish(id);
   return Status::ok();
 }
 

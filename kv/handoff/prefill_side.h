@@ -64,6 +64,8 @@ class PrefillSide {
     bool abortPending = false;  // tell the peer once our moves drained
     bool ackOwed = false;       // the peer aborted: acknowledge once our moves drained
     bool awaitingAck = false;
+    // The producer writes no more into the source blocks (KvRequestSpec::keepSourceForProducer).
+    bool producerDone = true;
     Deadline ackDeadline{};
     std::uint64_t bytesEstimate = 0;
     std::uint64_t expectedPrefixBlocks = 0;

@@ -42,6 +42,11 @@ void PrefillSide::maybeFinish(const std::string& id) {
       reportFailed(*r);
       return;
     }
+    if (!r->producerDone) {
+      // The producer may be writing a layer into them: they wait for its next call.
+      reportFailed(*r);
+      return;
+    }
   }
   Status freed = context_.allocator.free(kv::compressBlocks(r->spec.sourceBlocks));
   if (!freed.isOk()) {
@@ -134,7 +139,14 @@ void PrefillSide::failAll(const Status& why) {
   std::vector<std::string> ids;
   for (auto& [id, r] : requests_) ids.push_back(id);
   for (const std::string& id : ids) {
-    if (Request* r = find(id)) fail(*r, why, true);
+    Request* r = find(id);
+    if (r == nullptr) continue;
+    r->producerDone = true;  // shutdown: the caller produces no more
+    if (r->failing) {
+      maybeFinish(id);
+    } else {
+      fail(*r, why, true);
+    }
   }
 }
 

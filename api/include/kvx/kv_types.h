@@ -177,6 +177,13 @@ struct KvRequestSpec {
   std::optional<KvMode> mode;  // default: the agent's
   // true: the data of layer i moves once layerReady(id, i) is called; false: all at once.
   bool layerwise = false;
+  // Layer-wise, for a producer that writes layers into the source blocks while the request
+  // runs: a request that fails keeps its source blocks (and stays live, FAILED) until the
+  // producer calls layerReady for it again (which then fails, FAILED_PRECONDITION) or
+  // cancel, or had handed over every layer, so that a layer it is still writing never lands
+  // in blocks given to another request. Without it the blocks go back once the request's
+  // moves drained, and the producer must not write into them after the request failed.
+  bool keepSourceForProducer = false;
   std::optional<std::string> destination;  // a decode agent's name; default: the scheduler's
   std::chrono::milliseconds timeout{0};    // 0: the agent's requestTimeout
   // Only these heads, into this destination request (see KvSlice). Requires `destination`:

@@ -309,3 +309,35 @@ TEST_CASE("a request whose decode agent dies before placing it goes elsewhere", 
   HandoffHarness::consumeAndRelease(d2, "a");
   h.expectClean();
 }
+
+TEST_CASE("a failed layer-wise request keeps its source for its producer until its next call",
+          "[handoff]") {
+  HandoffHarness h;
+  Side& p = h.addPrefill("p", 32);
+  Side& d = h.addDecode("d", 32);
+  h.connect("p", "d");
+  KvRequestSpec spec = h.request(p, "a", 16);  // 4 blocks, 4 layers
+  spec.mode = KvMode::kPush;
+  spec.layerwise = true;
+  spec.keepSourceForProducer = true;
+  REQUIRE(p.prefill->submit(spec).isOk());
+  REQUIRE(p.prefill->layerReady("a", 0).isOk());
+  REQUIRE(h.settle());
+  h.net().dropLink("p", "d");
+  h.tick();
+  REQUIRE(h.settle());
+  CHECK(HandoffHarness::state(p, "a") == KvRequestState::kFailed);
+  CHECK(HandoffHarness::state(d, "a") == KvRequestState::kFailed);
+  // The producer may be writing layer 1 now: its blocks are still the request's.
+  CHECK(p.pool.allocator().freeBlocks() == p.pool.blocks() - 4);
+  CHECK(p.prefill->liveRequests() == 1);
+  SECTION("its next layerReady fails and gives them back") {
+    const Status next = p.prefill->layerReady("a", 1);
+    CHECK(next.code() == StatusCode::kFailedPrecondition);
+    CHECK_THAT(next.message(), Catch::Contains("has failed"));
+  }
+  SECTION("its cancel gives them back") { CHECK(p.prefill->cancel("a", cancelled("done")).isOk()); }
+  CHECK(p.pool.allocator().freeBlocks() == p.pool.blocks());
+  CHECK(p.prefill->liveRequests() == 0);
+  h.expectClean();
+}
