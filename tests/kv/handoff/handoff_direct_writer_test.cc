@@ -100,12 +100,13 @@ TEST_CASE("a direct writer back before it noticed the loss answers once its move
   h.net().link("p", "d");
   h.connect("p", "d");
   REQUIRE(h.settle());  // landings are still held
-  CHECK(HandoffHarness::state(p, "a") == KvRequestState::kFailed);
+  CHECK(p.prefill->liveRequests() == 1);  // failing, its move cancelled but not drained
   CHECK(h.net().movesInFlight() == 1);
   CHECK(h.net().sent<AbortAckMsg>("p") == 0);  // not before the move drained
   CHECK(d.decode->heldBlocks() == reserved);
   h.net().holdLandings(false);
   REQUIRE(h.settle());
+  CHECK(HandoffHarness::state(p, "a") == KvRequestState::kFailed);
   CHECK(h.net().sent<AbortAckMsg>("p") == 1);
   CHECK(d.decode->heldBlocks() == 0);
   h.expectClean();
