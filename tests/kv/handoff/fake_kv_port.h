@@ -38,9 +38,8 @@
 // into or out of a free block. A block freed while a peer may still write into it (or read
 // from it) fails the test even if it is reallocated before the late write would land.
 // (A block freed and reallocated inside one task is not seen; the state machines only
-// allocate on a placement message, a step of its own.)
-//
-// Threads: one; the test's.
+// allocate on a placement message, a step of its own.) Threads: one; the test's.
+// MoveRecord is in fake_move_record.h.
 
 #include <algorithm>
 #include <cstdint>
@@ -59,6 +58,7 @@
 
 #include "kv/handoff/kv_port.h"
 #include "kv/pool/pool_description.h"
+#include "tests/kv/handoff/fake_move_record.h"
 #include "tests/kv/handoff/fake_pool.h"
 
 namespace kvx::test::handoff {
@@ -70,28 +70,6 @@ using kv::handoff::MoveResult;
 using kv::handoff::MoveSpec;
 
 enum class Order : std::uint8_t { kFifo, kLifo, kRandom };
-
-// One move as the network saw it (kept after it completed, for the test to inspect).
-struct MoveRecord {
-  MoveId id = 0;
-  std::string owner, peer;
-  TransferOp op = TransferOp::kWrite;
-  std::vector<std::uint64_t> local, remote;
-  std::uint32_t firstLayer = 0, layerCount = 0;
-  kv::HeadSlice heads;                      // whole segments by default
-  std::optional<std::string> notification;  // encoded
-  std::function<void(MoveResult)> onDone;
-  Status failWith;  // scripted failure, applied when it would land
-  bool cancelRequested = false;
-  bool landed = false;    // bytes copied
-  bool aborted = false;   // will complete with an error, copied nothing
-  bool linkLost = false;  // its link dropped before it landed: it cannot land any more
-  bool completed = false;
-  Status status;
-  std::uint64_t bytes = 0;
-  // May still read or write its blocks.
-  bool touching() const { return !completed && !landed && !linkLost; }
-};
 
 class FakeNetwork;
 

@@ -99,7 +99,7 @@ TEST_CASE("a direct writer back before it noticed the loss answers once its move
   // still in flight, when the decode side asks it to abort.
   h.net().link("p", "d");
   h.connect("p", "d");
-  REQUIRE(h.settle());  // landings are still held
+  REQUIRE(h.settle());                    // landings are still held
   CHECK(p.prefill->liveRequests() == 1);  // failing, its move cancelled but not drained
   CHECK(h.net().movesInFlight() == 1);
   CHECK(h.net().sent<AbortAckMsg>("p") == 0);  // not before the move drained
