@@ -3,6 +3,12 @@
 #include <string>
 
 namespace kvx::kv::handoff {
+namespace {
+
+// The loop whose task this thread is running, if any.
+thread_local const TaskLoop* runningOnThisThread = nullptr;
+
+}  // namespace
 
 TaskLoop::TaskLoop(std::chrono::milliseconds tickEvery, std::function<void()> tick)
     : tickEvery_(tickEvery), tick_(std::move(tick)), thread_([this] { run(); }) {}
@@ -16,22 +22,38 @@ TaskLoop::~TaskLoop() {
   thread_.join();
 }
 
+bool TaskLoop::onLoopThread() const { return runningOnThisThread == this; }
+
 void TaskLoop::post(std::function<void()> task) {
   {
     sync::MutexLock lock(mutex_);
     if (stopping_) return;
     tasks_.push_back(std::move(task));
+    // While a caller runs inline the loop thread cannot start it; leave() wakes it.
+    if (running_) return;
   }
   wake_.notify_one();
 }
 
+bool TaskLoop::enterIdle() {
+  sync::MutexLock lock(mutex_);
+  if (stopping_ || running_ || !tasks_.empty()) return false;
+  running_ = true;
+  return true;
+}
+
+void TaskLoop::leave() {
+  bool wake = false;
+  {
+    sync::MutexLock lock(mutex_);
+    running_ = false;
+    wake = loopWaits_ || !tasks_.empty();
+  }
+  if (wake) wake_.notify_one();
+}
+
 Status TaskLoop::callStatus(std::function<Status()> task, Deadline deadline) {
-  if (onLoopThread()) return task();
-  auto promise = std::make_shared<std::promise<Status>>();
-  auto future = promise->get_future();
-  post([promise, task = std::move(task)] { promise->set_value(task()); });
-  if (future.wait_until(deadline) != std::future_status::ready) return lateAnswer();
-  return future.get();
+  return callOnLoop<Status>(std::move(task), deadline);
 }
 
 Status TaskLoop::lateAnswer() {
@@ -55,19 +77,32 @@ Status TaskLoop::lateAnswer() {
 }
 
 void TaskLoop::runTimed(const std::function<void()>& work) {
+  const TaskLoop* outer = runningOnThisThread;
+  runningOnThisThread = this;
   busySince_.store(Clock::now().time_since_epoch().count());
   work();
   busySince_.store(0);
+  runningOnThisThread = outer;
 }
 
 void TaskLoop::run() {
   auto nextTick = Clock::now() + tickEvery_;
   sync::UniqueLock lock(mutex_);
   while (!stopping_) {
-    if (tasks_.empty())
-      wake_.wait_until(lock.native(), nextTick,
-                       [&]() KVX_REQUIRES(mutex_) { return stopping_ || !tasks_.empty(); });
-    if (stopping_) break;
+    if (running_) {
+      // A caller holds the turn: wait for it to give the turn back, tick or not.
+      loopWaits_ = true;
+      wake_.wait(lock.native(), [&]() KVX_REQUIRES(mutex_) { return stopping_ || !running_; });
+      loopWaits_ = false;
+      continue;
+    }
+    if (tasks_.empty() && Clock::now() < nextTick) {
+      wake_.wait_until(lock.native(), nextTick, [&]() KVX_REQUIRES(mutex_) {
+        return stopping_ || (!tasks_.empty() && !running_);
+      });
+      continue;  // looks again: stopping, a caller inline, tasks, or the tick due
+    }
+    running_ = true;
     std::deque<std::function<void()>> batch;
     batch.swap(tasks_);
     lock.unlock();
@@ -77,6 +112,7 @@ void TaskLoop::run() {
       nextTick = Clock::now() + tickEvery_;
     }
     lock.lock();
+    running_ = false;
   }
 }
 

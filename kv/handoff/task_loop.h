@@ -4,8 +4,14 @@
 // other threads hand work over as tasks, and may wait for a task's result with a deadline.
 // A periodic tick (timeouts, leases, peer liveness) runs every `tickEvery`.
 //
-// Thread safety: post() and call() from any thread; call() from the loop thread itself runs
-// the task inline. Tasks run one at a time, in order, outside the loop's lock.
+// Tasks run one at a time, in the order they were posted, outside the loop's lock. A call()
+// that finds the loop idle (no task running or queued) runs its task on the caller's own
+// thread, holding the loop's turn as the loop thread would: the answer then costs no
+// hand-over to the loop thread and back (two wake-ups, a third of a small request's latency
+// on a VM). Tasks posted meanwhile wait for it, and the loop thread takes them up after.
+//
+// Thread safety: post() and call() from any thread; call() from within a task (on the loop
+// thread or inside another call()) runs the task inline.
 
 #include <atomic>
 #include <chrono>
@@ -14,6 +20,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "kvx/result.h"
@@ -29,15 +36,25 @@ class TaskLoop {
   ~TaskLoop();
 
   void post(std::function<void()> task);
-  bool onLoopThread() const { return std::this_thread::get_id() == thread_.get_id(); }
+  // Whether this thread is running one of this loop's tasks (or its tick) now.
+  bool onLoopThread() const;
 
-  // Runs `task` on the loop and returns its result; TIMED_OUT if it has not run by the
-  // deadline (it may still run later), saying what the loop was doing meanwhile.
+  // Runs `task` in the loop's turn and returns its result; TIMED_OUT if it has not run by
+  // the deadline (it may still run later), saying what the loop was doing meanwhile.
   template <typename T>
   Result<T> call(std::function<Result<T>()> task, Deadline deadline);
   Status callStatus(std::function<Status()> task, Deadline deadline);
 
  private:
+  // Takes the loop's turn for the caller when nothing runs and nothing is queued.
+  bool enterIdle();
+  void leave();
+  // Runs `task` in the turn enterIdle() took, as the loop thread would.
+  template <typename R>
+  R runInline(const std::function<R()>& task);
+  template <typename R>
+  R callOnLoop(std::function<R()> task, Deadline deadline);
+
   void run();
   // Runs one task or tick, recording since when the loop is busy with it.
   void runTimed(const std::function<void()>& work);
@@ -51,21 +68,40 @@ class TaskLoop {
   std::condition_variable wake_;
   std::deque<std::function<void()>> tasks_ KVX_GUARDED_BY(mutex_);
   bool stopping_ KVX_GUARDED_BY(mutex_) = false;
+  // Someone (the loop thread or a caller inline) is running tasks.
+  bool running_ KVX_GUARDED_BY(mutex_) = false;
+  // The loop thread waits for an inline caller to give the turn back.
+  bool loopWaits_ KVX_GUARDED_BY(mutex_) = false;
   // When the task or tick now running began (steady clock ticks); 0 between tasks.
   std::atomic<Clock::rep> busySince_{0};
   std::thread thread_;
 };
 
-template <typename T>
-Result<T> TaskLoop::call(std::function<Result<T>()> task, Deadline deadline) {
+template <typename R>
+R TaskLoop::runInline(const std::function<R()>& task) {
+  struct Turn {
+    TaskLoop& loop;
+    ~Turn() { loop.leave(); }
+  } turn{*this};
+  std::optional<R> result;
+  runTimed([&] { result.emplace(task()); });
+  return std::move(*result);
+}
+
+template <typename R>
+R TaskLoop::callOnLoop(std::function<R()> task, Deadline deadline) {
   if (onLoopThread()) return task();
-  auto promise = std::make_shared<std::promise<Result<T>>>();
+  if (enterIdle()) return runInline(task);
+  auto promise = std::make_shared<std::promise<R>>();
   auto future = promise->get_future();
   post([promise, task = std::move(task)] { promise->set_value(task()); });
-  if (future.wait_until(deadline) != std::future_status::ready) {
-    return lateAnswer();
-  }
+  if (future.wait_until(deadline) != std::future_status::ready) return R(lateAnswer());
   return future.get();
+}
+
+template <typename T>
+Result<T> TaskLoop::call(std::function<Result<T>()> task, Deadline deadline) {
+  return callOnLoop<Result<T>>(std::move(task), deadline);
 }
 
 }  // namespace kvx::kv::handoff
