@@ -41,11 +41,17 @@ void DecodeSide::onMessage(const std::string& peer, const KvMessage& message) {
   if (id == nullptr) return;
   const PartKey key{peer, *id};
   Part* part = findPart(key);
+  const auto* abort = std::get_if<AbortMsg>(&message);
+  const auto* ack = std::get_if<AbortAckMsg>(&message);
+  // An abort or acknowledgement of an earlier request of this id (held blocks, say) is not
+  // about the part placed now.
+  const std::uint64_t attempt = abort ? abort->attempt : ack ? ack->attempt : 0;
+  if (part != nullptr && !sameAttempt(attempt, part->place.attempt)) part = nullptr;
   if (part == nullptr) {
-    if (std::holds_alternative<AbortMsg>(message)) {
+    if (abort != nullptr) {
       // Aborted before its placement reached us, or after it ended: nothing to free.
-      (void)context_.port.send(peer, AbortAckMsg{*id, availableBlocks()});
-    } else if (std::holds_alternative<AbortAckMsg>(message) && held_.acknowledged(peer, *id)) {
+      (void)context_.port.send(peer, AbortAckMsg{*id, availableBlocks(), abort->attempt});
+    } else if (ack != nullptr && held_.acknowledged(peer, *id, ack->attempt)) {
       // A lost writer, back, has drained its moves of a held request.
       releaseHeld(Clock::now());
     } else {
@@ -81,7 +87,8 @@ void DecodeSide::onPartMessage(const PartKey& key, Part& part, const KvMessage& 
     if (part.confirmed) {
       // Every byte of this part is here: the abort crossed our confirm. The prefill side's
       // writes have drained (it aborts only after that): acknowledge.
-      (void)context_.port.send(key.first, AbortAckMsg{key.second, availableBlocks()});
+      (void)context_.port.send(key.first,
+                               AbortAckMsg{key.second, availableBlocks(), part.place.attempt});
       return;
     }
     failGroup(
@@ -245,14 +252,17 @@ void DecodeSide::onPeerReady(const std::string& peer, PeerWriter writer) {
 
 void DecodeSide::askHeldWriters() {
   for (const auto& [peer, writer] : writers_) {
-    for (const std::string& id : held_.rejoined(peer, writer.incarnation)) {
+    for (const HeldAbort& held : held_.rejoined(peer, writer.incarnation)) {
+      const std::string& id = held.request;
       spdlog::info(
           "{}: prefill agent '{}' is back: asking it to abort '{}', whose blocks are held "
           "until it answers",
           context_.name, peer, id);
       (void)context_.port.send(
-          peer, AbortMsg{id, peerFailed("decode agent '" + context_.name + "' lost '" + peer +
-                                        "' while it pushed '" + id + "'")});
+          peer, AbortMsg{id,
+                         peerFailed("decode agent '" + context_.name + "' lost '" + peer +
+                                    "' while it pushed '" + id + "'"),
+                         held.attempt});
     }
   }
 }

@@ -43,7 +43,8 @@ void DecodeSide::maybeFinishPart(const PartKey& key) {
   // Our own reads have drained: only now may the prefill side reuse its blocks.
   const bool alive = peers_.contains(key.first);
   if (p->abortPending && alive) {
-    (void)context_.port.send(key.first, AbortMsg{key.second, groups_.at(p->group).view.status});
+    (void)context_.port.send(
+        key.first, AbortMsg{key.second, groups_.at(p->group).view.status, p->place.attempt});
     // In PUSH the prefill side may still be writing into our blocks until it acknowledges.
     p->awaitingAck = p->place.mode == KvMode::kPush;
     p->ackDeadline = Clock::now() + context_.options.leaseTimeout;
@@ -51,7 +52,8 @@ void DecodeSide::maybeFinishPart(const PartKey& key) {
   p->abortPending = false;
   if (p->awaitingAck) return;
   if (p->ackOwed && alive) {
-    (void)context_.port.send(key.first, AbortAckMsg{key.second, availableBlocks()});
+    (void)context_.port.send(key.first,
+                             AbortAckMsg{key.second, availableBlocks(), p->place.attempt});
   }
   parts_.erase(key);
 }
@@ -93,7 +95,11 @@ void DecodeSide::onPeerGone(const std::string& peer, const Status& why) {
     if (p->place.mode == KvMode::kPush) {
       Group& g = groups_.at(group);
       g.lostPush = true;
-      if (writer.writesDirectly) g.lostWriters.push_back(LostWriter{peer, key.second, writer});
+      if (writer.writesDirectly) {
+        LostWriter lost{peer, key.second, writer};
+        lost.attempt = p->place.attempt;
+        g.lostWriters.push_back(std::move(lost));
+      }
     }
     if (p->failing) {
       maybeFinishPart(key);

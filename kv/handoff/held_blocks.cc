@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kv/handoff/messages/message_fields.h"
+
 namespace kvx::kv::handoff {
 
 void HeldBlocks::hold(std::string id, std::vector<kv::BlockExtent> extents, Clock::time_point until,
@@ -9,13 +11,13 @@ void HeldBlocks::hold(std::string id, std::vector<kv::BlockExtent> extents, Cloc
   held_.push_back(Entry{std::move(id), std::move(extents), until, std::move(writers)});
 }
 
-std::vector<std::string> HeldBlocks::rejoined(const std::string& peer, std::uint64_t incarnation) {
-  std::vector<std::string> ask;
+std::vector<HeldAbort> HeldBlocks::rejoined(const std::string& peer, std::uint64_t incarnation) {
+  std::vector<HeldAbort> ask;
   for (Entry& e : held_) {
     for (LostWriter& w : e.writers) {
       if (w.peer != peer || w.writer.incarnation != incarnation || w.abortSent) continue;
       w.abortSent = true;
-      ask.push_back(w.request);
+      ask.push_back({w.request, w.attempt});
     }
   }
   return ask;
@@ -29,12 +31,14 @@ void HeldBlocks::lost(const std::string& peer) {
   }
 }
 
-bool HeldBlocks::acknowledged(const std::string& peer, const std::string& request) {
+bool HeldBlocks::acknowledged(const std::string& peer, const std::string& request,
+                              std::uint64_t attempt) {
   bool found = false;
   for (Entry& e : held_) {
     found = std::erase_if(e.writers,
                           [&](const LostWriter& w) {
-                            return w.peer == peer && w.request == request && w.abortSent;
+                            return w.peer == peer && w.request == request && w.abortSent &&
+                                   sameAttempt(w.attempt, attempt);
                           }) > 0 ||
             found;
   }

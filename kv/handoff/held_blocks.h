@@ -28,7 +28,15 @@ struct LostWriter {
   std::string peer;
   std::string request;  // its id for the request (the part's key)
   PeerWriter writer;
-  bool abortSent = false;  // to its current session; an acknowledgement is awaited
+  bool abortSent = false;     // to its current session; an acknowledgement is awaited
+  std::uint64_t attempt = 0;  // of its request (PlaceMsg::attempt), named in the abort
+};
+
+// An abort a rejoined writer is to be asked.
+struct HeldAbort {
+  std::string request;
+  std::uint64_t attempt = 0;
+  bool operator==(const HeldAbort&) const = default;
 };
 
 class HeldBlocks {
@@ -43,12 +51,12 @@ class HeldBlocks {
 
   // `peer` joined again at `incarnation`: the requests each of its held writers of that
   // incarnation must be asked to abort (each once per session).
-  std::vector<std::string> rejoined(const std::string& peer, std::uint64_t incarnation);
+  std::vector<HeldAbort> rejoined(const std::string& peer, std::uint64_t incarnation);
   // `peer` was lost again: aborts sent to it went unanswered; its next join asks again.
   void lost(const std::string& peer);
-  // `peer` acknowledged the abort of `request`: none of its writes for it can land any more.
-  // True if it was a held writer.
-  bool acknowledged(const std::string& peer, const std::string& request);
+  // `peer` acknowledged the abort of `request` (submission `attempt`; 0 when it did not say):
+  // none of its writes for it can land any more. True if it was a held writer.
+  bool acknowledged(const std::string& peer, const std::string& request, std::uint64_t attempt);
 
   // `peer`, at `incarnation`, placed `request` again: it is done with the earlier one of that
   // id. True if such a writer was held.

@@ -51,6 +51,7 @@ Status PrefillSide::submit(const KvRequestSpec& spec) {
   KVX_RETURN_IF_ERROR(checkSlice(spec));
   Request r;
   r.spec = spec;
+  r.attempt = ++lastAttempt_;
   r.mode = spec.mode.value_or(context_.options.defaultMode);
   r.submitted = Clock::now();
   const auto timeout = spec.timeout.count() > 0 ? spec.timeout : context_.options.requestTimeout;
@@ -138,6 +139,7 @@ void PrefillSide::tryPlace(Request& r) {
   queue_.remove(r.spec.id);
   PlaceMsg place;
   place.req = r.spec.id;
+  place.attempt = r.attempt;
   place.tokens = r.spec.tokens;
   place.blocks = r.view.blocks;
   place.prefixHashes = r.spec.prefixHashes;
@@ -245,12 +247,17 @@ void PrefillSide::onMessage(const std::string& peer, const KvMessage& message) {
       message);
   if (id == nullptr) return;
   Request* r = find(*id);
-  if (r == nullptr || r->view.peer != peer) {
-    if (std::holds_alternative<AbortMsg>(message)) {
+  const auto* abort = std::get_if<AbortMsg>(&message);
+  const auto* ack = std::get_if<AbortAckMsg>(&message);
+  // An abort or acknowledgement may be about an earlier request of this id (its blocks
+  // held by the decode side since it lost us): not about this one.
+  const std::uint64_t attempt = abort ? abort->attempt : ack ? ack->attempt : 0;
+  if (r == nullptr || r->view.peer != peer || !sameAttempt(attempt, r->attempt)) {
+    if (abort != nullptr) {
       // Ended here, or never placed with this peer: no move of ours to it is left (a request
       // is forgotten only once its moves drained), so the answer is at once. A decode agent
       // that lost us mid-push holds the request's blocks until it has this answer.
-      (void)context_.port.send(peer, AbortAckMsg{*id, 0});
+      (void)context_.port.send(peer, AbortAckMsg{*id, 0, abort->attempt});
       return;
     }
     spdlog::debug("{}: message about unknown request '{}' from '{}' ignored", context_.name, *id,
@@ -260,14 +267,14 @@ void PrefillSide::onMessage(const std::string& peer, const KvMessage& message) {
   if (const auto* placed = std::get_if<PlacedMsg>(&message)) return onPlaced(*r, *placed);
   if (const auto* refused = std::get_if<RefusedMsg>(&message)) return onRefused(*r, *refused);
   if (const auto* confirm = std::get_if<ConfirmMsg>(&message)) return onConfirm(*r, *confirm);
-  if (const auto* abort = std::get_if<AbortMsg>(&message)) {
+  if (abort != nullptr) {
     r->awaitingAck = false;
     r->ackOwed = true;  // sent once our own writes have drained
     if (r->failing) return maybeFinish(*id);
     fail(*r, abort->why.withContext("decode agent '" + peer + "' aborted '" + *id + "'"), false);
     return;
   }
-  if (std::holds_alternative<AbortAckMsg>(message)) {
+  if (ack != nullptr) {
     r->awaitingAck = false;
     maybeFinish(*id);
   }

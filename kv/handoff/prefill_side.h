@@ -50,6 +50,9 @@ class PrefillSide {
  private:
   struct Request {
     KvRequestSpec spec;
+    // Which submission of spec.id this is (PlaceMsg::attempt): an abort of an earlier
+    // request of the same id is not about this one.
+    std::uint64_t attempt = 0;
     KvMode mode = KvMode::kPush;
     KvRequestStatus view;
     Clock::time_point submitted;
@@ -101,6 +104,7 @@ class PrefillSide {
   placement::PlacementScheduler scheduler_;
   placement::WaitQueue queue_;
   std::map<std::string, Request> requests_;
+  std::uint64_t lastAttempt_ = 0;
   std::unordered_map<std::string, bool> peersAlive_;
   // Peers lost since their last handshake: with KvAgentOptions::reconnect, requests pinned
   // to one wait for it (until their deadline) instead of failing as for an unknown name.

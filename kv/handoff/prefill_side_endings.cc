@@ -26,14 +26,14 @@ void PrefillSide::maybeFinish(const std::string& id) {
     // Our own writes have drained: only now may the decode side reuse its blocks.
     const bool alive = peersAlive_.contains(r->view.peer);
     if (r->abortPending && alive) {
-      (void)context_.port.send(r->view.peer, AbortMsg{id, r->view.status});
+      (void)context_.port.send(r->view.peer, AbortMsg{id, r->view.status, r->attempt});
       // In PULL the decode side reads our blocks until it acknowledges; an unplaced
       // request may be mid-placement there.
       r->awaitingAck = r->mode == KvMode::kPull || !r->placed;
       r->ackDeadline = Clock::now() + context_.options.leaseTimeout;
     }
     r->abortPending = false;
-    if (r->ackOwed && alive) (void)context_.port.send(r->view.peer, AbortAckMsg{id, 0});
+    if (r->ackOwed && alive) (void)context_.port.send(r->view.peer, AbortAckMsg{id, 0, r->attempt});
     r->ackOwed = false;
     if (r->awaitingAck) {
       // The caller learns of the failure now; only the source blocks wait for the

@@ -18,6 +18,7 @@ struct AbortAckMsg {
 
   std::string req;
   std::uint64_t freeBlocks = 0;
+  std::uint64_t attempt = 0;  // of the request aborted (PlaceMsg::attempt); 0: not said
 
   // The fields as a JSON object, without the type field (kv_message.h adds it).
   nlohmann::json toJson() const;

@@ -17,7 +17,8 @@ struct AbortMsg {
   static constexpr std::string_view kType = "abort";
 
   std::string req;
-  Status why;  // a failure
+  Status why;                 // a failure
+  std::uint64_t attempt = 0;  // of the request (PlaceMsg::attempt); 0: not said
 
   // The fields as a JSON object, without the type field (kv_message.h adds it).
   nlohmann::json toJson() const;

@@ -25,6 +25,18 @@ Result<std::string> readRequestId(const jsonio::JsonReader& message) {
   return message.string("req", kMaxRequestIdBytes);
 }
 
+Result<std::uint64_t> readAttempt(const jsonio::JsonReader& message) {
+  KVX_ASSIGN_OR_RETURN(std::optional<std::uint64_t> attempt,
+                       message.optionalUnsignedInteger("attempt"));
+  return attempt.value_or(0);
+}
+
+void writeAttempt(nlohmann::json& out, std::uint64_t attempt) {
+  if (attempt != 0) out["attempt"] = attempt;
+}
+
+bool sameAttempt(std::uint64_t a, std::uint64_t b) { return a == 0 || b == 0 || a == b; }
+
 Result<std::int64_t> readLayer(const jsonio::JsonReader& message) {
   return message.integer("layer", kAllLayers, 1 << 20);
 }

@@ -27,6 +27,12 @@ Result<std::string> readRequestId(const jsonio::JsonReader& message);
 // "layer": kAllLayers or a layer number in [0, 2^20].
 Result<std::int64_t> readLayer(const jsonio::JsonReader& message);
 
+// "attempt": which submission of a request id a message is about (PlaceMsg::attempt). 0, the
+// value of a peer that sends none, matches any.
+Result<std::uint64_t> readAttempt(const jsonio::JsonReader& message);
+void writeAttempt(nlohmann::json& out, std::uint64_t attempt);
+bool sameAttempt(std::uint64_t a, std::uint64_t b);
+
 // Block extents as an array of [first, count] pairs; reading refuses a count of 0.
 nlohmann::json extentsToJson(const std::vector<BlockExtent>& extents);
 Result<std::vector<BlockExtent>> readExtents(const jsonio::JsonReader& message,

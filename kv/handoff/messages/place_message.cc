@@ -48,6 +48,7 @@ json PlaceMsg::toJson() const {
                     {"group", group},
                     {"parts", parts}};
   }
+  writeAttempt(out, attempt);
   return out;
 }
 
@@ -65,6 +66,7 @@ Result<PlaceMsg> PlaceMsg::fromJson(const jsonio::JsonReader& message) {
   KVX_ASSIGN_OR_RETURN(m.leaseMs, message.unsignedInteger("leaseMs", 1));
   KVX_ASSIGN_OR_RETURN(m.sourceBlocks, readExtents(message, "source"));
   if (message.value().contains("slice")) KVX_RETURN_IF_ERROR(readSlice(message, m));
+  KVX_ASSIGN_OR_RETURN(m.attempt, readAttempt(message));
   return m;
 }
 

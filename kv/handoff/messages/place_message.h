@@ -38,6 +38,10 @@ struct PlaceMsg {
   std::uint32_t headCount = 0;
   std::string group;
   std::uint32_t parts = 1;
+  // Which submission of `req` this is: the prefill side numbers them, so that an abort or
+  // acknowledgement about an earlier request of the same id (one the decode side held blocks
+  // of, say) is not taken for this one. Sent when not 0.
+  std::uint64_t attempt = 0;
 
   const std::string& groupId() const { return group.empty() ? req : group; }
 

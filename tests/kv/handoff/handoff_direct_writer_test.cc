@@ -170,3 +170,33 @@ TEST_CASE("a prefill agent answers an abort of a request it no longer has at onc
   CHECK(h.net().sent<AbortAckMsg>("p") == 1);
   h.expectClean();
 }
+
+TEST_CASE("an abort of a held request crossing a new placement of its id fails neither",
+          "[handoff]") {
+  HandoffHarness h;
+  Side& d = h.addDecode("d", 32);
+  Side& p = h.addPrefill("p", 32);
+  loseWriterMidPush(h, p, d);
+  h.tick();  // the prefill side sees the loss: "a" fails there, its move is cancelled
+  h.net().holdLandings(false);
+  REQUIRE(h.settle());
+  REQUIRE(HandoffHarness::state(p, "a") == KvRequestState::kFailed);
+  REQUIRE(p.prefill->liveRequests() == 0);
+  // Back, the same incarnation: the decode side asks it to abort the held "a" while the
+  // server, which saw "a" fail, submits it again under the same id. The abort reaches the
+  // prefill side after the new "a" was placed with the decode side.
+  h.net().link("p", "d");
+  h.connect("p", "d");
+  KvRequestSpec again = h.request(p, "a", kTokens);
+  again.mode = KvMode::kPush;
+  REQUIRE(p.prefill->submit(again).isOk());
+  REQUIRE(h.settle());
+  // The abort named the earlier "a": the new one moves and completes.
+  const KvRequestStatus sent = HandoffHarness::status(p, "a");
+  CHECK(sent.state == KvRequestState::kReleased);  // confirmed; its source blocks given back
+  CHECK(sent.status.isOk());
+  CHECK(HandoffHarness::state(d, "a") == KvRequestState::kComplete);
+  CHECK(h.net().sent<AbortAckMsg>("p") == 1);  // the earlier "a" answered, at once
+  CHECK(d.decode->heldBlocks() == 0);
+  h.expectNoViolations();
+}

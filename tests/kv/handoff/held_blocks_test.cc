@@ -46,16 +46,16 @@ TEST_CASE("a held writer is asked once per session and freed by its acknowledgem
   const auto now = Clock::now();
   held.hold("a", extents(0, 4), now, {writer("p", "a", 7), writer("q", "a-slice", 3)});
   CHECK(held.takeReleasable(now).empty());
-  CHECK(held.rejoined("p", 8).empty());      // another incarnation is not the writer
-  CHECK_FALSE(held.acknowledged("p", "a"));  // not asked yet: an old answer proves nothing
-  CHECK(held.rejoined("p", 7) == std::vector<std::string>{"a"});
+  CHECK(held.rejoined("p", 8).empty());         // another incarnation is not the writer
+  CHECK_FALSE(held.acknowledged("p", "a", 0));  // not asked yet: an old answer proves nothing
+  CHECK(held.rejoined("p", 7) == std::vector<HeldAbort>{{"a", 0}});
   CHECK(held.rejoined("p", 7).empty());  // asked already in this session
   held.lost("p");
-  CHECK(held.rejoined("p", 7) == std::vector<std::string>{"a"});  // the next session asks again
-  CHECK(held.acknowledged("p", "a"));
+  CHECK(held.rejoined("p", 7) == std::vector<HeldAbort>{{"a", 0}});  // the next session asks again
+  CHECK(held.acknowledged("p", "a", 0));
   CHECK(held.takeReleasable(now).empty());  // q has not answered
-  CHECK(held.rejoined("q", 3) == std::vector<std::string>{"a-slice"});
-  CHECK(held.acknowledged("q", "a-slice"));
+  CHECK(held.rejoined("q", 3) == std::vector<HeldAbort>{{"a-slice", 0}});
+  CHECK(held.acknowledged("q", "a-slice", 0));
   CHECK(held.takeReleasable(now).size() == 1);
   CHECK(held.blocks() == 0);
 }
@@ -86,4 +86,17 @@ TEST_CASE("a held writer whose process ended stops holding") {
   // At shutdown everything goes back.
   CHECK(held.takeReleasable(Clock::time_point::max()).size() == 1);
   CHECK(held.empty());
+}
+
+TEST_CASE("a held writer is asked about its own submission, and only its answer frees it") {
+  HeldBlocks held;
+  const auto now = Clock::now();
+  LostWriter w = writer("p", "a", 7);
+  w.attempt = 41;
+  held.hold("a", extents(0, 4), now, {w});
+  CHECK(held.rejoined("p", 7) == std::vector<HeldAbort>{{"a", 41}});
+  CHECK_FALSE(held.acknowledged("p", "a", 42));  // about a later "a" of the same agent
+  CHECK(held.takeReleasable(now).empty());
+  CHECK(held.acknowledged("p", "a", 41));
+  CHECK(held.takeReleasable(now).size() == 1);
 }

@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 
+#include "kv/handoff/messages/message_fields.h"
 #include "tests/kv/handoff/kv_message_samples.h"
 
 using namespace kvx;
@@ -20,18 +21,26 @@ PlacedMsg placed() { return PlacedMsg{"req-2", {{0, 1}, {7, 62}}, 5, 900}; }
 RefusedMsg refused() {
   return RefusedMsg{"req-3", resourceExhausted("no room: 10 free, 63 needed"), true, 10};
 }
-AbortMsg abortMsg() { return AbortMsg{"req-4", timedOut("gave up after 30000 ms")}; }
+AbortMsg abortMsg() { return AbortMsg{"req-4", timedOut("gave up after 30000 ms"), 77}; }
+PlaceMsg placeOfAttempt() {
+  PlaceMsg m = place();
+  m.attempt = 18446744073709551615ull;
+  return m;
+}
+
+// Optional fields: a message without them is read as one with their default.
+bool isOptional(const std::string& key) { return key == "attempt"; }
 
 // The messages every test starts from: one of each type, all fields set.
 std::vector<KvMessage> samples() {
-  return {place(),
+  return {placeOfAttempt(),
           placed(),
           refused(),
           DataMsg{"req-5", 17},
           ReadyMsg{"req-6", kAllLayers},
           ConfirmMsg{"req-7", 12, 340, 9},
           abortMsg(),
-          AbortAckMsg{"req-8", 44},
+          AbortAckMsg{"req-8", 44, 3},
           CapacityMsg{123456}};
 }
 
@@ -51,6 +60,7 @@ struct Same {
     CHECK(a.headCount == b.headCount);
     CHECK(a.group == b.group);
     CHECK(a.parts == b.parts);
+    CHECK(a.attempt == b.attempt);
   }
   void operator()(const PlacedMsg& a, const PlacedMsg& b) const {
     CHECK(a.req == b.req);
@@ -81,10 +91,12 @@ struct Same {
   void operator()(const AbortMsg& a, const AbortMsg& b) const {
     CHECK(a.req == b.req);
     CHECK(a.why == b.why);
+    CHECK(a.attempt == b.attempt);
   }
   void operator()(const AbortAckMsg& a, const AbortAckMsg& b) const {
     CHECK(a.req == b.req);
     CHECK(a.freeBlocks == b.freeBlocks);
+    CHECK(a.attempt == b.attempt);
   }
   void operator()(const CapacityMsg& a, const CapacityMsg& b) const {
     CHECK(a.freeBlocks == b.freeBlocks);
@@ -191,7 +203,7 @@ TEST_CASE("a missing field is named", "[handoff]") {
   for (const KvMessage& message : samples()) {
     const json document = encoded(message);
     for (const auto& [key, value] : document.items()) {
-      if (key == "t") continue;
+      if (key == "t" || isOptional(key)) continue;
       json broken = document;
       broken.erase(key);
       checkRejected(broken, "kv." + key + ": missing");
@@ -213,6 +225,28 @@ TEST_CASE("a field of the wrong type is named", "[handoff]") {
       checkRejected(broken, "kv." + key + ": expected ");
     }
   }
+}
+
+TEST_CASE("a request's attempt is optional: without it, it is 0, which any attempt matches",
+          "[handoff]") {
+  for (const KvMessage& message : samples()) {
+    json document = encoded(message);
+    if (!document.contains("attempt")) continue;
+    document.erase("attempt");
+    auto decoded = decode(document.dump());
+    REQUIRE(decoded.isOk());
+    std::visit(
+        [](const auto& m) {
+          if constexpr (requires { m.attempt; }) CHECK(m.attempt == 0);
+        },
+        *decoded);
+    CHECK(decode(encode(*decoded)).isOk());
+    CHECK(encoded(*decoded).contains("attempt") == false);  // 0 is not sent
+  }
+  CHECK(sameAttempt(0, 5));
+  CHECK(sameAttempt(5, 0));
+  CHECK(sameAttempt(5, 5));
+  CHECK_FALSE(sameAttempt(5, 6));
 }
 
 TEST_CASE("unknown fields are ignored", "[handoff]") {
