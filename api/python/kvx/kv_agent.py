@@ -127,15 +127,20 @@ class KvAgent:
 
     # ---- prefill side ----
     def submit(self, request_id, tokens, source_blocks, prefix_hashes=None, mode=None,
-               layerwise=False, destination=None, timeout=None, slice=None):
+               layerwise=False, destination=None, timeout=None, slice=None,
+               keep_source_for_producer=False):
         """Queues the request for placement and transfer; the agent frees `source_blocks`
         when it ends. `slice`: {"source_first_head", "destination_first_head", "heads",
-        "destination_id", "sources"} for tensor-parallel ranks (see kvx/kv_types.h)."""
+        "destination_id", "sources"} for tensor-parallel ranks (see kvx/kv_types.h).
+        `keep_source_for_producer` (layer-wise requests whose layers the caller writes into
+        `source_blocks` after submit): a request that fails keeps its source blocks until the
+        caller's next `layer_ready` (which raises kvx.FailedPrecondition) or `cancel`, so a
+        layer still being written never lands in blocks another request was given."""
         blocks = np.ascontiguousarray(source_blocks, dtype=np.uint64)
         hashes = None if prefix_hashes is None else \
             np.ascontiguousarray(prefix_hashes, dtype=np.uint64)
         self._agent.submit(request_id, int(tokens), blocks, hashes, mode, layerwise,
-                           destination, timeout, slice)
+                           destination, timeout, slice, keep_source_for_producer)
 
     def layer_ready(self, request_id, layer):
         """Layer-wise requests: the data of `layer` may move now."""

@@ -154,7 +154,8 @@ py::dict peerDict(const KvPeerStatus& p) {
 KvRequestSpec requestFrom(const std::string& id, std::uint64_t tokens, const py::handle& blocks,
                           const py::handle& prefixHashes, const std::optional<std::string>& mode,
                           bool layerwise, const std::optional<std::string>& destination,
-                          std::optional<double> timeout, const std::optional<py::dict>& slice) {
+                          std::optional<double> timeout, const std::optional<py::dict>& slice,
+                          bool keepSourceForProducer) {
   KvRequestSpec spec;
   spec.id = id;
   spec.tokens = tokens;
@@ -166,6 +167,7 @@ KvRequestSpec requestFrom(const std::string& id, std::uint64_t tokens, const py:
   }
   if (mode) spec.mode = modeFrom(*mode);
   spec.layerwise = layerwise;
+  spec.keepSourceForProducer = keepSourceForProducer;
   spec.destination = destination;
   if (timeout) spec.timeout = toMillis(*timeout, "timeout");
   if (slice) {
@@ -254,16 +256,17 @@ void addKvAgent(py::module_& module) {
              const py::handle& blocks, const py::handle& prefixHashes,
              const std::optional<std::string>& mode, bool layerwise,
              const std::optional<std::string>& destination, std::optional<double> timeout,
-             const std::optional<py::dict>& slice) {
+             const std::optional<py::dict>& slice, bool keepSourceForProducer) {
             std::shared_ptr<KvAgent> agent = a.get();
             KvRequestSpec spec = requestFrom(id, tokens, blocks, prefixHashes, mode, layerwise,
-                                             destination, timeout, slice);
+                                             destination, timeout, slice, keepSourceForProducer);
             check(unlocked([&] { return agent->submit(spec); }));
           },
           py::arg("id"), py::arg("tokens"), py::arg("source_blocks"),
           py::arg("prefix_hashes") = py::none(), py::arg("mode") = py::none(),
           py::arg("layerwise") = false, py::arg("destination") = py::none(),
-          py::arg("timeout") = py::none(), py::arg("slice") = py::none())
+          py::arg("timeout") = py::none(), py::arg("slice") = py::none(),
+          py::arg("keep_source_for_producer") = false)
       .def("layer_ready",
            [](const PyKvAgent& a, const std::string& id, std::uint32_t layer) {
              std::shared_ptr<KvAgent> agent = a.get();

@@ -93,6 +93,28 @@ class KvAgentPair(unittest.TestCase):
         self.assertTrue(any(bool(t.any()) for t in tensors))
         self.assertEqual(len(arrival["blocks"]), 3)
 
+    def test_failed_layerwise_request_keeps_source_for_its_producer(self):
+        prefill, decode = self.make("tcp")
+        total = prefill.usage()["total_blocks"]
+        kept = prefill.allocate_blocks(2)
+        prefill.submit("kept", 8, kept, mode="push", layerwise=True,
+                       keep_source_for_producer=True)
+        plain = prefill.allocate_blocks(2)
+        prefill.submit("plain", 8, plain, mode="push", layerwise=True)
+        for request_id in ("kept", "plain"):
+            prefill.layer_ready(request_id, 0)
+            decode.wait_layer(request_id, 0, timeout=20)
+        decode.close()  # both fail: their decode agent is gone
+        for request_id in ("kept", "plain"):
+            with self.assertRaises(kvx.Error):
+                prefill.wait(request_id, timeout=20)
+        # "plain" gave its blocks back once its moves drained; "kept" waits for its producer,
+        # which may still be writing layer 1 into them.
+        self.assertEqual(prefill.usage()["free_blocks"], total - 2)
+        with self.assertRaises(kvx.FailedPrecondition):
+            prefill.layer_ready("kept", 1)
+        self.assertEqual(prefill.usage()["free_blocks"], total)
+
     def test_cancel_and_bad_input(self):
         prefill, decode = self.make("tcp")
         blocks = prefill.allocate_blocks(2)
