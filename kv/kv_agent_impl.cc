@@ -39,8 +39,27 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
   Impl* self = impl.get();
   impl->service->start(std::chrono::milliseconds(50), [self] { self->onTick(); });
   auto post = impl->service->poster();
-  impl->agent->setNotificationHandler([post, self](Notification n) {
-    post([self, n = std::move(n)] { self->onNotification(n); });
+  // Messages arrive on the engine's progress thread. Those that post no move are handled
+  // right there when the service loop is idle (no hand-over to its thread: on a small
+  // request's path that is the placement, the data's arrival and the confirmation); the
+  // rest, and any that find the loop busy, are posted to it.
+  auto run = impl->service->runner();
+  impl->agent->setNotificationHandler([post, run, self](Notification n) {
+    auto message = kvx::kv::handoff::decode(n.payload);
+    if (!message.isOk()) {
+      spdlog::warn("{}: dropped a message from '{}': {}", self->options.agent.name, n.peer,
+                   message.status().toString());
+      return;
+    }
+    const bool light = kv::KvSides::postsNoMove(*message);
+    auto task = [self, peer = std::move(n.peer), m = std::move(message).value()]() mutable {
+      self->onMessage(peer, std::move(m));
+    };
+    if (light) {
+      run(std::move(task));
+    } else {
+      post(std::move(task));
+    }
   });
   impl->agent->setPeerEventHandler(
       [post, self](const PeerEvent& event) { post([self, event] { self->onPeerEvent(event); }); });
@@ -167,31 +186,25 @@ Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline 
   return peer;
 }
 
-void KvAgent::Impl::onNotification(const Notification& n) {
-  auto message = kvx::kv::handoff::decode(n.payload);
-  if (!message.isOk()) {
-    spdlog::warn("{}: dropped a message from '{}': {}", options.agent.name, n.peer,
-                 message.status().toString());
-    return;
-  }
-  const std::optional<kv::KvPeer> known = peers.find(n.peer);
+void KvAgent::Impl::onMessage(const std::string& peer, kv::handoff::KvMessage message) {
+  const std::optional<kv::KvPeer> known = peers.find(peer);
   if (!known) {
     // Sent by a peer that took us in before our own join event for it arrived: it waits
     // for that event (early_messages.h).
-    if (!early.hold(n.peer, std::move(message).value(), Clock::now())) {
+    if (!early.hold(peer, std::move(message), Clock::now())) {
       spdlog::warn(
           "{}: dropped a KV message from '{}', which has not joined, and too many "
           "of its messages are waiting for it to",
-          options.agent.name, n.peer);
+          options.agent.name, peer);
     }
     return;
   }
   if (!known->compatible) {
     spdlog::warn("{}: dropped a KV message from '{}', which is not a compatible KV peer",
-                 options.agent.name, n.peer);
+                 options.agent.name, peer);
     return;
   }
-  deliver(n.peer, *message);
+  deliver(peer, message);
 }
 
 void KvAgent::Impl::deliver(const std::string& peer, const kv::handoff::KvMessage& message) {

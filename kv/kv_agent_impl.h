@@ -38,7 +38,8 @@ struct KvAgent::Impl {
   Result<std::string> connect(const std::string& address, Deadline deadline);
 
   // Service thread.
-  void onNotification(const Notification& n);
+  // A KV message from `peer`, decoded on the thread it arrived on.
+  void onMessage(const std::string& peer, kv::handoff::KvMessage message);
   // Hands a message of a compatible peer to this agent's side.
   void deliver(const std::string& peer, const kv::handoff::KvMessage& message);
   // A peer joined or left the agent (kvx::PeerEvent): a join is the KV handshake (the

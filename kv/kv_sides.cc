@@ -34,6 +34,15 @@ void KvSides::onMessage(const std::string& peer, const handoff::KvMessage& messa
   if (decode_) decode_->onMessage(peer, message);
 }
 
+bool KvSides::postsNoMove(const handoff::KvMessage& message) {
+  using namespace handoff;
+  return std::holds_alternative<PlaceMsg>(message) || std::holds_alternative<DataMsg>(message) ||
+         std::holds_alternative<ConfirmMsg>(message) ||
+         std::holds_alternative<CapacityMsg>(message) ||
+         std::holds_alternative<RefusedMsg>(message) ||
+         std::holds_alternative<AbortAckMsg>(message);
+}
+
 void KvSides::onTick() {
   if (prefill_) prefill_->onTick();
   if (decode_) decode_->onTick();

@@ -38,6 +38,11 @@ class KvSides {
   void onPeerReady(const std::string& peer, const KvPeer& entry, handoff::PeerWriter writer);
   void onPeerGone(const std::string& peer, const Status& why);
   void onMessage(const std::string& peer, const handoff::KvMessage& message);
+  // Whether handling `message` can post no move (placed starts the prefill side's writes,
+  // ready the decode side's reads; abort is left to the service thread too): posting a move
+  // may wait for a data-path link being reset, which needs the progress thread, so only
+  // these may be handled on it.
+  static bool postsNoMove(const handoff::KvMessage& message);
   void onTick();
 
   // Shutdown: stop taking requests; fail the live ones; then the blocks still held go back

@@ -10,6 +10,23 @@ void postThrough(Guard& guard, std::function<void()> task) {
   if (guard.loop != nullptr) guard.loop->post(std::move(task));
 }
 
+template <typename Guard>
+void runThrough(Guard& guard, std::function<void()> task) {
+  handoff::TaskLoop* entered = nullptr;
+  {
+    sync::MutexLock lock(guard.mutex);
+    if (guard.loop == nullptr) return;
+    if (!guard.loop->enterIdle()) {
+      guard.loop->post(std::move(task));
+      return;
+    }
+    entered = guard.loop;
+  }
+  // Outside the guard (the task posts through it). A close() meanwhile stops forwarding;
+  // the loop's destructor waits for this turn to end.
+  entered->runEntered(task);
+}
+
 }  // namespace
 
 void ServiceLoop::start(std::chrono::milliseconds tickEvery, std::function<void()> tick) {
@@ -28,6 +45,12 @@ void ServiceLoop::post(std::function<void()> task) { postThrough(*guard_, std::m
 std::function<void(std::function<void()>)> ServiceLoop::poster() const {
   return [weak = std::weak_ptr<Guard>(guard_)](std::function<void()> task) {
     if (auto guard = weak.lock()) postThrough(*guard, std::move(task));
+  };
+}
+
+std::function<void(std::function<void()>)> ServiceLoop::runner() const {
+  return [weak = std::weak_ptr<Guard>(guard_)](std::function<void()> task) {
+    if (auto guard = weak.lock()) runThrough(*guard, std::move(task));
   };
 }
 

@@ -35,6 +35,10 @@ class ServiceLoop {
   void post(std::function<void()> task);
   // post() as a function that may outlive this loop (it then drops what it is given).
   std::function<void(std::function<void()>)> poster() const;
+  // As poster(), but a task that finds the loop idle runs at once on the calling thread, in
+  // the loop's turn (handoff::TaskLoop::enterIdle): for a thread that must not wait for the
+  // loop and whose tasks never wait for that thread (the engine's progress thread).
+  std::function<void(std::function<void()>)> runner() const;
   // For call()s that wait for a result. REQUIRES: started().
   handoff::TaskLoop& loop() { return *loop_; }
   void close();

@@ -20,6 +20,9 @@ TaskLoop::~TaskLoop() {
   }
   wake_.notify_all();
   thread_.join();
+  // A turn another thread took before the stop (a message it runs in place) ends first.
+  sync::UniqueLock lock(mutex_);
+  wake_.wait(lock.native(), [&]() KVX_REQUIRES(mutex_) { return !running_; });
 }
 
 bool TaskLoop::onLoopThread() const { return runningOnThisThread == this; }
@@ -42,14 +45,22 @@ bool TaskLoop::enterIdle() {
   return true;
 }
 
+void TaskLoop::runEntered(const std::function<void()>& task) {
+  struct Turn {
+    TaskLoop& loop;
+    ~Turn() { loop.leave(); }
+  } turn{*this};
+  runTimed(task);
+}
+
 void TaskLoop::leave() {
   bool wake = false;
   {
     sync::MutexLock lock(mutex_);
     running_ = false;
-    wake = loopWaits_ || !tasks_.empty();
+    wake = loopWaits_ || !tasks_.empty() || stopping_;
   }
-  if (wake) wake_.notify_one();
+  if (wake) wake_.notify_all();  // the loop thread, or the destructor once stopping
 }
 
 Status TaskLoop::callStatus(std::function<Status()> task, Deadline deadline) {

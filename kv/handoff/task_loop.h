@@ -10,8 +10,13 @@
 // hand-over to the loop thread and back (two wake-ups, a third of a small request's latency
 // on a VM). Tasks posted meanwhile wait for it, and the loop thread takes them up after.
 //
-// Thread safety: post() and call() from any thread; call() from within a task (on the loop
-// thread or inside another call()) runs the task inline.
+// A thread that hands tasks over without waiting for them (a progress thread delivering
+// messages) may likewise run one in its own turn when the loop is idle: enterIdle(), then
+// runEntered().
+//
+// Thread safety: post(), call() and enterIdle()/runEntered() from any thread; call() from
+// within a task (on the loop thread or inside another call()) runs the task inline. The
+// destructor waits for a turn taken by another thread to end.
 
 #include <atomic>
 #include <chrono>
@@ -45,9 +50,13 @@ class TaskLoop {
   Result<T> call(std::function<Result<T>()> task, Deadline deadline);
   Status callStatus(std::function<Status()> task, Deadline deadline);
 
- private:
-  // Takes the loop's turn for the caller when nothing runs and nothing is queued.
+  // Takes the loop's turn for this thread when nothing runs and nothing is queued (and the
+  // loop is not stopping). True: the caller must call runEntered() next, once.
   bool enterIdle();
+  // Runs `task` in the turn enterIdle() took, then gives the turn back.
+  void runEntered(const std::function<void()>& task);
+
+ private:
   void leave();
   // Runs `task` in the turn enterIdle() took, as the loop thread would.
   template <typename R>
