@@ -54,13 +54,11 @@ void TaskLoop::runEntered(const std::function<void()>& task) {
 }
 
 void TaskLoop::leave() {
-  bool wake = false;
-  {
-    sync::MutexLock lock(mutex_);
-    running_ = false;
-    wake = loopWaits_ || !tasks_.empty() || stopping_;
-  }
-  if (wake) wake_.notify_all();  // the loop thread, or the destructor once stopping
+  sync::MutexLock lock(mutex_);
+  running_ = false;
+  // The loop thread, or the destructor once stopping. Under the lock: a destructor woken by
+  // this could otherwise destroy the condition variable while the notify still uses it.
+  if (loopWaits_ || !tasks_.empty() || stopping_) wake_.notify_all();
 }
 
 Status TaskLoop::callStatus(std::function<Status()> task, Deadline deadline) {
