@@ -14,6 +14,12 @@
 // messages) may likewise run one in its own turn when the loop is idle: enterIdle(), then
 // runEntered().
 //
+// A call run in place runs to its end, as any task does: its deadline bounds only the wait
+// for a busy loop (a task that posts a move during a link reset waits for the reset's own
+// bounded reopen). onLoopThread() knows the innermost loop only: a task of one loop must not
+// call another loop whose task calls back into the first (it would wait for a turn its own
+// thread holds, until the deadline); no code does.
+//
 // Thread safety: post(), call() and enterIdle()/runEntered() from any thread; call() from
 // within a task (on the loop thread or inside another call()) runs the task inline. The
 // destructor waits for a turn taken by another thread to end.
