@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <deque>
@@ -50,7 +51,11 @@ inline std::chrono::milliseconds failureBound() {
 }
 
 inline std::string scratchDir() {
-  const std::string dir = "/tmp/kvx_fault_" + std::to_string(::getpid());
+  // One per call: a test case kept for its failure must not be removed by a later case of
+  // the same process that passed.
+  static std::atomic<unsigned> made{0};
+  const std::string dir =
+      "/tmp/kvx_fault_" + std::to_string(::getpid()) + "_" + std::to_string(made.fetch_add(1));
   std::filesystem::create_directories(dir);
   return dir;
 }
