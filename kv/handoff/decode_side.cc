@@ -21,10 +21,11 @@ DecodeSide::Part* DecodeSide::findPart(const PartKey& key) {
 
 void DecodeSide::publish(Group& g) { context_.board.publish(g.view, g.layersDone); }
 
-void DecodeSide::refuse(const std::string& peer, const std::string& id, Status why,
+void DecodeSide::refuse(const std::string& peer, const PlaceMsg& place, Status why,
                         bool retryable) {
-  spdlog::debug("{}: refusing '{}' from '{}': {}", context_.name, id, peer, why.toString());
-  (void)context_.port.send(peer, RefusedMsg{id, std::move(why), retryable, availableBlocks()});
+  spdlog::debug("{}: refusing '{}' from '{}': {}", context_.name, place.req, peer, why.toString());
+  (void)context_.port.send(
+      peer, RefusedMsg{place.req, std::move(why), retryable, availableBlocks(), place.attempt});
 }
 
 void DecodeSide::onMessage(const std::string& peer, const KvMessage& message) {
@@ -43,10 +44,9 @@ void DecodeSide::onMessage(const std::string& peer, const KvMessage& message) {
   Part* part = findPart(key);
   const auto* abort = std::get_if<AbortMsg>(&message);
   const auto* ack = std::get_if<AbortAckMsg>(&message);
-  // An abort or acknowledgement of an earlier request of this id (held blocks, say) is not
-  // about the part placed now.
-  const std::uint64_t attempt = abort ? abort->attempt : ack ? ack->attempt : 0;
-  if (part != nullptr && !sameAttempt(attempt, part->place.attempt)) part = nullptr;
+  // A message about an earlier placement of this id (held blocks, say, or data of the
+  // session before a lost link) is not about the part placed now.
+  if (part != nullptr && !sameAttempt(attemptOf(message), part->place.attempt)) part = nullptr;
   if (part == nullptr) {
     if (abort != nullptr) {
       // Aborted before its placement reached us, or after it ended: nothing to free.
@@ -195,9 +195,9 @@ void DecodeSide::confirmPart(const PartKey& key, Part& part, Group& g) {
   }
   publish(g);
   // The prefill agent may free its source blocks now: its share is in place.
-  (void)context_.port.send(
-      key.first,
-      ConfirmMsg{key.second, availableBlocks(), part.moves.descriptors(), part.moves.operations()});
+  (void)context_.port.send(key.first,
+                           ConfirmMsg{key.second, availableBlocks(), part.moves.descriptors(),
+                                      part.moves.operations(), part.place.attempt});
 }
 
 Status DecodeSide::consume(const std::string& id) {

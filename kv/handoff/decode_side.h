@@ -117,7 +117,7 @@ class DecodeSide {
   Status checkPlace(const PlaceMsg& m) const;
   Result<Group*> createGroup(const std::string& peer, const PlaceMsg& m);
   Status joinGroup(Group& g, const PlaceMsg& m) const;
-  void refuse(const std::string& peer, const std::string& id, Status why, bool retryable);
+  void refuse(const std::string& peer, const PlaceMsg& place, Status why, bool retryable);
   void onPartMessage(const PartKey& key, Part& part, const KvMessage& message);
   void markLayers(const PartKey& key, std::int64_t layer);
   void readLayers(const PartKey& key, std::int64_t layer);

@@ -18,25 +18,25 @@ void DecodeSide::onPlace(const std::string& peer, const PlaceMsg& m) {
     releaseHeld(Clock::now());
   }
   if (!accepting_) {
-    return refuse(peer, m.req, cancelled("the decode agent is shutting down"), false);
+    return refuse(peer, m, cancelled("the decode agent is shutting down"), false);
   }
   if (parts_.contains(key)) {
     return refuse(
-        peer, m.req,
+        peer, m,
         alreadyExists("request id '" + m.req + "' of '" + peer + "' is live on this decode agent"),
         false);
   }
-  if (Status valid = checkPlace(m); !valid.isOk()) return refuse(peer, m.req, valid, false);
+  if (Status valid = checkPlace(m); !valid.isOk()) return refuse(peer, m, valid, false);
   Group* g = findGroup(m.groupId());
   if (g != nullptr) {
     if (Status joined = joinGroup(*g, m); !joined.isOk()) {
-      return refuse(peer, m.req, joined, false);
+      return refuse(peer, m, joined, false);
     }
   } else {
     auto created = createGroup(peer, m);
     if (!created.isOk()) {
       const bool retryable = created.status().code() == StatusCode::kResourceExhausted;
-      return refuse(peer, m.req, created.status(), retryable);
+      return refuse(peer, m, created.status(), retryable);
     }
     g = *created;
   }
@@ -51,7 +51,8 @@ void DecodeSide::onPlace(const std::string& peer, const PlaceMsg& m) {
   g->heads.emplace_back(first, m.headCount == 0 ? heads() : first + m.headCount);
   std::fill(g->layersDone.begin(), g->layersDone.end(), false);
   publish(*g);
-  PlacedMsg reply{m.req, kv::compressBlocks(g->blocks), g->view.prefixBlocks, availableBlocks()};
+  PlacedMsg reply{m.req, kv::compressBlocks(g->blocks), g->view.prefixBlocks, availableBlocks(),
+                  m.attempt};
   Status sent = context_.port.send(peer, reply);
   if (!sent.isOk()) failGroup(*g, sent, &key, false);
 }

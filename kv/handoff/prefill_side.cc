@@ -51,7 +51,6 @@ Status PrefillSide::submit(const KvRequestSpec& spec) {
   KVX_RETURN_IF_ERROR(checkSlice(spec));
   Request r;
   r.spec = spec;
-  r.attempt = ++lastAttempt_;
   r.mode = spec.mode.value_or(context_.options.defaultMode);
   r.submitted = Clock::now();
   const auto timeout = spec.timeout.count() > 0 ? spec.timeout : context_.options.requestTimeout;
@@ -139,6 +138,7 @@ void PrefillSide::tryPlace(Request& r) {
   queue_.remove(r.spec.id);
   PlaceMsg place;
   place.req = r.spec.id;
+  r.attempt = ++lastAttempt_;
   place.attempt = r.attempt;
   place.tokens = r.spec.tokens;
   place.blocks = r.view.blocks;
@@ -249,10 +249,10 @@ void PrefillSide::onMessage(const std::string& peer, const KvMessage& message) {
   Request* r = find(*id);
   const auto* abort = std::get_if<AbortMsg>(&message);
   const auto* ack = std::get_if<AbortAckMsg>(&message);
-  // An abort or acknowledgement may be about an earlier request of this id (its blocks
-  // held by the decode side since it lost us): not about this one.
-  const std::uint64_t attempt = abort ? abort->attempt : ack ? ack->attempt : 0;
-  if (r == nullptr || r->view.peer != peer || !sameAttempt(attempt, r->attempt)) {
+  // A message may be about an earlier placement of this request (a "placed" of the session
+  // before a lost link, held over for the next one) or about an earlier request of this id
+  // (an abort of blocks the decode side held): not about this one.
+  if (r == nullptr || r->view.peer != peer || !sameAttempt(attemptOf(message), r->attempt)) {
     if (abort != nullptr) {
       // Ended here, or never placed with this peer: no move of ours to it is left (a request
       // is forgotten only once its moves drained), so the answer is at once. A decode agent
@@ -371,13 +371,13 @@ void PrefillSide::moveLayers(Request& r, std::int64_t layer) {
   }
   const std::string& peer = r.view.peer;
   if (r.mode == KvMode::kPull) {
-    Status sent = context_.port.send(peer, ReadyMsg{r.spec.id, layer});
+    Status sent = context_.port.send(peer, ReadyMsg{r.spec.id, layer, r.attempt});
     if (!sent.isOk()) fail(r, sendFailure(peer, std::move(sent)), true);
     return;
   }
   const std::uint64_t skip = r.view.prefixBlocks;
   if (skip == r.view.blocks) {  // everything is at the destination already
-    Status sent = context_.port.send(peer, DataMsg{r.spec.id, layer});
+    Status sent = context_.port.send(peer, DataMsg{r.spec.id, layer, r.attempt});
     if (!sent.isOk()) fail(r, sendFailure(peer, std::move(sent)), true);
     return;
   }
@@ -394,7 +394,7 @@ void PrefillSide::moveLayers(Request& r, std::int64_t layer) {
                 first,
                 count,
                 sliceOf(r.spec),
-                KvMessage(DataMsg{id, layer})};
+                KvMessage(DataMsg{id, layer, r.attempt})};
   auto moved = context_.port.move(spec, [this, id, moveId](MoveResult result) {
     context_.postToLoop(
         [this, id, moveId, result = std::move(result)] { onMoveDone(id, *moveId, result); });

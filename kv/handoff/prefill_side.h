@@ -50,8 +50,9 @@ class PrefillSide {
  private:
   struct Request {
     KvRequestSpec spec;
-    // Which submission of spec.id this is (PlaceMsg::attempt): an abort of an earlier
-    // request of the same id is not about this one.
+    // Its current placement (PlaceMsg::attempt), numbered anew by each place sent: a
+    // message about an earlier placement, or an earlier request of the same id, is not about
+    // this one. 0 before the first.
     std::uint64_t attempt = 0;
     KvMode mode = KvMode::kPush;
     KvRequestStatus view;

@@ -7,8 +7,10 @@
 namespace kvx::kv::handoff {
 
 nlohmann::json ConfirmMsg::toJson() const {
-  return {
+  nlohmann::json out = {
       {"req", req}, {"free", freeBlocks}, {"descriptors", descriptors}, {"operations", operations}};
+  writeAttempt(out, attempt);
+  return out;
 }
 
 Result<ConfirmMsg> ConfirmMsg::fromJson(const jsonio::JsonReader& message) {
@@ -17,6 +19,7 @@ Result<ConfirmMsg> ConfirmMsg::fromJson(const jsonio::JsonReader& message) {
   KVX_ASSIGN_OR_RETURN(m.freeBlocks, message.unsignedInteger("free"));
   KVX_ASSIGN_OR_RETURN(m.descriptors, message.unsignedInteger("descriptors"));
   KVX_ASSIGN_OR_RETURN(m.operations, message.unsignedInteger("operations"));
+  KVX_ASSIGN_OR_RETURN(m.attempt, readAttempt(message));
   return m;
 }
 

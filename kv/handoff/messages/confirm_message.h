@@ -21,6 +21,7 @@ struct ConfirmMsg {
   std::uint64_t freeBlocks = 0;
   std::uint64_t descriptors = 0;  // PULL: what the decode side's reads turned into
   std::uint64_t operations = 0;
+  std::uint64_t attempt = 0;  // the placement it is about (PlaceMsg::attempt); 0: not said
 
   // The fields as a JSON object, without the type field (kv_message.h adds it).
   nlohmann::json toJson() const;

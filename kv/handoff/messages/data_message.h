@@ -20,6 +20,7 @@ struct DataMsg {
 
   std::string req;
   std::int64_t layer = kAllLayers;
+  std::uint64_t attempt = 0;  // the placement it is about (PlaceMsg::attempt); 0: not said
 
   // The fields as a JSON object, without the type field (kv_message.h adds it).
   nlohmann::json toJson() const;

@@ -9,6 +9,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "json/json_reader.h"
@@ -27,11 +28,24 @@ Result<std::string> readRequestId(const jsonio::JsonReader& message);
 // "layer": kAllLayers or a layer number in [0, 2^20].
 Result<std::int64_t> readLayer(const jsonio::JsonReader& message);
 
-// "attempt": which submission of a request id a message is about (PlaceMsg::attempt). 0, the
+// "attempt": which placement of a request a message is about (PlaceMsg::attempt). 0, the
 // value of a peer that sends none, matches any.
 Result<std::uint64_t> readAttempt(const jsonio::JsonReader& message);
 void writeAttempt(nlohmann::json& out, std::uint64_t attempt);
 bool sameAttempt(std::uint64_t a, std::uint64_t b);
+// The attempt a message names; 0 for one that names none (capacity).
+template <typename Message>
+std::uint64_t attemptOf(const Message& message) {
+  return std::visit(
+      [](const auto& m) -> std::uint64_t {
+        if constexpr (requires { m.attempt; }) {
+          return m.attempt;
+        } else {
+          return 0;
+        }
+      },
+      message);
+}
 
 // Block extents as an array of [first, count] pairs; reading refuses a count of 0.
 nlohmann::json extentsToJson(const std::vector<BlockExtent>& extents);

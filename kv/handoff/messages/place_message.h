@@ -38,9 +38,11 @@ struct PlaceMsg {
   std::uint32_t headCount = 0;
   std::string group;
   std::uint32_t parts = 1;
-  // Which submission of `req` this is: the prefill side numbers them, so that an abort or
-  // acknowledgement about an earlier request of the same id (one the decode side held blocks
-  // of, say) is not taken for this one. Sent when not 0.
+  // Which placement of `req` this is: the prefill side numbers every place it sends, and
+  // every later message about the request names the number, so that one about an earlier
+  // placement of the same id is not taken for this one: a "placed" of the session before a
+  // lost link (the request was placed again since), an abort of blocks held from it, or an
+  // earlier request of the same id. Sent when not 0.
   std::uint64_t attempt = 0;
 
   const std::string& groupId() const { return group.empty() ? req : group; }

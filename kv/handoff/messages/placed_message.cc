@@ -7,10 +7,12 @@
 namespace kvx::kv::handoff {
 
 nlohmann::json PlacedMsg::toJson() const {
-  return {{"req", req},
-          {"blocks", extentsToJson(blocks)},
-          {"prefixBlocks", prefixBlocks},
-          {"free", freeBlocks}};
+  nlohmann::json out = {{"req", req},
+                        {"blocks", extentsToJson(blocks)},
+                        {"prefixBlocks", prefixBlocks},
+                        {"free", freeBlocks}};
+  writeAttempt(out, attempt);
+  return out;
 }
 
 Result<PlacedMsg> PlacedMsg::fromJson(const jsonio::JsonReader& message) {
@@ -19,6 +21,7 @@ Result<PlacedMsg> PlacedMsg::fromJson(const jsonio::JsonReader& message) {
   KVX_ASSIGN_OR_RETURN(m.blocks, readExtents(message, "blocks"));
   KVX_ASSIGN_OR_RETURN(m.prefixBlocks, message.unsignedInteger("prefixBlocks"));
   KVX_ASSIGN_OR_RETURN(m.freeBlocks, message.unsignedInteger("free"));
+  KVX_ASSIGN_OR_RETURN(m.attempt, readAttempt(message));
   return m;
 }
 

@@ -23,6 +23,7 @@ struct PlacedMsg {
   std::vector<BlockExtent> blocks;
   std::uint64_t prefixBlocks = 0;
   std::uint64_t freeBlocks = 0;
+  std::uint64_t attempt = 0;  // the placement it is about (PlaceMsg::attempt); 0: not said
 
   // The fields as a JSON object, without the type field (kv_message.h adds it).
   nlohmann::json toJson() const;

@@ -19,6 +19,7 @@ struct ReadyMsg {
 
   std::string req;
   std::int64_t layer = kAllLayers;
+  std::uint64_t attempt = 0;  // the placement it is about (PlaceMsg::attempt); 0: not said
 
   // The fields as a JSON object, without the type field (kv_message.h adds it).
   nlohmann::json toJson() const;

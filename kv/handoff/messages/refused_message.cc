@@ -8,7 +8,10 @@
 namespace kvx::kv::handoff {
 
 nlohmann::json RefusedMsg::toJson() const {
-  return {{"req", req}, {"why", statusToJson(why)}, {"retryable", retryable}, {"free", freeBlocks}};
+  nlohmann::json out = {
+      {"req", req}, {"why", statusToJson(why)}, {"retryable", retryable}, {"free", freeBlocks}};
+  writeAttempt(out, attempt);
+  return out;
 }
 
 Result<RefusedMsg> RefusedMsg::fromJson(const jsonio::JsonReader& message) {
@@ -18,6 +21,7 @@ Result<RefusedMsg> RefusedMsg::fromJson(const jsonio::JsonReader& message) {
   m.why = std::move(why.status);
   KVX_ASSIGN_OR_RETURN(m.retryable, message.boolean("retryable"));
   KVX_ASSIGN_OR_RETURN(m.freeBlocks, message.unsignedInteger("free"));
+  KVX_ASSIGN_OR_RETURN(m.attempt, readAttempt(message));
   return m;
 }
 

@@ -22,6 +22,7 @@ struct RefusedMsg {
   Status why;  // a failure
   bool retryable = false;
   std::uint64_t freeBlocks = 0;
+  std::uint64_t attempt = 0;  // the placement it is about (PlaceMsg::attempt); 0: not said
 
   // The fields as a JSON object, without the type field (kv_message.h adds it).
   nlohmann::json toJson() const;

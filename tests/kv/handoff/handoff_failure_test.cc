@@ -310,6 +310,41 @@ TEST_CASE("a request whose decode agent dies before placing it goes elsewhere", 
   h.expectClean();
 }
 
+TEST_CASE("a placement answered in the session before a lost link is not taken for the next",
+          "[handoff]") {
+  // Over shared memory, a message of the old session can still reach an agent after it saw
+  // the link go: a stopped prefill agent, resumed, finds the decode side's "placed" in its
+  // queue after it placed the request again. Taken for the new placement, it would make the
+  // agent write into blocks the decode side gave back (late writes, seen in a loaded run of
+  // initiator_loss_test).
+  HandoffHarness h;
+  Side& p = h.addPrefill("p", 32);
+  Side& d = h.addDecode("d", 32);
+  h.connect("p", "d");
+  h.net().holdChannel("d", "p", true);  // the first answer does not arrive in its session
+  submit(h, p, "a", 20, KvMode::kPush, false);
+  REQUIRE(h.settle());
+  REQUIRE(h.net().sent<PlaceMsg>("p") == 1);
+  h.net().dropLink("p", "d");
+  h.tick();  // both sides see the loss: "a" goes back to p's queue, d frees its blocks
+  REQUIRE(h.settle());
+  REQUIRE(HandoffHarness::state(p, "a") == KvRequestState::kQueued);
+  h.net().link("p", "d");
+  h.connect("p", "d");  // "a" is placed again
+  // The old session's answer, for the first placement: blocks d does not hold for it.
+  kvx::kv::handoff::PlacedMsg stale{"a", {{27, 5}}, 0, 0, /*attempt=*/1};
+  REQUIRE(d.context->port.send("p", stale).isOk());
+  h.net().holdChannel("d", "p", false);
+  REQUIRE(h.settle());
+  CHECK(h.net().sent<PlaceMsg>("p") == 2);
+  const KvRequestStatus sent = HandoffHarness::status(p, "a");
+  CHECK(sent.state == KvRequestState::kReleased);
+  CHECK(sent.status.isOk());
+  h.verifyArrived(d, "a");
+  HandoffHarness::consumeAndRelease(d, "a");
+  h.expectClean();
+}
+
 TEST_CASE("a failed layer-wise request keeps its source for its producer until its next call",
           "[handoff]") {
   HandoffHarness h;

@@ -17,9 +17,9 @@ using nlohmann::json;
 
 namespace {
 
-PlacedMsg placed() { return PlacedMsg{"req-2", {{0, 1}, {7, 62}}, 5, 900}; }
+PlacedMsg placed() { return PlacedMsg{"req-2", {{0, 1}, {7, 62}}, 5, 900, 12}; }
 RefusedMsg refused() {
-  return RefusedMsg{"req-3", resourceExhausted("no room: 10 free, 63 needed"), true, 10};
+  return RefusedMsg{"req-3", resourceExhausted("no room: 10 free, 63 needed"), true, 10, 13};
 }
 AbortMsg abortMsg() { return AbortMsg{"req-4", timedOut("gave up after 30000 ms"), 77}; }
 PlaceMsg placeOfAttempt() {
@@ -36,9 +36,9 @@ std::vector<KvMessage> samples() {
   return {placeOfAttempt(),
           placed(),
           refused(),
-          DataMsg{"req-5", 17},
-          ReadyMsg{"req-6", kAllLayers},
-          ConfirmMsg{"req-7", 12, 340, 9},
+          DataMsg{"req-5", 17, 14},
+          ReadyMsg{"req-6", kAllLayers, 15},
+          ConfirmMsg{"req-7", 12, 340, 9, 16},
           abortMsg(),
           AbortAckMsg{"req-8", 44, 3},
           CapacityMsg{123456}};
@@ -67,26 +67,31 @@ struct Same {
     CHECK(a.blocks == b.blocks);
     CHECK(a.prefixBlocks == b.prefixBlocks);
     CHECK(a.freeBlocks == b.freeBlocks);
+    CHECK(a.attempt == b.attempt);
   }
   void operator()(const RefusedMsg& a, const RefusedMsg& b) const {
     CHECK(a.req == b.req);
     CHECK(a.why == b.why);
     CHECK(a.retryable == b.retryable);
     CHECK(a.freeBlocks == b.freeBlocks);
+    CHECK(a.attempt == b.attempt);
   }
   void operator()(const DataMsg& a, const DataMsg& b) const {
     CHECK(a.req == b.req);
     CHECK(a.layer == b.layer);
+    CHECK(a.attempt == b.attempt);
   }
   void operator()(const ReadyMsg& a, const ReadyMsg& b) const {
     CHECK(a.req == b.req);
     CHECK(a.layer == b.layer);
+    CHECK(a.attempt == b.attempt);
   }
   void operator()(const ConfirmMsg& a, const ConfirmMsg& b) const {
     CHECK(a.req == b.req);
     CHECK(a.freeBlocks == b.freeBlocks);
     CHECK(a.descriptors == b.descriptors);
     CHECK(a.operations == b.operations);
+    CHECK(a.attempt == b.attempt);
   }
   void operator()(const AbortMsg& a, const AbortMsg& b) const {
     CHECK(a.req == b.req);
