@@ -94,12 +94,8 @@ class TaskLoop {
 
 template <typename R>
 R TaskLoop::runInline(const std::function<R()>& task) {
-  struct Turn {
-    TaskLoop& loop;
-    ~Turn() { loop.leave(); }
-  } turn{*this};
   std::optional<R> result;
-  runTimed([&] { result.emplace(task()); });
+  runEntered([&] { result.emplace(task()); });
   return std::move(*result);
 }
 
