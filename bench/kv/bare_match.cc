@@ -31,7 +31,9 @@ BareUcpOptions matchingBare(const BenchCase& c, const CaseMetrics& kvx,
   // The data in flight may exceed what two processes can map on this machine: slots are
   // reused across requests, which does not change the bytes each operation moves.
   const std::uint64_t inFlight = std::uint64_t{o.window} * o.segments * o.segmentBytes;
-  o.bufferBytes = std::clamp<std::uint64_t>(2 * inFlight, 256ull << 20, 2048ull << 20);
+  // At least 256 MiB, so that the slots are not cache-resident where kvx's pools are not.
+  o.bufferBytes =
+      std::clamp<std::uint64_t>(2 * inFlight, c.smoke ? 0 : 256ull << 20, 2048ull << 20);
   o.bufferBytes = std::max(o.bufferBytes, o.segmentBytes * o.segments);
   o.notify = true;
   o.fixedOverhead = c.fixedOverhead;

@@ -40,6 +40,10 @@ struct BenchCase {
   // Populate the pools' pages at start-up, as a deployment does (every scenario; a pool is
   // bounded by poolBudgetBytes, so two populated pools fit in this machine's memory).
   bool populate = true;
+  // A smoke run (`--quick`): its figures do not count, so the bare reference's buffer holds
+  // what it moves instead of at least 256 MiB (whose fill and checksum were most of a quick
+  // case's time).
+  bool smoke = false;
   // Where every agent's pool lives: "host", or "cuda" (device `device`), and how its GPU
   // memory moves: "auto", "direct" (GPUDirect) or "staged" (through host buffers).
   std::string memory = "host";

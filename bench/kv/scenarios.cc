@@ -45,6 +45,7 @@ struct Builder {
     c.scenario = scenario;
     c.verify = options.verify;
     c.poolBudgetBytes = options.poolBudgetMiB * kMiB;
+    c.smoke = quick();
     for (const std::string& transport : options.transports) {
       BenchCase t = c;
       t.transport = transport;

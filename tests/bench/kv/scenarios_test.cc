@@ -82,6 +82,25 @@ TEST_CASE("the bare loop matches the size kvx put on the wire", "[bench]") {
   bare = matchingBare(c, kvx, 32768);
   CHECK(bare.segmentBytes == 512 * 1024);
   CHECK(bare.segments == 1);
+  // A measured run's buffer is at least 256 MiB; a smoke run's holds two windows of requests.
+  CHECK(bare.bufferBytes == 256ull << 20);
+  c.smoke = true;
+  bare = matchingBare(c, kvx, 32768);
+  CHECK(bare.bufferBytes == 2 * 8 * 512 * 1024);
+  CHECK(validate(bare).isOk());
+}
+
+TEST_CASE("quick scenarios are smoke runs, the others are measured", "[bench]") {
+  ScenarioOptions options;
+  options.size = ScenarioSize::kQuick;
+  auto quick = scenarioCases("llama8b", options);
+  REQUIRE(quick.isOk());
+  REQUIRE_FALSE(quick->empty());
+  for (const BenchCase& c : *quick) CHECK(c.smoke);
+  options.size = ScenarioSize::kDefault;
+  auto standard = scenarioCases("llama8b", options);
+  REQUIRE(standard.isOk());
+  for (const BenchCase& c : *standard) CHECK_FALSE(c.smoke);
 }
 
 TEST_CASE("a sweep crosses its lists", "[bench]") {
