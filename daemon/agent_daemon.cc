@@ -56,13 +56,16 @@ void shutdown(KvAgent& agent, const std::string& reason) {
 int runDecode(KvAgent& agent, const AgentConfig& config, const TpPlan& tp, StopSignal& stop) {
   DecodeLoop loop(agent, config.verify, workload::kPrefixChunkTokens, tp, !config.report.empty());
   const CpuTime cpuStart = processCpuTime();
-  loop.run([&stop] { return stop.requested(); });
-  const std::int64_t readyCpuUs = peersReadyCpuUs(agent.usage());
-  spdlog::info("{}: shutting down", stopReason(stop));
-  // Requests that complete while the agent shuts down are still served, so that none is left
-  // holding blocks.
+  // The stop is awaited beside the loop, which serves arrivals until the agent has shut down:
+  // requests that complete meanwhile are still served, so that none is left holding blocks.
+  // The shutdown ends the loop's wait for an arrival at once (nextArrival: CANCELLED).
   std::atomic<bool> shutDown{false};
+  std::int64_t readyCpuUs = 0;
   std::thread stopper([&] {
+    while (!stop.waitFor(std::chrono::seconds(1))) {
+    }
+    readyCpuUs = peersReadyCpuUs(agent.usage());
+    spdlog::info("{}: shutting down", stopReason(stop));
     shutdown(agent, stopReason(stop));
     shutDown = true;
   });

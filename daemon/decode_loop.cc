@@ -33,6 +33,8 @@ void DecodeLoop::run(const std::function<bool()>& done) {
     auto arrival = agent_.nextArrival(deadlineIn(kPoll));
     if (arrival.isOk()) {
       handle(*arrival);
+    } else if (arrival.status().code() == StatusCode::kCancelled) {
+      return;  // the agent shut down: nothing arrives any more
     } else if (arrival.status().code() != StatusCode::kTimedOut) {
       spdlog::warn("nextArrival failed: {}", arrival.status().toString());
       std::this_thread::sleep_for(kPoll);

@@ -35,11 +35,11 @@ class DecodeLoop {
   DecodeLoop(KvAgent& agent, bool verify, std::uint32_t prefixChunkTokens, TpPlan tp,
              bool keepArrivals);
 
-  // Serves arrivals until `done()` returns true (tested at least every 100 ms); logs peers as
-  // they come and go, and a summary every 5 s while busy.
+  // Serves arrivals until `done()` returns true (tested at least every 100 ms) or the agent has
+  // shut down; logs peers as they come and go, and a summary every 5 s while busy.
   void run(const std::function<bool()>& done);
-  // Serves the arrivals that complete before `deadline` (after shutdown, to leave nothing
-  // holding blocks).
+  // Serves the arrivals still queued, or that complete before `deadline` (after shutdown, to
+  // leave nothing holding blocks).
   void drain(Deadline deadline);
   const DecodeStats& stats() const { return stats_; }
   const std::vector<ArrivalRecord>& arrivals() const { return arrivals_; }

@@ -135,8 +135,13 @@ Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
       return Status::ok();
     });
   };
+  // Nothing arrives any more: a nextArrival() waiting (or called later) returns at once.
+  auto closeArrivals = [this, &reason] {
+    sides->board().close(cancelled("the agent is shut down (" + reason + ")"));
+  };
   if (wait(deadline)) {
     sweep();
+    closeArrivals();
     return Status::ok();
   }
   (void)callStatus([this, reason] {
@@ -148,7 +153,7 @@ Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
     spdlog::warn("{}: {} requests still live at shutdown", options.agent.name, live().valueOr(0));
   }
   sweep();
-  sides->board().wakeAll();
+  closeArrivals();
   return Status::ok();
 }
 

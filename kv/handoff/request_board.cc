@@ -107,13 +107,23 @@ Status RequestBoard::waitLayer(const std::string& id, std::uint32_t layer,
 
 Result<KvArrival> RequestBoard::nextArrival(Deadline deadline) {
   sync::UniqueLock lock(mutex_);
-  if (!arrived_.wait_until(lock.native(), deadline,
-                           [&]() KVX_REQUIRES(mutex_) { return !arrivals_.empty(); })) {
+  if (!arrived_.wait_until(lock.native(), deadline, [&]() KVX_REQUIRES(mutex_) {
+        return !arrivals_.empty() || closed_.has_value();
+      })) {
     return timedOut("no request arrived before the deadline");
   }
+  if (arrivals_.empty()) return *closed_;
   KvArrival out = std::move(arrivals_.front());
   arrivals_.pop_front();
   return out;
+}
+
+void RequestBoard::close(Status why) {
+  {
+    sync::MutexLock lock(mutex_);
+    closed_ = std::move(why);
+  }
+  wakeAll();
 }
 
 void RequestBoard::wakeAll() {

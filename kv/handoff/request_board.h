@@ -43,7 +43,12 @@ class RequestBoard {
   // not distinguishable from "not yet", so an unknown id waits until the deadline.
   Result<KvRequestStatus> waitTerminal(const std::string& id, Deadline deadline) const;
   Status waitLayer(const std::string& id, std::uint32_t layer, Deadline deadline) const;
+  // The oldest arrival; TIMED_OUT at the deadline; once closed and empty, the close's status
+  // at once.
   Result<KvArrival> nextArrival(Deadline deadline);
+  // No arrival is expected any more (the agent shut down): nextArrival() hands out what is
+  // queued, then returns `why` without waiting. Wakes every waiter.
+  void close(Status why);
   // Wakes every waiter (shutdown); waits then return what they see.
   void wakeAll();
 
@@ -72,6 +77,7 @@ class RequestBoard {
   std::unordered_map<std::string, Entry> entries_ KVX_GUARDED_BY(mutex_);
   std::deque<std::string> terminalOrder_ KVX_GUARDED_BY(mutex_);
   std::deque<KvArrival> arrivals_ KVX_GUARDED_BY(mutex_);
+  std::optional<Status> closed_ KVX_GUARDED_BY(mutex_);
 };
 
 }  // namespace kvx::kv::handoff

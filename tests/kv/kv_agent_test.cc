@@ -126,6 +126,31 @@ TEST_CASE("requests move from a prefill to a decode agent, every block checked",
   CHECK(prefill->usage().freeBlocks == 64);
 }
 
+TEST_CASE("after shutdown, nextArrival returns CANCELLED at once, to a caller already waiting too",
+          "[kv]") {
+  auto decode = makeAgent("decode", KvRole::kDecode, 16, "inproc");
+  auto prefill = makeAgent("prefill", KvRole::kPrefill, 16, "inproc");
+  REQUIRE(prefill->connect(decode->listenAddress(), deadlineIn(5s)).isOk());
+  KvRequestSpec spec = makeRequest(*prefill, "in", 8, 100, KvMode::kPush, false);
+  REQUIRE(prefill->submit(spec).isOk());
+  auto arrival = decode->nextArrival(deadlineIn(5s));
+  REQUIRE(arrival.isOk());
+  REQUIRE(decode->consume("in").isOk());
+  REQUIRE(decode->release("in").isOk());
+  // A server thread waiting for the next arrival while the agent shuts down: the shutdown
+  // ends its wait, long before the wait's own deadline.
+  Status waiterGot;
+  std::thread server([&] { waiterGot = decode->nextArrival(deadlineIn(60s)).status(); });
+  const auto started = Clock::now();
+  REQUIRE(decode->shutdown(deadlineIn(5s), "test over").isOk());
+  server.join();
+  CHECK(waiterGot.code() == StatusCode::kCancelled);
+  CHECK(Clock::now() - started < 30s);
+  const auto before = Clock::now();
+  CHECK(decode->nextArrival(deadlineIn(60s)).status().code() == StatusCode::kCancelled);
+  CHECK(Clock::now() - before < 30s);
+}
+
 TEST_CASE("bad requests get clear errors and lose nothing", "[kv]") {
   auto decode = makeAgent("decode", KvRole::kDecode, 16, "inproc");
   auto prefill = makeAgent("prefill", KvRole::kPrefill, 64, "inproc");

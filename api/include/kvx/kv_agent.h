@@ -103,6 +103,7 @@ class KvAgent final {
   // ---- decode side ----
   // The next request whose data is complete, oldest first; TIMED_OUT at the deadline. A
   // gathered request (KvSlice::sources > 1) arrives once, when every source's part is in.
+  // After shutdown(), once the arrivals already in are taken: CANCELLED at once.
   Result<KvArrival> nextArrival(Deadline deadline);
   // Waits until `layer` of request `id` is in place (the request may not be known yet).
   Status waitLayer(const std::string& id, std::uint32_t layer, Deadline deadline);

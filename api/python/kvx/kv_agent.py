@@ -162,7 +162,8 @@ class KvAgent:
     # ---- decode side ----
     def next_arrival(self, timeout=_DEFAULT_WAIT):
         """The next request whose data is in place: {"id", "peer", "peers", "tokens",
-        "blocks" (uint64 array), "prefix_blocks", "prefix_hashes"}; kvx.TimedOut if none."""
+        "blocks" (uint64 array), "prefix_blocks", "prefix_hashes"}; kvx.TimedOut if none;
+        kvx.Cancelled at once after shutdown(), once the arrivals in are taken."""
         return self._agent.next_arrival(timeout)
 
     def wait_layer(self, request_id, layer, timeout=_DEFAULT_WAIT):

@@ -140,3 +140,35 @@ TEST_CASE("request board: every arrival is handed out once, to one of the caller
   std::sort(seen.begin(), seen.end());
   CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end());
 }
+
+TEST_CASE(
+    "request board: once closed, what is queued is handed out, then the close's status "
+    "at once, to waiting callers too",
+    "[handoff]") {
+  RequestBoard board;
+  std::atomic<bool> waiterReturned{false};
+  Status waiterGot;
+  std::thread waiter([&] {
+    auto a = board.nextArrival(in(20s));
+    waiterGot = a.status();
+    waiterReturned = true;
+  });
+  std::this_thread::sleep_for(50ms);  // the waiter is (most likely) waiting by now
+  CHECK_FALSE(waiterReturned.load());
+  KvArrival queued;
+  queued.id = "left";
+  const auto closedAt = Clock::now();
+  board.close(cancelled("the agent is shut down"));
+  waiter.join();
+  CHECK(waiterGot.code() == StatusCode::kCancelled);
+  CHECK(Clock::now() - closedAt < 10s);     // woken by the close, not by its deadline
+  board.publishArrival(std::move(queued));  // published late: still handed out
+  auto first = board.nextArrival(in(20s));
+  REQUIRE(first.isOk());
+  CHECK(first->id == "left");
+  const auto before = Clock::now();
+  auto next = board.nextArrival(in(20s));
+  CHECK(next.status().code() == StatusCode::kCancelled);
+  CHECK_THAT(next.status().message(), Catch::Contains("shut down"));
+  CHECK(Clock::now() - before < 10s);
+}
