@@ -67,6 +67,8 @@ TEST_CASE("a peer restarted under its name ends the old incarnation's requests a
   CHECK(Clock::now() - start < 5s);  // not the request's own 30 s deadline
 
   // The new incarnation serves requests, and the old one's departure later changes nothing.
+  // (The old one still holds "old", which its prefill ended: a short shutdown fails it.)
+  REQUIRE(decode->shutdown(deadlineIn(100ms), "replaced").isOk());
   decode.reset();
   KvRequestSpec fresh = pendingRequest(*prefill, "fresh");
   fresh.layerwise = false;
@@ -78,6 +80,8 @@ TEST_CASE("a peer restarted under its name ends the old incarnation's requests a
   REQUIRE(done.isOk());
   CHECK(done->state == KvRequestState::kReleased);
   CHECK(prefill->usage().freeBlocks == 64);  // both requests' source blocks came back
+  REQUIRE(restarted->consume("fresh").isOk());
+  REQUIRE(restarted->release("fresh").isOk());
 }
 
 TEST_CASE("a KV agent dials a lost peer again on its own", "[kv]") {
@@ -117,4 +121,6 @@ TEST_CASE("a KV agent dials a lost peer again on its own", "[kv]") {
   auto done = prefill->wait("again", deadlineIn(5s));
   REQUIRE(done.isOk());
   CHECK(done->state == KvRequestState::kReleased);
+  REQUIRE(decode->consume("again").isOk());
+  REQUIRE(decode->release("again").isOk());
 }

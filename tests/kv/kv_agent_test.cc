@@ -177,6 +177,8 @@ TEST_CASE("bad requests get clear errors and lose nothing", "[kv]") {
     REQUIRE(prefill->layerReady("ok", layer).isOk());
   REQUIRE(decode->nextArrival(deadlineIn(5s)).isOk());
   REQUIRE(prefill->wait("ok", deadlineIn(5s)).isOk());
+  REQUIRE(decode->consume("ok").isOk());
+  REQUIRE(decode->release("ok").isOk());
 }
 
 TEST_CASE("an incompatible pool is refused at the handshake with both shapes", "[kv]") {
