@@ -60,8 +60,9 @@ else
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$logs/tsan:suppressions=$root/scripts/tsan.supp"
 fi
 
-# No test is left out: peer_kill_test skips its RSS bound under ASan itself (the quarantine
-# grows RSS whatever the code does).
+# ASan runs every test (peer_kill_test skips its RSS bound under ASan itself: the quarantine
+# grows RSS whatever the code does). The TSan build leaves out the tests labelled `serial`,
+# which start no thread (a guard in the plain build stops one that does: tests/CMakeLists.txt).
 # A test that fails is run up to twice more: the sanitizers slow everything 2-15x, and the
 # multi-process tests (the demo, the benchmark smoke run) have deadlines sized for normal
 # builds. A sanitizer report is never retried away: any report from any attempt, in the

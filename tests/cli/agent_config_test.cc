@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include <sys/stat.h>
 #include <unistd.h>
 

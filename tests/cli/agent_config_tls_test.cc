@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // `kvx agent --tls-cert/--tls-key/--tls-ca`: TLS on when all three are given, a usage error
 // for some but not all, and the KVX_TLS_* variables.
 #include <stdlib.h>

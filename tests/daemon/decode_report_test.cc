@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // The decode agent's --report: the keys `kvx bench` reads (daemon/decode_report.h).
 #include "daemon/decode_report.h"
 

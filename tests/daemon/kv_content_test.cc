@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include "daemon/kv_content.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // The prefill agent's --report: the keys `kvx demo` and `kvx bench` read (daemon/prefill_report.h).
 #include "daemon/prefill_report.h"
 

@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include "daemon/workload_source.h"
 
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include "doctor/iommu_probe.h"
 
 #include <catch2/catch.hpp>

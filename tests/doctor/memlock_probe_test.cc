@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include "doctor/memlock_probe.h"
 
 #include <sys/resource.h>

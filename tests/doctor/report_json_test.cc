@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include "doctor/report_json.h"
 
 #include <catch2/catch.hpp>

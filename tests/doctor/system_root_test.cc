@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include "doctor/system_root.h"
 
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include "json/json_reader.h"
 
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include "kvx/tp_plan.h"
 
 #include <catch2/catch.hpp>

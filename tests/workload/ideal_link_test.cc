@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include "workload/ideal_link.h"
 
 #include <catch2/catch.hpp>

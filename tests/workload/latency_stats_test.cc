@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include "workload/latency_stats.h"
 
 #include <algorithm>

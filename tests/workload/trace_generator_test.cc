@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include "workload/trace_generator.h"
 
 #include <algorithm>

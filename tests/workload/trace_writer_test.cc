@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include "workload/trace_writer.h"
 
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // The HMAC proofs of the control channel's authentication.
 #include "agent/channel/auth_proof.h"
 

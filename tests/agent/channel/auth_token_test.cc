@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // Where the control channel's token comes from: explicit, file, environment.
 #include "agent/channel/auth_token.h"
 

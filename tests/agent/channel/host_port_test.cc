@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include "agent/channel/host_port.h"
 
 #include <catch2/catch.hpp>

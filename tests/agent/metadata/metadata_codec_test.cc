@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include "agent/metadata/metadata_codec.h"
 
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // The bare reference's proof that bytes moved: patterns, checksums, expected checksums, and
 // the slots requests use.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // The bootstrap link of the bare reference: framed messages over pipes with deadlines, the
 // target's messages, and a child process that cannot hang its parent.
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // The bare reference's options: validation messages, defaults, and the command line both ways.
 #include "bench/bare/bare_ucp_options.h"
 

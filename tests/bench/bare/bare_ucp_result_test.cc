@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // The bare reference's result and its JSON form: round trip, nulls, and refusals that name
 // the key.
 #include "bench/bare/bare_ucp_result.h"

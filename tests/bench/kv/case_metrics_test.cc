@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include "bench/kv/case_metrics.h"
 
 #include <catch2/catch.hpp>

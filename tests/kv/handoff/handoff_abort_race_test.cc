@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // Aborts that race with the end of a request: an abort crossing the confirmation, and
 // acknowledgements that do not come in time.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // Admission on the prefill side: waiting for room, a full queue, requests that can never
 // fit, request ids, and the free-space estimates that drive placement.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // A prefill agent whose process copies into the decode agent's pool itself (UCX over shared
 // memory) is lost mid-push. Closing its link does not stop its writes there, so the decode
 // side holds the request's blocks until the agent proves it stopped: it joins again (the same

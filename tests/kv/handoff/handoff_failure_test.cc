@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // Failures during the hand-off: failed moves, expired leases and deadlines, aborts while
 // data moves, and peers that disappear. Every test ends with every block free on both
 // sides and no block freed while a move could still touch it.

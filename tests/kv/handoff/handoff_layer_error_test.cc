@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // A layer-wise request whose move() call itself fails.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // Many requests under seeded random schedules: delivery order, delayed moves, failed
 // moves, cancels, layer hand-overs at random moments and a decode agent that may die.
 // Whatever happens, a request the prefill side released arrived intact, every request

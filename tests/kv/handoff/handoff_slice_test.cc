@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // Tensor-parallel slicing: requests that move a head range of each segment, one source
 // scattering to several destinations, several sources gathered into one destination
 // request, and what happens when a part of a gather fails or does not fit.

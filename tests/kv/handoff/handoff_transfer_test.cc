@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // The request life cycle when nothing fails: PUSH and PULL, whole and layer-wise, prefix
 // reuse and placement across decode agents, with every byte checked at the destination.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // HeldBlocks: a held request's blocks come back only once its timer ran out and each of its
 // lost direct writers proved that it stopped (an acknowledged abort of that incarnation, or
 // the end of its process).

@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include "kv/handoff/kv_message.h"
 
 #include <catch2/catch.hpp>

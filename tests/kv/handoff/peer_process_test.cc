@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // peer_process: this process's identity, and a watch that tells when another process of this
 // host and pid namespace has ended (and never mistakes a later process for it).
 #include "kv/handoff/peer_process.h"

@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // The three messages of the authentication exchange, through frames and back.
 #include "agent/channel/messages/auth_begin.h"
 

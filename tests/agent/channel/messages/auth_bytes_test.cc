@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // Nonces and proofs on the wire: exactly 32 bytes as 64 lowercase hex characters.
 #include "agent/channel/messages/auth_bytes.h"
 

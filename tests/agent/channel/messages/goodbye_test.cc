@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // The heartbeat message and the peer timeout that Hello and HelloAck announce.
 #include "agent/channel/messages/heartbeat.h"
 

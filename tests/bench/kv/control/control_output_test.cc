@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 // The control scenario's table, JSON and CSV: every figure appears once in each, figures
 // without a value say why (and whether kvx failed), and targets say whether they are met.
 #include "bench/kv/control/control_output.h"

@@ -1,4 +1,4 @@
-// kvx-test-labels: unit
+// kvx-test-labels: unit serial
 #include "bench/kv/control/control_scenario.h"
 
 #include <catch2/catch.hpp>
