@@ -127,33 +127,24 @@ Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
     }
     return false;
   };
-  // Blocks still held for lost PUSH peers go back now; with a canary, every free block is
-  // checked once more: a late write into a block never handed out again shows here.
-  auto sweep = [this] {
-    (void)callStatus([this] {
-      sides->releaseAllAndCheck();
+  if (!wait(deadline)) {
+    (void)callStatus([this, reason] {
+      sides->failAll(cancelled(reason));
       return Status::ok();
     });
-  };
-  // Nothing arrives any more: a nextArrival() waiting (or called later) returns at once.
-  auto closeArrivals = [this, &reason] {
-    sides->board().close(cancelled("the agent is shut down (" + reason + ")"));
-  };
-  if (wait(deadline)) {
-    sweep();
-    closeArrivals();
-    return Status::ok();
+    // Failure paths drain moves and wait for acknowledgements; give them a bounded while.
+    if (!wait(std::max(deadline, Clock::now()) + std::chrono::seconds(1))) {
+      spdlog::warn("{}: {} requests still live at shutdown", options.agent.name, live().valueOr(0));
+    }
   }
-  (void)callStatus([this, reason] {
-    sides->failAll(cancelled(reason));
+  // Blocks still held for lost PUSH peers go back now; with a canary, every free block is
+  // checked once more: a late write into a block never handed out again shows here.
+  (void)callStatus([this] {
+    sides->releaseAllAndCheck();
     return Status::ok();
   });
-  // Failure paths drain moves and wait for acknowledgements; give them a bounded while.
-  if (!wait(std::max(deadline, Clock::now()) + std::chrono::seconds(1))) {
-    spdlog::warn("{}: {} requests still live at shutdown", options.agent.name, live().valueOr(0));
-  }
-  sweep();
-  closeArrivals();
+  // Nothing arrives any more: a nextArrival() waiting (or called later) returns at once.
+  sides->board().close(cancelled("the agent is shut down (" + reason + ")"));
   return Status::ok();
 }
 
