@@ -18,12 +18,14 @@
 
 #include "process/child_process.h"
 #include "tests/support/kvx_binary.h"
+#include "tests/support/kvx_child.h"
 #include "tests/support/listening_line.h"
 #include "tests/support/sanitizer_build.h"
 
 using kvx::process::ChildProcess;
 using kvx::test::kvxBinary;
 using kvx::test::readListeningAddress;
+using kvx::test::spawnKvx;
 using std::chrono::seconds;
 
 namespace {
@@ -36,17 +38,11 @@ namespace {
 constexpr int kLongDemoRequests = kvx::test::kSanitizerBuild ? 100 : 500;
 constexpr const char* kDemoRate = kvx::test::kThreadSanitizer ? "10" : "400";
 
-ChildProcess start(const std::vector<std::string>& args) {
-  auto child = ChildProcess::spawn(kvxBinary(), args);
-  REQUIRE(child.isOk());
-  return std::move(child).value();
-}
-
 }  // namespace
 
 TEST_CASE("an agent prints LISTENING, then STATS on SIGTERM, and exits 0", "[multiprocess]") {
-  ChildProcess decode = start({"agent", "--role", "decode", "--name", "d-test", "--blocks", "16",
-                               "--verify", "--log-level", "warn"});
+  ChildProcess decode = spawnKvx({"agent", "--role", "decode", "--name", "d-test", "--blocks", "16",
+                                  "--verify", "--log-level", "warn"});
   auto listening = decode.readLine(seconds(30));
   REQUIRE(listening.isOk());
   REQUIRE_THAT(*listening, Catch::StartsWith("LISTENING 127.0.0.1:"));
@@ -63,8 +59,8 @@ TEST_CASE("an agent prints LISTENING, then STATS on SIGTERM, and exits 0", "[mul
 }
 
 TEST_CASE("an agent killed with -9 leaves no shared-memory file behind", "[multiprocess]") {
-  ChildProcess decode = start({"agent", "--role", "decode", "--name", "d-kill", "--blocks", "64",
-                               "--transport", "shm", "--log-level", "warn"});
+  ChildProcess decode = spawnKvx({"agent", "--role", "decode", "--name", "d-kill", "--blocks", "64",
+                                  "--transport", "shm", "--log-level", "warn"});
   readListeningAddress(decode);
   // The /dev/shm files the agent has open: UCX's POSIX segments (its pool may also be System
   // V segments, which the kernel frees with their last user).
@@ -89,9 +85,9 @@ TEST_CASE("a prefill agent given a --peer that is no address fails at once", "[m
   // It was retried for the whole --connect-timeout-ms.
   const auto began = std::chrono::steady_clock::now();
   ChildProcess prefill =
-      start({"agent", "--role", "prefill", "--name", "p-test", "--blocks", "16", "--no-populate",
-             "--peer", "not-an-address", "--synthetic", "--requests", "1", "--connect-timeout-ms",
-             "60000", "--log-level", "warn"});
+      spawnKvx({"agent", "--role", "prefill", "--name", "p-test", "--blocks", "16", "--no-populate",
+                "--peer", "not-an-address", "--synthetic", "--requests", "1",
+                "--connect-timeout-ms", "60000", "--log-level", "warn"});
   std::string stats;
   for (int line = 0; line < 3 && stats.empty(); ++line) {
     auto text = prefill.readLine(seconds(30));
@@ -108,14 +104,14 @@ TEST_CASE(
     "SIGTERM mid-workload: a prefill agent stops, counts what the stop cut short apart "
     "from failures, and exits 0",
     "[multiprocess]") {
-  ChildProcess decode = start({"agent", "--role", "decode", "--name", "d-term", "--blocks", "256",
-                               "--no-populate", "--log-level", "warn"});
+  ChildProcess decode = spawnKvx({"agent", "--role", "decode", "--name", "d-term", "--blocks",
+                                  "256", "--no-populate", "--log-level", "warn"});
   const std::string address = readListeningAddress(decode);
   // 200 requests at 20 a second: the stop comes long before the last.
   ChildProcess prefill =
-      start({"agent", "--role", "prefill", "--name", "p-term", "--blocks", "256", "--no-populate",
-             "--peer", address, "--synthetic", "--requests", "200", "--rate", "20", "--max-tokens",
-             "1024", "--log-level", "warn"});
+      spawnKvx({"agent", "--role", "prefill", "--name", "p-term", "--blocks", "256",
+                "--no-populate", "--peer", address, "--synthetic", "--requests", "200", "--rate",
+                "20", "--max-tokens", "1024", "--log-level", "warn"});
   readListeningAddress(prefill);
   std::this_thread::sleep_for(std::chrono::seconds(2));
   ::kill(prefill.pid(), SIGTERM);
@@ -134,8 +130,8 @@ TEST_CASE(
 TEST_CASE("a request that fails is logged once, at warning level, with its reason",
           "[multiprocess]") {
   // The reason was only in the report file (issue 28's operator traps).
-  ChildProcess decode = start({"agent", "--role", "decode", "--name", "d-fail", "--blocks", "16",
-                               "--no-populate", "--log-level", "warn"});
+  ChildProcess decode = spawnKvx({"agent", "--role", "decode", "--name", "d-fail", "--blocks", "16",
+                                  "--no-populate", "--log-level", "warn"});
   const std::string address = readListeningAddress(decode);
   // Every prompt needs 256 blocks of 16 tokens; the prefill pool has 8.
   kvx::process::SpawnOptions options;
@@ -165,7 +161,7 @@ TEST_CASE("a request that fails is logged once, at warning level, with its reaso
 
 TEST_CASE("UCX's log lines go to stderr: stdout carries LISTENING and STATS only",
           "[multiprocess]") {
-  // UCX prints its log to stdout (here: INFO lines at start-up, before LISTENING).
+  // UCX prints its log to stdout (here: INFO lines at spawnKvx-up, before LISTENING).
   auto child = ChildProcess::spawn(
       "/usr/bin/env", {"UCX_LOG_LEVEL=info", kvxBinary(), "agent", "--role", "decode", "--name",
                        "d-log", "--blocks", "16", "--no-populate", "--log-level", "warn"});
@@ -181,9 +177,10 @@ TEST_CASE("UCX's log lines go to stderr: stdout carries LISTENING and STATS only
 }
 
 TEST_CASE("kvx demo moves, verifies and reports a small workload", "[multiprocess]") {
-  ChildProcess demo = start({"demo", "--requests", "12", "--max-tokens", "1024", "--decode-blocks",
-                             "256", "--prefill-blocks", "256", "--prefix-cache-blocks", "64",
-                             "--log-level", "error", "--timeout-s", "120"});
+  ChildProcess demo =
+      spawnKvx({"demo", "--requests", "12", "--max-tokens", "1024", "--decode-blocks", "256",
+                "--prefill-blocks", "256", "--prefix-cache-blocks", "64", "--log-level", "error",
+                "--timeout-s", "120"});
   std::string output;
   while (true) {
     auto line = demo.readLine(seconds(180));
@@ -201,33 +198,33 @@ TEST_CASE("a long demo: PUSH and PULL, layer-wise on and off, every block verifi
   const std::string report = "/tmp/kvx_demo_long_" + std::to_string(::getpid()) + ".json";
   // Mixed mode alternates PUSH and PULL by request; mixed layer-wise alternates in pairs, so
   // all four combinations occur. The 70B TP8 shape keeps the prompts small (40 KiB a token).
-  ChildProcess demo = start({"demo",
-                             "--requests",
-                             std::to_string(kLongDemoRequests),
-                             "--model",
-                             "llama3-70b",
-                             "--min-tokens",
-                             "16",
-                             "--max-tokens",
-                             "2048",
-                             "--rate",
-                             kDemoRate,
-                             "--mode",
-                             "mixed",
-                             "--layerwise",
-                             "mixed",
-                             "--decode-blocks",
-                             "1024",
-                             "--prefill-blocks",
-                             "1024",
-                             "--prefix-cache-blocks",
-                             "256",
-                             "--log-level",
-                             "error",
-                             "--timeout-s",
-                             "240",
-                             "--json",
-                             report});
+  ChildProcess demo = spawnKvx({"demo",
+                                "--requests",
+                                std::to_string(kLongDemoRequests),
+                                "--model",
+                                "llama3-70b",
+                                "--min-tokens",
+                                "16",
+                                "--max-tokens",
+                                "2048",
+                                "--rate",
+                                kDemoRate,
+                                "--mode",
+                                "mixed",
+                                "--layerwise",
+                                "mixed",
+                                "--decode-blocks",
+                                "1024",
+                                "--prefill-blocks",
+                                "1024",
+                                "--prefix-cache-blocks",
+                                "256",
+                                "--log-level",
+                                "error",
+                                "--timeout-s",
+                                "240",
+                                "--json",
+                                report});
   std::string output;
   while (true) {
     auto line = demo.readLine(seconds(300));
@@ -266,7 +263,7 @@ nlohmann::json runDemo(std::vector<std::string> args) {
   const std::string report = "/tmp/kvx_demo_tp_" + std::to_string(::getpid()) + ".json";
   args.insert(args.begin(), "demo");
   args.insert(args.end(), {"--json", report});
-  ChildProcess demo = start(args);
+  ChildProcess demo = spawnKvx(args);
   std::string output;
   while (true) {
     auto line = demo.readLine(seconds(180));
@@ -339,35 +336,35 @@ TEST_CASE("agent reports for benchmarks: timing, CPU time, arrivals; random bloc
   const std::string dir = "/tmp/kvx_reports_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   ChildProcess decode =
-      start({"agent", "--role", "decode", "--name", "d-report", "--blocks", "128", "--verify",
-             "--log-level", "warn", "--report", dir + "/decode.json"});
+      spawnKvx({"agent", "--role", "decode", "--name", "d-report", "--blocks", "128", "--verify",
+                "--log-level", "warn", "--report", dir + "/decode.json"});
   auto listening = decode.readLine(seconds(30));
   REQUIRE(listening.isOk());
   REQUIRE_THAT(*listening, Catch::StartsWith("LISTENING "));
-  ChildProcess prefill = start({"agent",
-                                "--role",
-                                "prefill",
-                                "--name",
-                                "p-report",
-                                "--blocks",
-                                "128",
-                                "--peer",
-                                listening->substr(10),
-                                "--synthetic",
-                                "--requests",
-                                "5",
-                                "--min-tokens",
-                                "64",
-                                "--max-tokens",
-                                "400",
-                                "--block-order",
-                                "random",
-                                "--mode",
-                                "mixed",
-                                "--log-level",
-                                "warn",
-                                "--report",
-                                dir + "/prefill.json"});
+  ChildProcess prefill = spawnKvx({"agent",
+                                   "--role",
+                                   "prefill",
+                                   "--name",
+                                   "p-report",
+                                   "--blocks",
+                                   "128",
+                                   "--peer",
+                                   listening->substr(10),
+                                   "--synthetic",
+                                   "--requests",
+                                   "5",
+                                   "--min-tokens",
+                                   "64",
+                                   "--max-tokens",
+                                   "400",
+                                   "--block-order",
+                                   "random",
+                                   "--mode",
+                                   "mixed",
+                                   "--log-level",
+                                   "warn",
+                                   "--report",
+                                   dir + "/prefill.json"});
   CHECK(prefill.waitExit(seconds(120)) == 0);
   ::kill(decode.pid(), SIGTERM);
   CHECK(decode.waitExit(seconds(30)) == 0);

@@ -12,20 +12,16 @@
 
 #include "process/child_process.h"
 #include "tests/support/kvx_binary.h"
+#include "tests/support/kvx_child.h"
 #include "tests/support/listening_line.h"
 #include "workload/trace_writer.h"
 
 using kvx::process::ChildProcess;
 using kvx::test::kvxBinary;
+using kvx::test::spawnKvx;
 using std::chrono::seconds;
 
 namespace {
-
-ChildProcess start(const std::vector<std::string>& args) {
-  auto child = ChildProcess::spawn(kvxBinary(), args);
-  REQUIRE(child.isOk());
-  return std::move(child).value();
-}
 
 // When the prompt got its prefill blocks, in ms since the replay began.
 double allocatedAtMs(const nlohmann::json& request) {
@@ -46,13 +42,13 @@ TEST_CASE("a small prompt does not take the prefill pool's room ahead of an earl
       {.timestampMs = 20, .inputLength = 1600, .outputLength = 1},
       {.timestampMs = 40, .inputLength = 320, .outputLength = 1}};
   REQUIRE(kvx::workload::writeTraceFile(dir + "/trace.jsonl", trace).isOk());
-  ChildProcess decode = start({"agent", "--role", "decode", "--name", "d-admission", "--blocks",
-                               "512", "--log-level", "warn"});
+  ChildProcess decode = spawnKvx({"agent", "--role", "decode", "--name", "d-admission", "--blocks",
+                                  "512", "--log-level", "warn"});
   const std::string address = kvx::test::readListeningAddress(decode);
   ChildProcess prefill =
-      start({"agent", "--role", "prefill", "--name", "p-admission", "--blocks", "128", "--peer",
-             address, "--trace", dir + "/trace.jsonl", "--layer-ms", "10", "--no-fill",
-             "--log-level", "warn", "--report", dir + "/prefill.json"});
+      spawnKvx({"agent", "--role", "prefill", "--name", "p-admission", "--blocks", "128", "--peer",
+                address, "--trace", dir + "/trace.jsonl", "--layer-ms", "10", "--no-fill",
+                "--log-level", "warn", "--report", dir + "/prefill.json"});
   CHECK(prefill.waitExit(seconds(120)) == 0);
   ::kill(decode.pid(), SIGTERM);
   CHECK(decode.waitExit(seconds(30)) == 0);

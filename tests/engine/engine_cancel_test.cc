@@ -21,8 +21,8 @@ namespace {
 constexpr auto kGrace = 400ms;
 constexpr std::size_t kBytes = 1 << 20;  // per transfer
 
-std::unique_ptr<Engine> makeEngine(const std::string& name, ProgressMode mode,
-                                   ReopenGate gate = {}) {
+std::unique_ptr<Engine> makeCancelEngine(const std::string& name, ProgressMode mode,
+                                         ReopenGate gate = {}) {
   EngineOptions options;
   options.reopenGate = std::move(gate);
   options.name = name;
@@ -39,7 +39,7 @@ std::unique_ptr<Engine> makeEngine(const std::string& name, ProgressMode mode,
 // A target that never progresses unless told to, with one exposed buffer.
 struct Target {
   explicit Target(const std::string& name)
-      : engine(makeEngine(name, ProgressMode::kCaller)), bytes(kBytes, 0x5a) {
+      : engine(makeCancelEngine(name, ProgressMode::kCaller)), bytes(kBytes, 0x5a) {
     region = engine->registerMemory({name + ".buf", bytes.data(), bytes.size()}).value();
   }
   std::unique_ptr<Engine> engine;
@@ -49,7 +49,7 @@ struct Target {
 
 struct Initiator {
   explicit Initiator(ReopenGate gate = {})
-      : engine(makeEngine("initiator", ProgressMode::kThread, std::move(gate))) {}
+      : engine(makeCancelEngine("initiator", ProgressMode::kThread, std::move(gate))) {}
 
   void addPeer(Target& target) {
     REQUIRE(engine->addOrUpdatePeer(target.engine->localMetadata()).isOk());

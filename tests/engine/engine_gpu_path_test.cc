@@ -22,11 +22,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr std::size_t kBytes = 256 << 10;
+constexpr std::size_t kPathBytes = 256 << 10;
 
-std::unique_ptr<Engine> makeEngine(const std::string& name,
-                                   std::shared_ptr<gpu::FakeGpuRuntime> runtime, GpuPath path,
-                                   std::uint32_t windowSlots = 2) {
+std::unique_ptr<Engine> makeGpuPathEngine(const std::string& name,
+                                          std::shared_ptr<gpu::FakeGpuRuntime> runtime,
+                                          GpuPath path, std::uint32_t windowSlots = 2) {
   EngineOptions options;
   options.name = name;
   options.transport = "inproc";
@@ -81,22 +81,22 @@ class CudaCapableTransport final : public Transport {
 TEST_CASE("gpu path direct refuses GPU memory the transport cannot move, saying why",
           "[engine][gpu_path]") {
   auto runtime = std::make_shared<gpu::FakeGpuRuntime>();
-  auto engine = makeEngine("a", runtime, GpuPath::kDirect);
+  auto engine = makeGpuPathEngine("a", runtime, GpuPath::kDirect);
   const std::string why = engine->gpuReach().whyNotCuda;
   REQUIRE_FALSE(why.empty());
   CHECK_THAT(why, Catch::Contains("inproc"));
   CHECK_THAT(describeGpuDirect(engine->gpuReach()),
              Catch::StartsWith("GPUDirect: off, and GPU memory is refused (gpu path 'direct')"));
 
-  auto allocated = engine->allocateMemory({"a.gpu", kBytes, MemoryKind::kCuda, 0, true});
+  auto allocated = engine->allocateMemory({"a.gpu", kPathBytes, MemoryKind::kCuda, 0, true});
   REQUIRE_FALSE(allocated.isOk());
   CHECK(allocated.status().code() == StatusCode::kFailedPrecondition);
   CHECK_THAT(allocated.status().message(), Catch::StartsWith("allocating region 'a.gpu': "));
   CHECK_THAT(allocated.status().message(), Catch::Contains("gpu path 'direct'"));
   CHECK_THAT(allocated.status().message(), Catch::Contains(why));
 
-  void* device = runtime->allocateDevice(kBytes, 0).value();
-  auto registered = engine->registerMemory({"b.gpu", device, kBytes, MemoryKind::kCuda, 0});
+  void* device = runtime->allocateDevice(kPathBytes, 0).value();
+  auto registered = engine->registerMemory({"b.gpu", device, kPathBytes, MemoryKind::kCuda, 0});
   REQUIRE_FALSE(registered.isOk());
   CHECK(registered.status().code() == StatusCode::kFailedPrecondition);
   CHECK_THAT(registered.status().message(), Catch::StartsWith("registering region 'b.gpu': "));
@@ -104,7 +104,7 @@ TEST_CASE("gpu path direct refuses GPU memory the transport cannot move, saying 
   CHECK(runtime->freeDevice(device).isOk());
 
   // Host memory is not affected.
-  std::vector<std::uint8_t> host(kBytes);
+  std::vector<std::uint8_t> host(kPathBytes);
   CHECK(engine->registerMemory({"a.host", host.data(), host.size()}).isOk());
 }
 
@@ -113,16 +113,16 @@ TEST_CASE("gpu paths auto and staged stage GPU memory over inproc", "[engine][gp
   CAPTURE(toString(path));
   auto runtimeA = std::make_shared<gpu::FakeGpuRuntime>();
   auto runtimeB = std::make_shared<gpu::FakeGpuRuntime>();
-  auto a = makeEngine("a", runtimeA, path);
-  auto b = makeEngine("b", runtimeB, GpuPath::kAuto);
+  auto a = makeGpuPathEngine("a", runtimeA, path);
+  auto b = makeGpuPathEngine("b", runtimeB, GpuPath::kAuto);
   CHECK_FALSE(a->gpuReach().cudaDirect);
 
-  auto device = a->allocateMemory({"a.gpu", kBytes, MemoryKind::kCuda, 0, true});
+  auto device = a->allocateMemory({"a.gpu", kPathBytes, MemoryKind::kCuda, 0, true});
   REQUIRE(device.isOk());
-  std::vector<std::uint8_t> host(kBytes);
+  std::vector<std::uint8_t> host(kPathBytes);
   const RegionId hostB = b->registerMemory({"b.host", host.data(), host.size()}).value();
   auto* bytes = static_cast<std::uint8_t*>(device->address);
-  for (std::size_t i = 0; i < kBytes; ++i) bytes[i] = static_cast<std::uint8_t>(i * 7 + 3);
+  for (std::size_t i = 0; i < kPathBytes; ++i) bytes[i] = static_cast<std::uint8_t>(i * 7 + 3);
 
   // Published without a transport key: only a can move it.
   for (const RegionMetadata& region : a->localMetadata().regions) {
@@ -134,14 +134,14 @@ TEST_CASE("gpu paths auto and staged stage GPU memory over inproc", "[engine][gp
   TransferRequest request;
   request.peer = "b";
   request.op = TransferOp::kWrite;
-  request.segments = {TransferSegment{{device->id, 0, kBytes}, {hostB, 0, kBytes}}};
+  request.segments = {TransferSegment{{device->id, 0, kPathBytes}, {hostB, 0, kPathBytes}}};
   auto id = a->createTransfer(request);
   REQUIRE(id.isOk());
   REQUIRE(a->post(*id).isOk());
   REQUIRE(a->wait(*id, deadlineIn(5s)).isOk());
   CHECK(a->stats(*id)->stagedOperations > 0);
-  CHECK(a->stats(*id)->stagedBytes == kBytes);
-  CHECK(std::memcmp(host.data(), bytes, kBytes) == 0);
+  CHECK(a->stats(*id)->stagedBytes == kPathBytes);
+  CHECK(std::memcmp(host.data(), bytes, kPathBytes) == 0);
 }
 
 TEST_CASE("gpu path staged keeps GPU memory from a transport that could move it",
@@ -155,10 +155,10 @@ TEST_CASE("gpu path staged keeps GPU memory from a transport that could move it"
     CAPTURE(toString(path));
     MemoryRegistry registry(transport, runtime, path);
     transport.registrations = 0;
-    auto allocated = registry.allocate({"gpu", kBytes, MemoryKind::kCuda, 0, true});
+    auto allocated = registry.allocate({"gpu", kPathBytes, MemoryKind::kCuda, 0, true});
     REQUIRE(allocated.isOk());
-    void* device = runtime.allocateDevice(kBytes, 0).value();
-    auto registered = registry.add({"wrapped", device, kBytes, MemoryKind::kCuda, 0});
+    void* device = runtime.allocateDevice(kPathBytes, 0).value();
+    auto registered = registry.add({"wrapped", device, kPathBytes, MemoryKind::kCuda, 0});
     REQUIRE(registered.isOk());
     const bool expectStaged = path == GpuPath::kStaged;
     CHECK(isStaged(*registry.find(allocated->id).value()) == expectStaged);
@@ -179,7 +179,7 @@ TEST_CASE("direct GPU memory is the runtime's, registered after and freed after 
   CudaCapableTransport transport;
   MemoryRegistry registry(transport, runtime, GpuPath::kAuto);
   CHECK(registry.directCudaDevice()->load() == -1);
-  auto allocated = registry.allocate({"gpu", kBytes, MemoryKind::kCuda, 0, true});
+  auto allocated = registry.allocate({"gpu", kPathBytes, MemoryKind::kCuda, 0, true});
   REQUIRE(allocated.isOk());
   CHECK(transport.registrations == 1);
   // The runtime allocated it (UCX 1.13 cannot allocate CUDA memory on a thread without a
@@ -204,12 +204,12 @@ TEST_CASE(
   const GpuPath path = GENERATE(GpuPath::kAuto, GpuPath::kStaged);
   CAPTURE(toString(path));
   auto runtime = std::make_shared<gpu::FakeGpuRuntime>(2);  // devices 0 and 1
-  auto engine = makeEngine("a", runtime, path);
-  auto refused = engine->allocateMemory({"kv.far", kBytes, MemoryKind::kCuda, 7, true});
+  auto engine = makeGpuPathEngine("a", runtime, path);
+  auto refused = engine->allocateMemory({"kv.far", kPathBytes, MemoryKind::kCuda, 7, true});
   REQUIRE_FALSE(refused.isOk());
   CHECK_THAT(refused.status().message(), Catch::Contains("kv.far") && Catch::Contains("7"));
   // Nothing was kept: the name is free and a visible device works.
-  auto allocated = engine->allocateMemory({"kv.far", kBytes, MemoryKind::kCuda, 1, true});
+  auto allocated = engine->allocateMemory({"kv.far", kPathBytes, MemoryKind::kCuda, 1, true});
   INFO(allocated.status().toString());
   CHECK(allocated.isOk());
 }
@@ -217,22 +217,22 @@ TEST_CASE(
 TEST_CASE("the data path per peer says how GPU memory moves", "[engine][gpu_path]") {
   auto runtimeA = std::make_shared<gpu::FakeGpuRuntime>();
   auto runtimeB = std::make_shared<gpu::FakeGpuRuntime>();
-  std::vector<std::uint8_t> hostA(kBytes), hostB(kBytes);
+  std::vector<std::uint8_t> hostA(kPathBytes), hostB(kPathBytes);
 
   SECTION("host memory only") {
-    auto a = makeEngine("a", runtimeA, GpuPath::kAuto);
-    auto b = makeEngine("b", runtimeB, GpuPath::kAuto);
-    REQUIRE(a->registerMemory({"a.host", hostA.data(), kBytes}).isOk());
-    REQUIRE(b->registerMemory({"b.host", hostB.data(), kBytes}).isOk());
+    auto a = makeGpuPathEngine("a", runtimeA, GpuPath::kAuto);
+    auto b = makeGpuPathEngine("b", runtimeB, GpuPath::kAuto);
+    REQUIRE(a->registerMemory({"a.host", hostA.data(), kPathBytes}).isOk());
+    REQUIRE(b->registerMemory({"b.host", hostB.data(), kPathBytes}).isOk());
     REQUIRE(a->addOrUpdatePeer(b->localMetadata()).isOk());
     CHECK(a->dataPathDescription("b").value() == "inproc/memcpy; no GPU memory on either side");
     CHECK(a->dataPathDescription("c").status().code() == StatusCode::kNotFound);
   }
   SECTION("staged on this side") {
-    auto a = makeEngine("a", runtimeA, GpuPath::kAuto);
-    auto b = makeEngine("b", runtimeB, GpuPath::kAuto);
-    REQUIRE(a->allocateMemory({"a.gpu", kBytes, MemoryKind::kCuda, 0, false}).isOk());
-    REQUIRE(b->registerMemory({"b.host", hostB.data(), kBytes}).isOk());
+    auto a = makeGpuPathEngine("a", runtimeA, GpuPath::kAuto);
+    auto b = makeGpuPathEngine("b", runtimeB, GpuPath::kAuto);
+    REQUIRE(a->allocateMemory({"a.gpu", kPathBytes, MemoryKind::kCuda, 0, false}).isOk());
+    REQUIRE(b->registerMemory({"b.host", hostB.data(), kPathBytes}).isOk());
     REQUIRE(a->addOrUpdatePeer(b->localMetadata()).isOk());
     CHECK(a->dataPathDescription("b").value() ==
           "inproc/memcpy; GPU memory: staged through host (" + a->gpuReach().whyNotCuda +
@@ -240,10 +240,10 @@ TEST_CASE("the data path per peer says how GPU memory moves", "[engine][gpu_path
   }
   SECTION("through the peer's staging window, or not at all without one") {
     const std::uint32_t slots = GENERATE(0u, 2u);
-    auto a = makeEngine("a", runtimeA, GpuPath::kAuto);
-    auto b = makeEngine("b", runtimeB, GpuPath::kAuto, slots);
-    REQUIRE(a->registerMemory({"a.host", hostA.data(), kBytes}).isOk());
-    REQUIRE(b->allocateMemory({"b.gpu", kBytes, MemoryKind::kCuda, 0, true}).isOk());
+    auto a = makeGpuPathEngine("a", runtimeA, GpuPath::kAuto);
+    auto b = makeGpuPathEngine("b", runtimeB, GpuPath::kAuto, slots);
+    REQUIRE(a->registerMemory({"a.host", hostA.data(), kPathBytes}).isOk());
+    REQUIRE(b->allocateMemory({"b.gpu", kPathBytes, MemoryKind::kCuda, 0, true}).isOk());
     REQUIRE(a->addOrUpdatePeer(b->localMetadata()).isOk());
     REQUIRE(b->addOrUpdatePeer(a->localMetadata()).isOk());
     CHECK(a->dataPathDescription("b").value() ==
@@ -259,10 +259,10 @@ TEST_CASE("the data path per peer says how GPU memory moves", "[engine][gpu_path
 
 TEST_CASE("host copies into and out of host and GPU regions", "[engine][gpu_path]") {
   auto runtime = std::make_shared<gpu::FakeGpuRuntime>();
-  auto engine = makeEngine("a", runtime, GpuPath::kAuto);
-  std::vector<std::byte> host(kBytes);
-  const RegionId hostRegion = engine->registerMemory({"a.host", host.data(), kBytes}).value();
-  auto device = engine->allocateMemory({"a.gpu", kBytes, MemoryKind::kCuda, 0, true});
+  auto engine = makeGpuPathEngine("a", runtime, GpuPath::kAuto);
+  std::vector<std::byte> host(kPathBytes);
+  const RegionId hostRegion = engine->registerMemory({"a.host", host.data(), kPathBytes}).value();
+  auto device = engine->allocateMemory({"a.gpu", kPathBytes, MemoryKind::kCuda, 0, true});
   REQUIRE(device.isOk());
   const auto* deviceBytes = static_cast<const std::byte*>(device->address);
 
@@ -282,7 +282,7 @@ TEST_CASE("host copies into and out of host and GPU regions", "[engine][gpu_path
   CHECK(std::memcmp(out.data(), in.data(), in.size()) == 0);
   CHECK(runtime->copyEngine(0).copiesSucceeded() == copiesBefore + 2);  // not memcpy'd here
 
-  const Status outside = engine->copyIntoRegion(device->id, kBytes - 100, in, deadlineIn(5s));
+  const Status outside = engine->copyIntoRegion(device->id, kPathBytes - 100, in, deadlineIn(5s));
   CHECK(outside.code() == StatusCode::kInvalidArgument);
   CHECK_THAT(outside.message(), Catch::Contains("region 'a.gpu' at offset"));
   CHECK(engine->copyFromRegion(RegionId(999), 0, out, deadlineIn(5s)).code() ==

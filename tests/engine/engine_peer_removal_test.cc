@@ -23,12 +23,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr std::size_t kBytes = 4 << 20;
+constexpr std::size_t kRemovalBytes = 4 << 20;
 constexpr std::uint8_t kFree = 0x5a;   // the target's buffer before any write
 constexpr std::uint8_t kWrite = 0xc3;  // what the initiator writes
 
-std::unique_ptr<Engine> makeEngine(const std::string& name, const std::string& transport,
-                                   ProgressMode mode) {
+std::unique_ptr<Engine> makeRemovalEngine(const std::string& name, const std::string& transport,
+                                          ProgressMode mode) {
   EngineOptions options;
   options.name = name;
   options.transport = transport == "socket" ? "socket" : "ucx";
@@ -52,14 +52,15 @@ TEST_CASE("a removed peer's queued writes do not land after its departure is ann
   const std::string transport = GENERATE("ucx-tcp", "socket");
   INFO("transport " << transport);
   // The memory outlives the engines that registered it.
-  std::vector<std::uint8_t> bytes(kBytes, kFree);
+  std::vector<std::uint8_t> bytes(kRemovalBytes, kFree);
   std::vector<std::uint8_t> warmBytes(4096, 0);  // for the first write
-  std::vector<std::uint8_t> source(kBytes, kWrite);
-  std::unique_ptr<Engine> target = makeEngine("target", transport, ProgressMode::kCaller);
+  std::vector<std::uint8_t> source(kRemovalBytes, kWrite);
+  std::unique_ptr<Engine> target = makeRemovalEngine("target", transport, ProgressMode::kCaller);
   const RegionId region = target->registerMemory({"target.kv", bytes.data(), bytes.size()}).value();
   const RegionId warm =
       target->registerMemory({"target.warm", warmBytes.data(), warmBytes.size()}).value();
-  std::unique_ptr<Engine> initiator = makeEngine("initiator", transport, ProgressMode::kThread);
+  std::unique_ptr<Engine> initiator =
+      makeRemovalEngine("initiator", transport, ProgressMode::kThread);
   const RegionId local =
       initiator->registerMemory({"initiator.kv", source.data(), source.size()}).value();
   REQUIRE(initiator->addOrUpdatePeer(target->localMetadata()).isOk());
@@ -98,7 +99,7 @@ TEST_CASE("a removed peer's queued writes do not land after its departure is ann
   TransferRequest request;
   request.peer = "target";
   request.op = TransferOp::kWrite;
-  request.segments.push_back({{local, 0, kBytes}, {region, 0, kBytes}});
+  request.segments.push_back({{local, 0, kRemovalBytes}, {region, 0, kRemovalBytes}});
   const TransferId id = initiator->createTransfer(request).value();
   REQUIRE(initiator->post(id).isOk());
 
@@ -118,9 +119,9 @@ TEST_CASE("a removed peer's queued writes do not land after its departure is ann
   progressFor(*target, 200ms);
   {
     std::lock_guard lock(mutex);
-    REQUIRE(atDeparture.size() == kBytes);
+    REQUIRE(atDeparture.size() == kRemovalBytes);
     std::size_t changed = 0;
-    for (std::size_t i = 0; i < kBytes; ++i) changed += atDeparture[i] != bytes[i] ? 1 : 0;
+    for (std::size_t i = 0; i < kRemovalBytes; ++i) changed += atDeparture[i] != bytes[i] ? 1 : 0;
     INFO(changed << " bytes changed after the departure was announced");
     CHECK(changed == 0);
   }

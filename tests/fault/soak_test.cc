@@ -32,9 +32,9 @@ constexpr std::uint64_t kMaxBlocks = 64;     // per request (4 MiB)
 constexpr auto kRequestTimeout = 10s;        // every request ends by then
 constexpr auto kPollSlack = 1s;              // this loop's own lateness in noticing an end
 constexpr std::uint64_t kPoolBlocks = 1024;  // each side
-constexpr std::size_t kFdGrowthLimit = 16;
+constexpr std::size_t kSoakFdGrowthLimit = 16;
 // The prefill agent keeps the last 65,536 finished requests' statuses, which is allowed.
-constexpr std::uint64_t kRssGrowthLimitKib = 96 * 1024;
+constexpr std::uint64_t kSoakRssGrowthLimitKib = 96 * 1024;
 
 int envInt(const char* name, int fallback) {
   const char* text = std::getenv(name);
@@ -354,7 +354,7 @@ TEST_CASE("soak: random transfers, cancels and decode agent restarts", "[fault][
   CHECK(totals.cancelled > 0);
   CHECK(totals.kills + totals.stops == epoch);
   if (epoch > 2) {
-    CHECK(fds <= fdsAfterWarmup + kFdGrowthLimit);
-    CHECK(rssKib <= rssAfterWarmupKib + kRssGrowthLimitKib);
+    CHECK(fds <= fdsAfterWarmup + kSoakFdGrowthLimit);
+    CHECK(rssKib <= rssAfterWarmupKib + kSoakRssGrowthLimitKib);
   }
 }

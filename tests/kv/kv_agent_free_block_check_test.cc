@@ -12,17 +12,18 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const char* kTinyShape =
+const char* kCheckShape =
     R"({"name":"tiny","layers":2,"kvHeads":2,"headDim":8,"dtypeBytes":2,"tokensPerBlock":4})";
-constexpr std::uint64_t kBlocks = 16;
+constexpr std::uint64_t kCheckBlocks = 16;
 
-std::unique_ptr<KvAgent> makeAgent(const std::string& name, KvRole role, bool checkFreeBlocks) {
+std::unique_ptr<KvAgent> makeCheckedAgent(const std::string& name, KvRole role,
+                                          bool checkFreeBlocks) {
   KvAgentOptions options;
   options.agent = kvx::test::agentOptions(name, "inproc");
   options.role = role;
-  options.pool.model = kTinyShape;
+  options.pool.model = kCheckShape;
   options.pool.layout = "nhd";
-  options.pool.blocks = kBlocks;
+  options.pool.blocks = kCheckBlocks;
   options.requestTimeout = 10s;
   options.leaseTimeout = 10s;
   options.checkFreeBlocks = checkFreeBlocks;
@@ -61,8 +62,8 @@ void scribble(KvAgent& agent, std::uint64_t block) {
 }  // namespace
 
 TEST_CASE("checkFreeBlocks counts writes into free blocks, and nothing else", "[kv]") {
-  auto decode = makeAgent("decode", KvRole::kDecode, true);
-  auto prefill = makeAgent("prefill", KvRole::kPrefill, false);
+  auto decode = makeCheckedAgent("decode", KvRole::kDecode, true);
+  auto prefill = makeCheckedAgent("prefill", KvRole::kPrefill, false);
   REQUIRE(prefill->connect(decode->listenAddress(), deadlineIn(5s)).isOk());
 
   // Ordinary use, blocks reused across requests: no late write.
@@ -72,8 +73,8 @@ TEST_CASE("checkFreeBlocks counts writes into free blocks, and nothing else", "[
   // A write into a free block shows when the block is placed again: a request of every
   // block must take it.
   scribble(*decode, 9);
-  const auto all = moveAndRelease(*prefill, *decode, "whole", kBlocks);
-  CHECK(all.size() == kBlocks);
+  const auto all = moveAndRelease(*prefill, *decode, "whole", kCheckBlocks);
+  CHECK(all.size() == kCheckBlocks);
   CHECK(decode->usage().lateWrites == 1);
 
   // One into a block never placed again shows in the sweep at shutdown.
@@ -84,7 +85,7 @@ TEST_CASE("checkFreeBlocks counts writes into free blocks, and nothing else", "[
 }
 
 TEST_CASE("without checkFreeBlocks nothing is counted", "[kv]") {
-  auto decode = makeAgent("decode", KvRole::kDecode, false);
+  auto decode = makeCheckedAgent("decode", KvRole::kDecode, false);
   scribble(*decode, 3);
   REQUIRE(decode->shutdown(deadlineIn(5s), "test over").isOk());
   CHECK(decode->usage().lateWrites == 0);

@@ -19,25 +19,27 @@
 #include "kv/pool/kv_pool.h"
 #include "kv/pool/model_shape.h"
 #include "kvx/kv_agent.h"
+#include "tests/kv/tiny_models.h"
+#include "tests/support/eventually.h"
 #include "tests/support/test_agent.h"
 
 using namespace kvx;
 using namespace kvx::kv::handoff;
+using kvx::test::eventually;
+using kvx::test::kTinyShape;
 using namespace std::chrono_literals;
 namespace kv = kvx::kv;
 
 namespace {
 
-const char* kTinyShape =
-    R"({"name":"tiny","layers":4,"kvHeads":2,"headDim":16,"dtypeBytes":2,"tokensPerBlock":4})";
-constexpr std::uint64_t kBlocks = 64;
+constexpr std::uint64_t kHandshakeBlocks = 64;
 
 std::unique_ptr<KvAgent> makeDecode(const std::string& transport) {
   KvAgentOptions options;
   options.agent = kvx::test::agentOptions("decode", transport);
   options.role = KvRole::kDecode;
   options.pool.model = kTinyShape;
-  options.pool.blocks = kBlocks;
+  options.pool.blocks = kHandshakeBlocks;
   options.requestTimeout = 30s;
   options.leaseTimeout = 30s;  // far beyond the test: only the session may free the blocks
   auto agent = KvAgent::create(options);
@@ -49,7 +51,7 @@ kv::PoolDescription tinyPool() {
   kv::PoolDescription pool;
   pool.shape = kv::shapeFromJson(kTinyShape).value();
   pool.layout = kv::KvLayout::kNHD;
-  pool.blocks = kBlocks;
+  pool.blocks = kHandshakeBlocks;
   for (std::uint32_t t = 0; t < pool.shape.layers; ++t)
     pool.tensorRegions.push_back(RegionId(t + 1));
   return pool;
@@ -147,12 +149,6 @@ struct InSession {
   HandPrefill prefill;
 };
 
-bool eventually(const std::function<bool()>& done) {
-  const auto until = Clock::now() + 5s;
-  while (!done() && Clock::now() < until) std::this_thread::sleep_for(5ms);
-  return done();
-}
-
 }  // namespace
 
 TEST_CASE("a peer that dropped its session and connects again ends it at once", "[kv]") {
@@ -162,14 +158,14 @@ TEST_CASE("a peer that dropped its session and connects again ends it at once", 
 
   const PlacedMsg placed = s.prefill.place("old", 4);
   REQUIRE(placed.blocks.size() >= 1);
-  CHECK(s.decode->usage().freeBlocks == kBlocks - 4);
+  CHECK(s.decode->usage().freeBlocks == kHandshakeBlocks - 4);
 
   // The prefill side forgot "old" (as when its data path to the decode agent failed) and
   // connects again while its old control link is still up: nothing closed on the decode side.
   const auto start = Clock::now();
   s.prefill.dropDecode();
   s.prefill.connect(*s.decode);
-  REQUIRE(eventually([&] { return s.decode->usage().freeBlocks == kBlocks; }));
+  REQUIRE(eventually([&] { return s.decode->usage().freeBlocks == kHandshakeBlocks; }));
   CHECK(Clock::now() - start < 5s);  // not the 30 s lease
   auto old = s.decode->status("old");
   REQUIRE(old.isOk());
@@ -192,7 +188,7 @@ TEST_CASE("a peer that connects again keeping its session keeps its requests", "
   auto again = s.prefill.agent().connect(s.decode->listenAddress());
   REQUIRE(again.isOk());
   std::this_thread::sleep_for(100ms);
-  CHECK(s.decode->usage().freeBlocks == kBlocks - 4);
+  CHECK(s.decode->usage().freeBlocks == kHandshakeBlocks - 4);
   auto kept = s.decode->status("kept");
   REQUIRE(kept.isOk());
   CHECK(kept->state != KvRequestState::kFailed);

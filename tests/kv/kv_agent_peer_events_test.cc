@@ -7,18 +7,17 @@
 #include <thread>
 
 #include "kvx/kv_agent.h"
+#include "tests/kv/tiny_models.h"
 #include "tests/support/test_agent.h"
 
 using namespace kvx;
 using namespace std::chrono_literals;
+using kvx::test::kTinyShape;
 
 namespace {
 
-const char* kTinyShape =
-    R"({"name":"tiny","layers":4,"kvHeads":2,"headDim":16,"dtypeBytes":2,"tokensPerBlock":4})";
-
-std::unique_ptr<KvAgent> makeAgent(const std::string& name, KvRole role,
-                                   const std::string& transport) {
+std::unique_ptr<KvAgent> makeEventsAgent(const std::string& name, KvRole role,
+                                         const std::string& transport) {
   KvAgentOptions options;
   options.agent = kvx::test::agentOptions(name, transport);
   options.role = role;
@@ -47,8 +46,8 @@ KvRequestSpec pendingRequest(KvAgent& prefill, const std::string& id) {
 
 TEST_CASE("a peer restarted under its name ends the old incarnation's requests at once", "[kv]") {
   const std::string transport = GENERATE("inproc", "tcp");
-  auto prefill = makeAgent("prefill", KvRole::kPrefill, transport);
-  auto decode = makeAgent("decode", KvRole::kDecode, transport);
+  auto prefill = makeEventsAgent("prefill", KvRole::kPrefill, transport);
+  auto decode = makeEventsAgent("decode", KvRole::kDecode, transport);
   REQUIRE(decode->connect(prefill->listenAddress(), deadlineIn(5s)).isOk());
 
   REQUIRE(prefill->submit(pendingRequest(*prefill, "old")).isOk());
@@ -57,7 +56,7 @@ TEST_CASE("a peer restarted under its name ends the old incarnation's requests a
 
   // The replacement says hello while the old decode agent is still connected: the name never
   // leaves the prefill agent's peer list.
-  auto restarted = makeAgent("decode", KvRole::kDecode, transport);
+  auto restarted = makeEventsAgent("decode", KvRole::kDecode, transport);
   const auto start = Clock::now();
   REQUIRE(restarted->connect(prefill->listenAddress(), deadlineIn(5s)).isOk());
   auto old = prefill->wait("old", deadlineIn(5s));  // a failed request's wait is its Status
@@ -86,8 +85,8 @@ TEST_CASE("a peer restarted under its name ends the old incarnation's requests a
 
 TEST_CASE("a KV agent dials a lost peer again on its own", "[kv]") {
   const std::string transport = GENERATE("inproc", "tcp");
-  auto prefill = makeAgent("prefill", KvRole::kPrefill, transport);
-  auto decode = makeAgent("decode", KvRole::kDecode, transport);
+  auto prefill = makeEventsAgent("prefill", KvRole::kPrefill, transport);
+  auto decode = makeEventsAgent("decode", KvRole::kDecode, transport);
   REQUIRE(decode->connect(prefill->listenAddress(), deadlineIn(5s)).isOk());
 
   // The prefill agent drops the link; the decode agent dialed it, so it dials it again.

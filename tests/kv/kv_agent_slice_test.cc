@@ -20,8 +20,8 @@ std::string shape(std::uint32_t heads) {
          R"(,"headDim":4,"dtypeBytes":2,"tokensPerBlock":4})";
 }
 
-std::unique_ptr<KvAgent> makeAgent(const std::string& name, KvRole role, std::uint32_t heads,
-                                   const std::string& transport, const std::string& layout) {
+std::unique_ptr<KvAgent> makeSliceAgent(const std::string& name, KvRole role, std::uint32_t heads,
+                                        const std::string& transport, const std::string& layout) {
   KvAgentOptions options;
   options.agent = kvx::test::agentOptions(name, transport);
   options.role = role;
@@ -100,12 +100,12 @@ TEST_CASE("decode ranks gather and scatter head ranges across TP sizes", "[kv]")
   // A model with 4 KV heads. Prefill TP4 ranks 0 and 1 (one head each) -> decode TP2
   // rank 0 (heads 0-1): a gather. Prefill TP2 rank 1 (heads 2-3) -> decode TP4 ranks 2
   // and 3 (one head each): a scatter.
-  auto p0 = makeAgent("p0", KvRole::kPrefill, 1, transport, layout);
-  auto p1 = makeAgent("p1", KvRole::kPrefill, 1, transport, layout);
-  auto wide = makeAgent("wide", KvRole::kPrefill, 2, transport, layout);
-  auto d0 = makeAgent("d0", KvRole::kDecode, 2, transport, layout);
-  auto n2 = makeAgent("n2", KvRole::kDecode, 1, transport, layout);
-  auto n3 = makeAgent("n3", KvRole::kDecode, 1, transport, layout);
+  auto p0 = makeSliceAgent("p0", KvRole::kPrefill, 1, transport, layout);
+  auto p1 = makeSliceAgent("p1", KvRole::kPrefill, 1, transport, layout);
+  auto wide = makeSliceAgent("wide", KvRole::kPrefill, 2, transport, layout);
+  auto d0 = makeSliceAgent("d0", KvRole::kDecode, 2, transport, layout);
+  auto n2 = makeSliceAgent("n2", KvRole::kDecode, 1, transport, layout);
+  auto n3 = makeSliceAgent("n3", KvRole::kDecode, 1, transport, layout);
   const Deadline deadline = deadlineIn(10s);
   for (KvAgent* p : {p0.get(), p1.get()}) REQUIRE(p->connect(d0->listenAddress(), deadline).isOk());
   REQUIRE(wide->connect(n2->listenAddress(), deadline).isOk());

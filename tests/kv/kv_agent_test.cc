@@ -8,15 +8,14 @@
 #include <thread>
 
 #include "examples/pair_transfer/pattern.h"
+#include "tests/kv/tiny_models.h"
 #include "tests/support/test_agent.h"
 
 using namespace kvx;
 using namespace std::chrono_literals;
+using kvx::test::kTinyShape;
 
 namespace {
-
-const char* kTinyShape =
-    R"({"name":"tiny","layers":4,"kvHeads":2,"headDim":16,"dtypeBytes":2,"tokensPerBlock":4})";
 
 std::unique_ptr<KvAgent> makeAgent(const std::string& name, KvRole role, std::uint64_t blocks,
                                    const std::string& transport, std::string layout = "nhd",

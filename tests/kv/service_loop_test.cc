@@ -8,21 +8,11 @@
 #include <future>
 #include <thread>
 
+#include "tests/support/eventually.h"
+
 using namespace kvx;
 using namespace std::chrono_literals;
-
-namespace {
-
-bool eventually(const std::function<bool()>& done) {
-  const auto until = Clock::now() + 5s;
-  while (!done()) {
-    if (Clock::now() >= until) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
-
-}  // namespace
+using kvx::test::eventually;
 
 TEST_CASE("a service loop forwards posted tasks only between start and close") {
   std::atomic<int> ran{0};

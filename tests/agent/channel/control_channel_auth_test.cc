@@ -14,8 +14,6 @@ using namespace kvx::test::channel_fixture;
 
 namespace {
 
-const std::string kToken = "a-shared-secret-of-some-length";
-
 ChannelOptions tokenOptions(const std::string& token, std::chrono::milliseconds readTimeout = 5s) {
   ChannelOptions options = TestChannel::defaultOptions(readTimeout);
   options.authToken = token;
@@ -61,7 +59,7 @@ struct RawSeals {
 };
 
 RawSeals sealsFor(const AuthBytes& clientNonce, const AuthChallenge& challenge) {
-  const FrameKeys keys = frameKeys(kToken, clientNonce, challenge.nonce);
+  const FrameKeys keys = frameKeys(kSharedToken, clientNonce, challenge.nonce);
   return RawSeals{FrameSeal(keys.clientToServer), FrameSeal(keys.serverToClient)};
 }
 
@@ -75,8 +73,8 @@ kvx::Result<Message> readSealed(RawClient& raw, FrameSeal& fromServer) {
 }  // namespace
 
 TEST_CASE("the same token on both sides: mutual authentication, then metadata both ways") {
-  TestChannel server("server", tokenOptions(kToken));
-  TestChannel client("client", tokenOptions(kToken));
+  TestChannel server("server", tokenOptions(kSharedToken));
+  TestChannel client("client", tokenOptions(kSharedToken));
   auto remote = client.channel->connect(server.address(), sampleMetadata("client"), deadlineIn(5s));
   REQUIRE(remote.isOk());
   CHECK(sameMetadata(*remote, sampleMetadata("server")));
@@ -93,7 +91,7 @@ TEST_CASE("a hello larger than the frame limit before authentication passes once
   const PeerMetadata large = sampleMetadata("client", 400);
   const std::vector<std::uint8_t> hello = encodeMessage(Hello{large, std::nullopt});
   REQUIRE(hello.size() > kMaxUnauthenticatedFrameBytes);
-  TestChannel server("server", tokenOptions(kToken));
+  TestChannel server("server", tokenOptions(kSharedToken));
   SECTION("the response and the hello in one write") {
     // As a client may send them: the server must check the hello's header against the limit
     // of an authenticated peer, though both arrive in one read.
@@ -103,7 +101,7 @@ TEST_CASE("a hello larger than the frame limit before authentication passes once
     const AuthChallenge challenge = readChallenge(raw);
     RawSeals seals = sealsFor(clientNonce, challenge);
     std::vector<std::uint8_t> both =
-        encodeMessage(AuthResponse{clientProof(kToken, challenge.nonce, clientNonce)});
+        encodeMessage(AuthResponse{clientProof(kSharedToken, challenge.nonce, clientNonce)});
     const std::vector<std::uint8_t> sealedHello = seals.toServer.seal(hello);
     both.insert(both.end(), sealedHello.begin(), sealedHello.end());
     raw.send(both);
@@ -113,7 +111,7 @@ TEST_CASE("a hello larger than the frame limit before authentication passes once
     CHECK(std::holds_alternative<HelloAck>(*ack));
   }
   SECTION("a real connect") {
-    TestChannel client("client", tokenOptions(kToken));
+    TestChannel client("client", tokenOptions(kSharedToken));
     auto remote = client.channel->connect(server.address(), large, deadlineIn(5s));
     INFO(remote.status().toString());
     REQUIRE(remote.isOk());
@@ -123,7 +121,7 @@ TEST_CASE("a hello larger than the frame limit before authentication passes once
 }
 
 TEST_CASE("a wrong token fails clearly on both sides; the listener keeps serving") {
-  TestChannel server("server", tokenOptions(kToken));
+  TestChannel server("server", tokenOptions(kSharedToken));
   TestChannel impostor("impostor", tokenOptions("another-secret-of-some-length"));
   auto remote =
       impostor.channel->connect(server.address(), sampleMetadata("impostor"), deadlineIn(5s));
@@ -131,14 +129,14 @@ TEST_CASE("a wrong token fails clearly on both sides; the listener keeps serving
   CHECK(remote.status().code() == StatusCode::kUnauthenticated);
   CHECK_THAT(remote.status().message(),
              Catch::Contains("peer at " + server.address() + " failed authentication") &&
-                 Catch::Contains("tokens differ") && !Catch::Contains(kToken));
+                 Catch::Contains("tokens differ") && !Catch::Contains(kSharedToken));
   CHECK(hellosSeen(server) == 0);
-  requireRealConnectWorks(server, tokenOptions(kToken));
+  requireRealConnectWorks(server, tokenOptions(kSharedToken));
 }
 
 TEST_CASE("a token on one side only fails clearly on both sides") {
   SECTION("the listener requires authentication, the client has no token") {
-    TestChannel server("server", tokenOptions(kToken));
+    TestChannel server("server", tokenOptions(kSharedToken));
     TestChannel client("client");
     auto remote =
         client.channel->connect(server.address(), sampleMetadata("client"), deadlineIn(5s));
@@ -148,11 +146,11 @@ TEST_CASE("a token on one side only fails clearly on both sides") {
                Catch::Contains("peer at " + server.address() + " requires authentication") &&
                    Catch::Contains("did not authenticate"));
     CHECK(hellosSeen(server) == 0);  // the hello's metadata was not handed on
-    requireRealConnectWorks(server, tokenOptions(kToken));
+    requireRealConnectWorks(server, tokenOptions(kSharedToken));
   }
   SECTION("the client has a token, the listener none: the client sends no metadata") {
     TestChannel server("server");
-    TestChannel client("client", tokenOptions(kToken));
+    TestChannel client("client", tokenOptions(kSharedToken));
     auto remote =
         client.channel->connect(server.address(), sampleMetadata("client"), deadlineIn(5s));
     REQUIRE_FALSE(remote.isOk());
@@ -166,7 +164,7 @@ TEST_CASE("a token on one side only fails clearly on both sides") {
 }
 
 TEST_CASE("raw clients that skip or stall the authentication are closed alone") {
-  TestChannel server("server", tokenOptions(kToken, 300ms));
+  TestChannel server("server", tokenOptions(kSharedToken, 300ms));
   std::vector<Frame> frames;
 
   SECTION("hello without authenticating: UNAUTHENTICATED and no metadata") {
@@ -213,19 +211,19 @@ TEST_CASE("raw clients that skip or stall the authentication are closed alone") 
     CHECK_THAT(errorIn(frames)->message, Catch::Contains("exceeds the 16384-byte limit"));
   }
   CHECK(hellosSeen(server) == 0);
-  requireRealConnectWorks(server, tokenOptions(kToken));
+  requireRealConnectWorks(server, tokenOptions(kSharedToken));
 }
 
 TEST_CASE("a proof made for one connection is refused on another") {
-  TestChannel server("server", tokenOptions(kToken));
+  TestChannel server("server", tokenOptions(kSharedToken));
   const AuthBytes clientNonce = nonceOf(5);
 
   // A legitimate exchange, recorded.
   RawClient first(server.address());
   first.send(encodeMessage(AuthBegin{clientNonce}));
   const AuthChallenge challenge = readChallenge(first);
-  CHECK(proofMatches(serverProof(kToken, clientNonce, challenge.nonce), challenge.proof));
-  const AuthResponse response{clientProof(kToken, challenge.nonce, clientNonce)};
+  CHECK(proofMatches(serverProof(kSharedToken, clientNonce, challenge.nonce), challenge.proof));
+  const AuthResponse response{clientProof(kSharedToken, challenge.nonce, clientNonce)};
   first.send(encodeMessage(response));
   RawSeals seals = sealsFor(clientNonce, challenge);
   first.send(seals.toServer.seal(encodeMessage(Hello{sampleMetadata("first"), std::nullopt})));
@@ -253,13 +251,13 @@ TEST_CASE("a proof made for one connection is refused on another") {
 
 TEST_CASE(
     "after authentication, a frame without its seal, or changed, or replayed, ends the link") {
-  TestChannel server("server", tokenOptions(kToken));
+  TestChannel server("server", tokenOptions(kSharedToken));
   // Authenticates a raw client the way a real one does, up to the hello.
   auto authenticate = [&](RawClient& raw, std::uint8_t nonce) {
     const AuthBytes clientNonce = nonceOf(nonce);
     raw.send(encodeMessage(AuthBegin{clientNonce}));
     const AuthChallenge challenge = readChallenge(raw);
-    raw.send(encodeMessage(AuthResponse{clientProof(kToken, challenge.nonce, clientNonce)}));
+    raw.send(encodeMessage(AuthResponse{clientProof(kSharedToken, challenge.nonce, clientNonce)}));
     return sealsFor(clientNonce, challenge);
   };
   const std::vector<std::uint8_t> hello =
@@ -306,7 +304,7 @@ TEST_CASE(
     CHECK(raw.readUntilClosed(&frames));
   }
   CHECK(hellosSeen(server) <= 1);
-  requireRealConnectWorks(server, tokenOptions(kToken));
+  requireRealConnectWorks(server, tokenOptions(kSharedToken));
 }
 
 TEST_CASE("a listener that never answers the challenge fails connect by its deadline") {
@@ -322,7 +320,7 @@ TEST_CASE("a listener that never answers the challenge fails connect by its dead
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
   const std::string silent = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
 
-  TestChannel client("client", tokenOptions(kToken));
+  TestChannel client("client", tokenOptions(kSharedToken));
   const auto start = kvx::Clock::now();
   auto remote = client.channel->connect(silent, sampleMetadata("client"), deadlineIn(300ms));
   CHECK(remote.status().code() == StatusCode::kTimedOut);
@@ -347,7 +345,7 @@ TEST_CASE("authentication options are checked") {
   options.allowUnauthenticated = true;
   CHECK(validateChannelOptions(options).isOk());
   options.allowUnauthenticated = false;
-  options.authToken = kToken;
+  options.authToken = kSharedToken;
   CHECK(validateChannelOptions(options).isOk());
   options.listenAddress = "[::1]:0";
   options.authToken.clear();
@@ -370,7 +368,7 @@ TEST_CASE("Agent::create takes the token from its options, a file or KVX_AUTH_TO
   options.authTokenFile = "/nonexistent/kvx.token";
   CHECK(kvx::Agent::create(options).status().code() == StatusCode::kNotFound);
   options.authTokenFile.clear();
-  options.authToken = kToken;
+  options.authToken = kSharedToken;
   CHECK(kvx::Agent::create(options).isOk());
   options.authToken.clear();
   options.allowUnauthenticated = true;

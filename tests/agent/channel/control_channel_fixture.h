@@ -37,6 +37,9 @@ using kvx::test::sameMetadata;
 using kvx::test::sampleMetadata;
 using namespace kvx::agent::channel;
 
+// The token both ends of an authenticated channel share in the auth and TLS tests.
+inline const std::string kSharedToken = "a-shared-secret-of-some-length";
+
 // What a channel's handlers saw; waited on by the test thread.
 struct Events {
   std::mutex mutex;

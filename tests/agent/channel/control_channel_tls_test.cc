@@ -16,8 +16,6 @@ using kvx::test::TlsFileSet;
 
 namespace {
 
-const std::string kToken = "a-shared-secret-of-some-length";
-
 ChannelOptions tlsOptions(const TlsFileSet& files, std::chrono::milliseconds readTimeout = 5s) {
   ChannelOptions options = TestChannel::defaultOptions(readTimeout);
   options.tls.enabled = true;
@@ -42,8 +40,8 @@ TEST_CASE("mutual TLS: metadata both ways, updates, and a token on top") {
   ChannelOptions serverOptions = tlsOptions(ca.issue("server"));
   ChannelOptions clientOptions = tlsOptions(ca.issue("client"));
   if (withToken) {
-    serverOptions.authToken = kToken;
-    clientOptions.authToken = kToken;
+    serverOptions.authToken = kSharedToken;
+    clientOptions.authToken = kSharedToken;
   }
   TestChannel server("server", serverOptions);
   TestChannel client("client", clientOptions);
@@ -68,7 +66,7 @@ TEST_CASE("mutual TLS: metadata both ways, updates, and a token on top") {
 TEST_CASE("TLS with a token: a client with the right certificate but no token is refused") {
   OneCa ca;
   ChannelOptions serverOptions = tlsOptions(ca.issue("server"));
-  serverOptions.authToken = kToken;
+  serverOptions.authToken = kSharedToken;
   TestChannel server("server", serverOptions);
   TestChannel client("client", tlsOptions(ca.issue("client")));
   auto remote = client.channel->connect(server.address(), sampleMetadata("client"), deadlineIn(5s));
@@ -114,7 +112,7 @@ TEST_CASE("a plain-TCP agent is told that the listener requires TLS, and it keep
   TestChannel server("server", tlsOptions(ca.issue("server")));
   const bool withToken = GENERATE(false, true);
   ChannelOptions plainOptions = TestChannel::defaultOptions();
-  if (withToken) plainOptions.authToken = kToken;
+  if (withToken) plainOptions.authToken = kSharedToken;
   TestChannel plain("plain", plainOptions);
   auto remote = plain.channel->connect(server.address(), sampleMetadata("plain"), deadlineIn(5s));
   REQUIRE_FALSE(remote.isOk());

@@ -19,7 +19,7 @@ using namespace kvx::engine;
 
 namespace {
 
-constexpr std::uint64_t kMiB = 1ull << 20;
+constexpr std::uint64_t kOneMiB = 1ull << 20;
 
 enum class Completes { kInline, kLater };
 
@@ -124,10 +124,10 @@ struct Rig {
     region->packedKey = {7};
     plan.remoteRegions.push_back(region);
     for (std::size_t i = 0; i < ops; ++i) {
-      plan.ops.push_back(PlannedOp{nullptr, nullptr, i * kMiB, 0, kMiB});
+      plan.ops.push_back(PlannedOp{nullptr, nullptr, i * kOneMiB, 0, kOneMiB});
     }
     plan.descriptors = ops;
-    plan.bytes = ops * kMiB;
+    plan.bytes = ops * kOneMiB;
     return std::make_shared<Transfer>(TransferId{1}, peer, TransferOp::kWrite, std::move(plan),
                                       std::vector<std::uint8_t>{}, std::nullopt, 256, listener);
   }

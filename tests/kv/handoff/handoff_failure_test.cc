@@ -15,8 +15,6 @@ using kvx::kv::handoff::PlaceMsg;
 
 namespace {
 
-const char* modeName(KvMode mode) { return mode == KvMode::kPush ? "PUSH" : "PULL"; }
-
 // Submits `id` (`tokens` tokens) on p in `mode`; layer-wise requests get `readyLayers`.
 void submit(HandoffHarness& h, Side& p, const std::string& id, std::uint64_t tokens, KvMode mode,
             bool layerwise, std::uint32_t readyLayers = 0) {

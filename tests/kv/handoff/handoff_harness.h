@@ -33,6 +33,9 @@ using kv::handoff::PrefillSide;
 using kv::handoff::RequestBoard;
 using kv::handoff::SideContext;
 
+// "PUSH" or "PULL", for what a test prints.
+inline const char* modeName(KvMode mode) { return mode == KvMode::kPush ? "PUSH" : "PULL"; }
+
 // One agent: its pool, its published view and its state machine.
 struct Side {
   Side(std::string n, KvRole r, std::uint64_t blocks, kv::ModelShape shape)

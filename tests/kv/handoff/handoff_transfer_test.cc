@@ -8,12 +8,6 @@
 using namespace kvx;
 using namespace kvx::test::handoff;
 
-namespace {
-
-const char* modeName(KvMode mode) { return mode == KvMode::kPush ? "PUSH" : "PULL"; }
-
-}  // namespace
-
 TEST_CASE("requests move every byte: PUSH and PULL, whole and layer-wise", "[handoff]") {
   const KvMode mode = GENERATE(KvMode::kPush, KvMode::kPull);
   const bool layerwise = GENERATE(false, true);

@@ -11,8 +11,12 @@
 
 using namespace kvx::kv;
 
+namespace {
+
 using Blocks = std::vector<std::uint64_t>;
 using Extents = std::vector<BlockExtent>;
+
+}  // namespace
 
 TEST_CASE("totalBlocks sums the counts", "[kv]") {
   CHECK(totalBlocks(Extents{}) == 0);

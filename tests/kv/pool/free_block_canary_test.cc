@@ -3,17 +3,16 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/kv/tiny_models.h"
 #include "tests/support/test_agent.h"
 
 using namespace kvx;
 using namespace kvx::kv;
+using kvx::test::kTinyModel;
 
 namespace {
 
 // 3 layers x 2 heads x 4 x 2 B, 4 tokens per block: 64-byte segments.
-const char* const kTinyModel =
-    R"({"name":"tiny","layers":3,"kvHeads":2,"headDim":4,"dtypeBytes":2,"tokensPerBlock":4})";
-
 std::unique_ptr<KvPool> makePool(Agent& agent, const std::string& layout, std::uint64_t blocks) {
   KvPoolSpec spec;
   spec.model = kTinyModel;

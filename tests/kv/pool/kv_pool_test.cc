@@ -6,19 +6,19 @@
 #include <string>
 #include <vector>
 
+#include "tests/kv/tiny_models.h"
 #include "tests/support/test_agent.h"
 
 using namespace kvx;
 using namespace kvx::kv;
+using kvx::test::kTinyModel;
 
 namespace {
 
 // 3 layers x 2 heads x 4 x 2 B, 4 tokens per block: 64-byte segments.
-const char* const kTinyModel =
-    R"({"name":"tiny","layers":3,"kvHeads":2,"headDim":4,"dtypeBytes":2,"tokensPerBlock":4})";
 constexpr std::uint64_t kTinySegment = 64;
 
-constexpr const char* kLayouts[] = {"nhd", "hnd", "blocks-first", "cross-layer"};
+constexpr const char* kLayoutNames[] = {"nhd", "hnd", "blocks-first", "cross-layer"};
 
 KvPoolSpec spec(const std::string& layout, std::uint64_t blocks,
                 const std::string& model = kTinyModel) {
@@ -105,7 +105,7 @@ void checkPool(Agent& agent, const KvPool& pool, const std::vector<std::byte*>& 
 
 TEST_CASE("a pool the agent allocates", "[kv]") {
   auto agent = kvx::test::makeAgent("pool-alloc", "inproc");
-  for (const char* layout : kLayouts) {
+  for (const char* layout : kLayoutNames) {
     INFO(layout);
     auto pool = KvPool::create(*agent, spec(layout, 5));
     REQUIRE(pool.isOk());
@@ -138,7 +138,7 @@ TEST_CASE("a pool the agent allocates", "[kv]") {
 
 TEST_CASE("a pool wrapping caller-owned tensors", "[kv]") {
   auto agent = kvx::test::makeAgent("pool-wrap", "inproc");
-  for (const char* layout : kLayouts) {
+  for (const char* layout : kLayoutNames) {
     INFO(layout);
     KvPoolSpec s = spec(layout, 6);
     const std::uint32_t count = tensorCount(layout, 3);

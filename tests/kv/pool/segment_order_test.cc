@@ -13,8 +13,8 @@ using namespace kvx::kv;
 
 namespace {
 
-constexpr KvLayout kLayouts[] = {KvLayout::kNHD, KvLayout::kHND, KvLayout::kBlocksFirst,
-                                 KvLayout::kCrossLayer};
+constexpr KvLayout kLayoutKinds[] = {KvLayout::kNHD, KvLayout::kHND, KvLayout::kBlocksFirst,
+                                     KvLayout::kCrossLayer};
 
 struct Segment {
   std::uint64_t block;
@@ -47,7 +47,7 @@ std::string name(KvLayout layout) { return std::string(toString(layout)); }
 }  // namespace
 
 TEST_CASE("index() is a bijection onto [0, size()) for every layout", "[kv]") {
-  for (KvLayout layout : kLayouts) {
+  for (KvLayout layout : kLayoutKinds) {
     for (std::uint32_t kvCount : {1u, 2u}) {
       for (std::uint64_t blocks : {1ull, 5ull}) {
         INFO(name(layout) << " kv " << kvCount << " blocks " << blocks);
@@ -86,7 +86,7 @@ TEST_CASE("index() matches the documented formulas", "[kv]") {
 }
 
 TEST_CASE("index order is memory order (cross-check with PoolLayout)", "[kv]") {
-  for (KvLayout layout : kLayouts) {
+  for (KvLayout layout : kLayoutKinds) {
     for (bool mla : {false, true}) {
       INFO(name(layout) << (mla ? " mla" : ""));
       const PoolLayout pool = PoolLayout::create(smallShape(mla), layout, 5).value();
@@ -151,7 +151,7 @@ TEST_CASE("appendPairs walks in memory order", "[kv]") {
     }
   }
   SECTION("every layout: ascending blocks give ascending (tensor, offset)") {
-    for (KvLayout layout : kLayouts) {
+    for (KvLayout layout : kLayoutKinds) {
       INFO(name(layout));
       const PoolLayout pool = PoolLayout::create(smallShape(), layout, 8).value();
       SegmentOrder order(layout, 8, 3, 2);
@@ -191,8 +191,8 @@ TEST_CASE("pairs between different layouts name the same (block, layer, kv)", "[
   const std::vector<std::uint64_t> localBlocks{1, 2, 7, 0};
   const std::vector<std::uint64_t> remoteBlocks{5, 0, 3, 11};
   for (std::uint32_t kvCount : {1u, 2u}) {
-    for (KvLayout localLayout : kLayouts) {
-      for (KvLayout remoteLayout : kLayouts) {
+    for (KvLayout localLayout : kLayoutKinds) {
+      for (KvLayout remoteLayout : kLayoutKinds) {
         INFO(name(localLayout) << " -> " << name(remoteLayout) << " kv " << kvCount);
         SegmentOrder local(localLayout, 8, layers, kvCount);
         SegmentOrder remote(remoteLayout, 12, layers, kvCount);

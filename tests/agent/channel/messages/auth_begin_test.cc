@@ -6,10 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/channel/messages/message.h"
+#include "tests/agent/channel/messages/message_frames.h"
 
 using kvx::StatusCode;
 using nlohmann::json;
 using namespace kvx::agent::channel;
+using kvx::test::roundTrip;
 
 namespace {
 
@@ -17,16 +19,6 @@ AuthBytes filled(std::uint8_t value) {
   AuthBytes bytes{};
   bytes.fill(value);
   return bytes;
-}
-
-Message roundTrip(const Message& message) {
-  FrameDecoder decoder;
-  REQUIRE(decoder.feed(encodeMessage(message)).isOk());
-  auto frame = decoder.next();
-  REQUIRE(frame);
-  auto decoded = decodeMessage(*frame);
-  REQUIRE(decoded.isOk());
-  return std::move(decoded).value();
 }
 
 kvx::Status decodeStatus(MessageType type, const json& value) {

@@ -3,25 +3,25 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/channel/messages/message.h"
+#include "tests/agent/channel/messages/message_frames.h"
 
 using kvx::StatusCode;
 using nlohmann::json;
 using namespace kvx::agent::channel;
+using kvx::test::decodeJson;
 
 namespace {
 
-kvx::Result<Message> decodeJson(const json& value) {
-  return decodeMessage(Frame{static_cast<std::uint16_t>(MessageType::kErrorMessage), value.dump()});
+std::string errorText(const json& value) {
+  return decodeJson(MessageType::kErrorMessage, value).status().message();
 }
-
-std::string errorText(const json& value) { return decodeJson(value).status().message(); }
 
 }  // namespace
 
 TEST_CASE("error message round trip and Status mapping") {
   const auto error = ErrorMessage::fromStatus(kvx::alreadyExists("agent 'a' is already here"));
   CHECK(error.code == "ALREADY_EXISTS");
-  auto decoded = decodeJson(error.toJson());
+  auto decoded = decodeJson(MessageType::kErrorMessage, error.toJson());
   REQUIRE(decoded.isOk());
   const auto& back = std::get<ErrorMessage>(*decoded);
   CHECK(back.code == "ALREADY_EXISTS");
@@ -36,7 +36,7 @@ TEST_CASE("error message round trip and Status mapping") {
 TEST_CASE("a long status message is cut to the limit") {
   const auto error = ErrorMessage::fromStatus(kvx::internalError(std::string(10000, 'x')));
   CHECK(error.message.size() == ErrorMessage::kMaxMessageBytes);
-  CHECK(decodeJson(error.toJson()).isOk());
+  CHECK(decodeJson(MessageType::kErrorMessage, error.toJson()).isOk());
 }
 
 TEST_CASE("a status message that is not clean UTF-8 is still accepted by the peer") {
@@ -44,11 +44,13 @@ TEST_CASE("a status message that is not clean UTF-8 is still accepted by the pee
   const std::string split = std::string(4095, 'x') + "\xe2\x82\xac";
   const auto error = ErrorMessage::fromStatus(kvx::internalError(split));
   CHECK(error.message == std::string(4095, 'x'));
-  CHECK(decodeJson(error.toJson()).isOk());
+  CHECK(decodeJson(MessageType::kErrorMessage, error.toJson()).isOk());
   const auto invalid = ErrorMessage::fromStatus(kvx::internalError(std::string(5000, '\xff')));
   CHECK(invalid.message == std::string(ErrorMessage::kMaxMessageBytes, '?'));
-  CHECK(decodeJson(invalid.toJson()).isOk());
-  CHECK(decodeJson(ErrorMessage{"INTERNAL", std::string(5000, '\xc3')}.toJson()).isOk());
+  CHECK(decodeJson(MessageType::kErrorMessage, invalid.toJson()).isOk());
+  CHECK(decodeJson(MessageType::kErrorMessage,
+                   ErrorMessage{"INTERNAL", std::string(5000, '\xc3')}.toJson())
+            .isOk());
 }
 
 TEST_CASE("error message field violations name the field") {

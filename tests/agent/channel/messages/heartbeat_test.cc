@@ -7,30 +7,14 @@
 #include <string>
 
 #include "agent/channel/messages/message.h"
+#include "tests/agent/channel/messages/message_frames.h"
 #include "tests/agent/metadata/sample_metadata.h"
 
 using kvx::StatusCode;
 using nlohmann::json;
 using namespace kvx::agent::channel;
-
-namespace {
-
-kvx::Result<Message> decodeJson(MessageType type, const json& value) {
-  return decodeMessage(Frame{static_cast<std::uint16_t>(type), value.dump()});
-}
-
-// The message a frame with `bytes` decodes to.
-Message roundTrip(const Message& message) {
-  FrameDecoder decoder;
-  REQUIRE(decoder.feed(encodeMessage(message)).isOk());
-  auto frame = decoder.next();
-  REQUIRE(frame);
-  auto decoded = decodeMessage(*frame);
-  REQUIRE(decoded.isOk());
-  return std::move(decoded).value();
-}
-
-}  // namespace
+using kvx::test::decodeJson;
+using kvx::test::roundTrip;
 
 TEST_CASE("the heartbeat is type 6, an empty object on the wire") {
   CHECK(static_cast<std::uint16_t>(MessageType::kHeartbeat) == 6);

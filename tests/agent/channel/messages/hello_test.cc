@@ -4,20 +4,18 @@
 #include <string>
 
 #include "agent/channel/messages/message.h"
+#include "tests/agent/channel/messages/message_frames.h"
 #include "tests/agent/metadata/sample_metadata.h"
 
 using kvx::StatusCode;
 using nlohmann::json;
 using namespace kvx::agent::channel;
+using kvx::test::decodeJson;
 
 namespace {
 
-kvx::Result<Message> decodeJson(const json& value) {
-  return decodeMessage(Frame{static_cast<std::uint16_t>(MessageType::kHello), value.dump()});
-}
-
 void requireError(const json& value, const std::string& expected) {
-  auto result = decodeJson(value);
+  auto result = decodeJson(MessageType::kHello, value);
   REQUIRE_FALSE(result.isOk());
   CHECK(result.status().code() == StatusCode::kProtocolError);
   CHECK_THAT(result.status().message(), Catch::Contains(expected));
