@@ -84,7 +84,8 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
 
 KvAgent::Impl::~Impl() {
   if (service->started()) {
-    (void)shutdown(deadlineIn(std::chrono::seconds(2)), "the agent is being destroyed");
+    (void)shutdown(deadlineIn(std::chrono::seconds(2)), "the agent is being destroyed",
+                   /*applicationGone=*/true);
   }
   // Destroying the reconnector waits for an attempt in progress, which needs the loop, so the
   // loop still runs here and may be in forgetPeer: take the reconnector out under its lock.
@@ -107,7 +108,7 @@ KvAgent::Impl::~Impl() {
   agent.reset();
 }
 
-Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
+Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason, bool applicationGone) {
   if (shutDown.exchange(true)) return Status::ok();
   accepting.store(false);
   if (reconnector) reconnector->stop();
@@ -116,8 +117,14 @@ Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason) {
     sides->stopAccepting();
     return Status::ok();
   });
-  auto live = [this] {
-    return call<std::size_t>([this]() -> Result<std::size_t> { return sides->liveRequests(); });
+  // Being destroyed, the agent waits only for requests the transport and the peers can take
+  // further: one handed out, or waiting for layers, ends at once (and so does one that gets
+  // there while we wait).
+  auto live = [this, applicationGone, &reason] {
+    return call<std::size_t>([this, applicationGone, &reason]() -> Result<std::size_t> {
+      if (applicationGone) sides->endApplicationWaits(cancelled(reason));
+      return sides->liveRequests();
+    });
   };
   auto wait = [&](Deadline until) {
     while (Clock::now() < until) {

@@ -32,7 +32,9 @@ struct KvAgent::Impl {
   static Result<std::unique_ptr<Impl>> create(KvAgentOptions options);
   ~Impl();
 
-  Status shutdown(Deadline deadline, const std::string& reason);
+  // KvAgent::shutdown. `applicationGone`: the agent is being destroyed, so nothing waits for
+  // what only the application could do (KvSides::endApplicationWaits).
+  Status shutdown(Deadline deadline, const std::string& reason, bool applicationGone = false);
   // Connects the agent to `address` (its handshake carries both KV descriptions) and waits
   // until the service thread has taken the peer in, by `deadline`.
   Result<std::string> connect(const std::string& address, Deadline deadline);

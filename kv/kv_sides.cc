@@ -57,6 +57,11 @@ void KvSides::failAll(const Status& why) {
   if (decode_) decode_->failAll(why);
 }
 
+void KvSides::endApplicationWaits(const Status& why) {
+  if (prefill_) prefill_->failAwaitingProducer(why);
+  if (decode_) decode_->releaseHandedOut();
+}
+
 void KvSides::releaseAllAndCheck() {
   if (!decode_) return;
   if (const std::uint64_t held = decode_->heldBlocks(); held > 0) {

@@ -50,6 +50,11 @@ class KvSides {
   void stopAccepting();
   void failAll(const Status& why);
   void releaseAllAndCheck();
+  // The application is gone (the agent is being destroyed): ends at once every request that
+  // only it could take further. A prefill request still waiting for layers (layerReady) or for
+  // the producer to finish with its source fails with `why`; a decode request handed out
+  // (complete or consumed, waiting for release) is released.
+  void endApplicationWaits(const Status& why);
 
   std::size_t liveRequests() const;
   std::uint64_t availableBlocks() const;

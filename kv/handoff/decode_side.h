@@ -55,6 +55,9 @@ class DecodeSide {
   Status release(const std::string& id);
   Status dropPrefixCache();
   void failAll(const Status& why);
+  // Releases every request handed out (complete or consumed): for when the server that would
+  // release them is gone.
+  void releaseHandedOut();
   // Stop placing new requests (shutdown).
   void stopAccepting() { accepting_ = false; }
 

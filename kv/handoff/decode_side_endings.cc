@@ -148,6 +148,16 @@ void DecodeSide::releaseHeld(Clock::time_point now) {
   if (!released.empty()) broadcastCapacity();
 }
 
+void DecodeSide::releaseHandedOut() {
+  std::vector<std::string> ids;
+  for (const auto& [id, g] : groups_) {
+    if (g.view.state == KvRequestState::kComplete || g.view.state == KvRequestState::kConsumed) {
+      ids.push_back(id);
+    }
+  }
+  for (const std::string& id : ids) (void)release(id);
+}
+
 void DecodeSide::failAll(const Status& why) {
   std::vector<std::string> ids;
   for (const auto& [id, g] : groups_) ids.push_back(id);

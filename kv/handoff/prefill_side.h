@@ -15,6 +15,7 @@
 //
 // Threads: every member runs on the KV service thread.
 
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -44,6 +45,10 @@ class PrefillSide {
   void onTick();
   // Fails every live request with `why`.
   void failAll(const Status& why);
+  // Fails with `why` every live request that waits for its producer: a layer not handed over
+  // yet (layerReady), or source blocks the producer may still write (keepSourceForProducer).
+  // For when the producer is gone.
+  void failAwaitingProducer(const Status& why);
   std::size_t liveRequests() const { return requests_.size(); }
   std::vector<KvPeerStatus> peerViews() const;
 
@@ -91,6 +96,8 @@ class PrefillSide {
   void moveLayers(Request& r, std::int64_t layer);
   void onMoveDone(const std::string& id, MoveId move, const MoveResult& result);
   void fail(Request& r, Status why, bool tellPeer);
+  // Fails with `why` each live request `which` selects, taking its producer as done.
+  void failWhere(const Status& why, const std::function<bool(const Request&)>& which);
   void maybeFinish(const std::string& id);
   // What a failed send to `peer` means for the request: PEER_FAILED for a peer the data
   // path no longer knows (NOT_FOUND), else `sent` itself.

@@ -136,8 +136,20 @@ void PrefillSide::onTick() {
 }
 
 void PrefillSide::failAll(const Status& why) {
+  failWhere(why, [](const Request&) { return true; });
+}
+
+void PrefillSide::failAwaitingProducer(const Status& why) {
+  failWhere(why, [](const Request& r) {
+    return !r.producerDone || std::find(r.ready.begin(), r.ready.end(), false) != r.ready.end();
+  });
+}
+
+void PrefillSide::failWhere(const Status& why, const std::function<bool(const Request&)>& which) {
   std::vector<std::string> ids;
-  for (auto& [id, r] : requests_) ids.push_back(id);
+  for (auto& [id, r] : requests_) {
+    if (which(r)) ids.push_back(id);
+  }
   for (const std::string& id : ids) {
     Request* r = find(id);
     if (r == nullptr) continue;

@@ -150,6 +150,29 @@ TEST_CASE("after shutdown, nextArrival returns CANCELLED at once, to a caller al
   CHECK(Clock::now() - before < 30s);
 }
 
+TEST_CASE("a destroyed agent does not wait for what only its application could do", "[kv]") {
+  // Each agent is destroyed holding a request that only its application could take further:
+  // the prefill agent's layer-wise request waits for layers never handed over, the decode
+  // agent's arrival was never consumed. Neither waits out the destructor's 2 s deadline for
+  // it (it used to, then 1 s more for the prefill one).
+  auto decode = makeAgent("decode", KvRole::kDecode, 32, "inproc");
+  auto prefill = makeAgent("prefill", KvRole::kPrefill, 32, "inproc");
+  REQUIRE(prefill->connect(decode->listenAddress(), deadlineIn(5s)).isOk());
+  REQUIRE(prefill->submit(makeRequest(*prefill, "whole", 8, 1, KvMode::kPush, false)).isOk());
+  REQUIRE(decode->nextArrival(deadlineIn(5s)).isOk());  // never consumed
+  REQUIRE(prefill->wait("whole", deadlineIn(5s)).isOk());
+  REQUIRE(prefill->submit(makeRequest(*prefill, "layered", 8, 9, KvMode::kPush, true)).isOk());
+  REQUIRE(prefill->layerReady("layered", 0).isOk());  // the other layers never come
+
+  auto started = Clock::now();
+  prefill.reset();
+  CHECK(Clock::now() - started < 2s);
+  // The decode agent heard the layer-wise request end with the prefill agent's destruction.
+  started = Clock::now();
+  decode.reset();
+  CHECK(Clock::now() - started < 2s);
+}
+
 TEST_CASE("bad requests get clear errors and lose nothing", "[kv]") {
   auto decode = makeAgent("decode", KvRole::kDecode, 16, "inproc");
   auto prefill = makeAgent("prefill", KvRole::kPrefill, 64, "inproc");

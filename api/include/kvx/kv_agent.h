@@ -34,7 +34,10 @@ class KvAgent final {
   // INVALID_ARGUMENT for an unknown shape or layout, or wrapped tensors that do not match
   // the layout (count), naming what was expected.
   static Result<std::unique_ptr<KvAgent>> create(KvAgentOptions options);
-  // shutdown() with a short deadline, then releases everything.
+  // shutdown() with a short deadline (2 s), then releases everything. Requests that only the
+  // application could take further end at once instead of waiting for it: one handed out by
+  // nextArrival() and not released is released, a layer-wise request still waiting for
+  // layerReady() fails with CANCELLED (its peer told). The deadline is for the rest.
   ~KvAgent();
   KvAgent(const KvAgent&) = delete;
   KvAgent& operator=(const KvAgent&) = delete;

@@ -64,6 +64,11 @@ class KvAgent:
         self._agent.shutdown(timeout, reason)
 
     def close(self):
+        """Destroys the agent: a shutdown with a 2 s deadline for the requests in flight.
+
+        Requests that only this process could take further end at once: an arrival not
+        released is released, a layer-wise request waiting for layer_ready fails (CANCELLED).
+        """
         self._agent.close()
         self._tensors = []
 
