@@ -161,7 +161,7 @@ TEST_CASE("a request that fails is logged once, at warning level, with its reaso
 
 TEST_CASE("UCX's log lines go to stderr: stdout carries LISTENING and STATS only",
           "[multiprocess]") {
-  // UCX prints its log to stdout (here: INFO lines at spawnKvx-up, before LISTENING).
+  // UCX prints its log to stdout (here: INFO lines at start-up, before LISTENING).
   auto child = ChildProcess::spawn(
       "/usr/bin/env", {"UCX_LOG_LEVEL=info", kvxBinary(), "agent", "--role", "decode", "--name",
                        "d-log", "--blocks", "16", "--no-populate", "--log-level", "warn"});
