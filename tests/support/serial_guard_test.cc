@@ -2,10 +2,13 @@
 // The guard of serial tests (tests/support/serial_guard.cc) is in force in this very test: a
 // child process that starts a thread, as a serial test must not, is stopped with the reason.
 // Without the guard (the AddressSanitizer build) the test says it skipped.
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <csignal>
 #include <string>
 #include <thread>
@@ -29,12 +32,34 @@ TEST_CASE("a serial test that starts a thread is stopped, saying why", "[support
     ::_exit(0);  // the guard did not stop it
   }
   ::close(pipeFds[1]);
+  // The child ends at once either way (stopped, or _exit); a child that hangs is killed at
+  // the deadline and fails the test.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  auto msLeft = [&] {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    return static_cast<int>(std::max<std::chrono::milliseconds::rep>(left.count(), 0));
+  };
   std::string said;
   char chunk[256];
-  for (ssize_t n; (n = ::read(pipeFds[0], chunk, sizeof chunk)) > 0;) said.append(chunk, n);
+  pollfd readable{pipeFds[0], POLLIN, 0};
+  while (::poll(&readable, 1, msLeft()) > 0) {
+    const ssize_t n = ::read(pipeFds[0], chunk, sizeof chunk);
+    if (n <= 0) break;
+    said.append(chunk, static_cast<std::size_t>(n));
+  }
   ::close(pipeFds[0]);
   int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
+  pid_t ended = 0;
+  while ((ended = ::waitpid(child, &status, WNOHANG)) == 0 && msLeft() > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (ended == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    FAIL("the child neither stopped nor exited within 30 s");
+  }
+  REQUIRE(ended == child);
   INFO(said);
   REQUIRE(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGABRT);
