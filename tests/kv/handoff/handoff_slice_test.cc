@@ -1,13 +1,16 @@
 // kvx-test-labels: unit serial
 // Tensor-parallel slicing: requests that move a head range of each segment, one source
 // scattering to several destinations, several sources gathered into one destination
-// request, and what happens when a part of a gather fails or does not fit.
+// request, and what happens when a part of a gather fails or does not fit, or its lost writer
+// comes back early.
 #include <catch2/catch.hpp>
 
 #include "tests/kv/handoff/handoff_harness.h"
 
 using namespace kvx;
 using namespace kvx::test::handoff;
+using kvx::kv::handoff::AbortAckMsg;
+using kvx::kv::handoff::AbortMsg;
 
 namespace {
 
@@ -168,6 +171,56 @@ TEST_CASE("a failing part fails the whole gather and frees its blocks", "[handof
   CHECK(HandoffHarness::status(d, "g").status.code() != StatusCode::kOk);
   HandoffHarness::takeArrivals(d);
   CHECK(d.arrivals.empty());
+  h.expectClean();
+}
+
+TEST_CASE("a gather's lost direct writer, back before the blocks are held, is asked then",
+          "[handoff]") {
+  // p0 copies into d's pool itself (shared memory) and is lost mid-push; the other part's
+  // write keeps the failed gather open, so its blocks are not held yet when p0 joins again
+  // (the same incarnation). Once they are, p0 is asked to abort, and its answer frees them.
+  HandoffHarness h;
+  Side& p0 = h.addPrefill("p0", 16, HandoffHarness::defaultOptions(), rankShape(1));
+  Side& p1 = h.addPrefill("p1", 16, HandoffHarness::defaultOptions(), rankShape(1));
+  Side& d = h.addDecode("d", 16, HandoffHarness::defaultOptions(), rankShape(2));
+  h.net().writeDirectly("p0", "d");
+  h.connect("p0", "d");
+  h.connect("p1", "d");
+  h.net().holdLandings(true);
+  REQUIRE(p0.prefill
+              ->submit(sliced(h.request(p0, "a", 9), "d", {0, 0, 1, "g", 2}, KvMode::kPush, false))
+              .isOk());
+  REQUIRE(p1.prefill
+              ->submit(sliced(h.request(p1, "b", 9), "d", {0, 1, 1, "g", 2}, KvMode::kPush, false))
+              .isOk());
+  REQUIRE(h.settle());
+  REQUIRE(h.net().movesInFlight() == 2);
+  const std::uint64_t reserved = d.pool.blocks() - d.pool.allocator().freeBlocks();
+  REQUIRE(reserved > 0);
+
+  h.net().dropLink("p0", "d");
+  d.peers.erase("p0");
+  d.context->port.detachPool("p0");
+  d.decode->onPeerGone("p0", peerFailed("the connection to 'p0' was lost"));
+  // The failed gather ends once p1's part has (it drains its write first): nothing held yet.
+  CHECK_FALSE(isTerminal(HandoffHarness::state(d, "g").value()));
+  CHECK(d.decode->heldBlocks() == 0);
+  CHECK(d.pool.allocator().freeBlocks() == d.pool.blocks() - reserved);
+
+  const std::size_t abortsBefore = h.net().sent<AbortMsg>("d");
+  h.net().link("p0", "d");
+  h.connect("p0", "d");
+  REQUIRE(h.settle());  // landings still held: p1's part is still failing
+  CHECK(d.pool.allocator().freeBlocks() == d.pool.blocks() - reserved);
+
+  h.net().holdLandings(false);
+  REQUIRE(h.settle());
+  CHECK(HandoffHarness::state(p1, "b") == KvRequestState::kFailed);
+  CHECK(HandoffHarness::state(d, "g") == KvRequestState::kFailed);
+  CHECK(h.net().sent<AbortMsg>("d") > abortsBefore);
+  CHECK(h.net().sent<AbortAckMsg>("p0") >= 1);
+  CHECK(d.decode->heldBlocks() == 0);
+  CHECK(d.pool.allocator().freeBlocks() == d.pool.blocks());
   h.expectClean();
 }
 
