@@ -90,6 +90,13 @@ class Agent:
     def peers(self):
         return self._agent.peers()
 
+    def peer_writes_directly(self, peer):
+        """Whether `peer`'s process writes into this agent's memory by itself on the live data
+        path (UCX over shared memory or cross-memory attach, CUDA IPC): dropping the link then
+        does not stop a copy it is in the middle of; only its own answer, or the end of its
+        process, does. False where this agent places every byte (tcp, RDMA, socket)."""
+        return self._agent.peer_writes_directly(peer)
+
     def peer_info(self, peer):
         """{"name", "incarnation", "application_info", "regions": [...]}: what the peer said
         of itself in its handshake (application_info: its Agent(application_info=...), "" when

@@ -112,6 +112,10 @@ void addAgent(py::module_& module) {
              check(done);
            })
       .def("peers", [](const PyAgent& a) { return a.get()->peers(); })
+      .def("peer_writes_directly",
+           [](const PyAgent& a, const std::string& peer) {
+             return take(a.get()->peerWritesDirectly(peer));
+           })
       .def("peer_info",
            [](const PyAgent& a, const std::string& peer) {
              PeerInfo info = take(a.get()->peerInfo(peer));

@@ -52,3 +52,14 @@ class EngineProcess:
                 self.process.wait(timeout=10)
         self.process.stdin.close()
         self.process.stdout.close()
+
+
+def wait_stopped(pid, timeout=10):
+    """Returns once the kernel shows process `pid` stopped (state T)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat") as stat:
+            if stat.read().rsplit(")", 1)[1].split()[0] == "T":
+                return
+        time.sleep(0.001)
+    raise AssertionError(f"process {pid} did not stop within {timeout} s")

@@ -6,8 +6,9 @@ states checked at each step. Page size 1, decode pages scattered (sent as coales
 chunked sends, every byte of every page and of the request's aux slot compared, over shm, tcp
 and the socket transport; an abort on the decode side fails the prefill's sender and returns
 once the prefill answered (or, from a stopped prefill, once the link to it was dropped); a
-receiver whose pages never come times out; a prefill killed during a request fails the
-decode's receiver."""
+receiver whose pages never come times out; one whose prefill is stopped over shared memory
+keeps its pages until that process ends; a prefill killed during a request fails the decode's
+receiver."""
 import os
 import signal
 import sys
@@ -16,7 +17,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from engine_process import EngineProcess  # noqa: E402
+from engine_process import EngineProcess, wait_stopped  # noqa: E402
 from fake_sglang import AUX_SLOTS, manager  # noqa: E402
 from kvx.integrations.sglang import KVPoll, KvxKVReceiver, _expand, _runs  # noqa: E402
 from kvx.integrations.sglang_runs import paired_runs  # noqa: E402
@@ -129,6 +130,38 @@ class SglangConnector(unittest.TestCase):
             self.assertEqual(prefill.expect("SENT 11"), f"SENT 11 {KVPoll.Failed}")
         finally:
             os.kill(prefill.process.pid, signal.SIGCONT)
+            mgr.close()
+            prefill.stop()
+
+    def test_a_stopped_prefill_over_shm_keeps_the_pages_until_its_process_ends(self):
+        """Over shared memory the prefill copies into these pages itself: stopped, it could
+        finish a copy after its link is dropped, so the receiver says Failed (and SGLang reuses
+        the pages) only once that process has ended."""
+        prefill = PrefillProcess("shm")
+        buffers, mgr = manager("decode", DECODE_PAGES, "shm", transfer_timeout=1.0,
+                               abort_timeout=0.5)
+        try:
+            prefill.command("hold 13")
+            receiver = KvxKVReceiver(mgr, prefill.address, 13)
+            receiver.init(0)
+            receiver.send_metadata([9, 10])
+            prefill.expect("WAITING 13")
+            os.kill(prefill.process.pid, signal.SIGSTOP)
+            wait_stopped(prefill.process.pid)
+            # The pages time out (1 s), the abort gets no answer (0.5 s), the link is dropped:
+            # still Transferring.
+            until = time.monotonic() + 3.0
+            while time.monotonic() < until:
+                self.assertEqual(receiver.poll(), KVPoll.Transferring)
+                time.sleep(0.01)
+            self.assertFalse(receiver.answered)
+            self.assertNotIn(receiver.peer, mgr.agent.peers())
+            os.kill(prefill.process.pid, signal.SIGKILL)
+            prefill.process.wait(timeout=10)
+            self.assertEqual(poll_until(receiver, (KVPoll.Failed,), timeout=10), KVPoll.Failed)
+            with self.assertRaises(kvx.TimedOut):
+                receiver.failure_exception()
+        finally:
             mgr.close()
             prefill.stop()
 

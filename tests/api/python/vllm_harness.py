@@ -6,7 +6,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from engine_process import EngineProcess  # noqa: E402
+from engine_process import EngineProcess, wait_stopped  # noqa: E402,F401 (tests import it here)
 
 PREFILL_BLOCKS, DECODE_BLOCKS = 64, 48
 
@@ -27,17 +27,6 @@ class PrefillProcess(EngineProcess):
         """Computes the request layer by layer (mode push), then finishes it."""
         self.command(f"push {request_id} {tokens} {seed}")
         self.expect(f"COMPUTED {request_id}")
-
-
-def wait_stopped(pid, timeout=10):
-    """Returns once the kernel shows process `pid` stopped (state T)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with open(f"/proc/{pid}/stat") as stat:
-            if stat.read().rsplit(")", 1)[1].split()[0] == "T":
-                return
-        time.sleep(0.001)
-    raise AssertionError(f"process {pid} did not stop within {timeout} s")
 
 
 def run_until(engine, request_id, timeout=20):

@@ -9,7 +9,8 @@ layer) and after (written at once); a prefix hit (only the rest is written); a w
 hit (nothing written, the prefill's blocks released); TP 2 to 4 and 4 to 2; caches of another
 shape (refused by the prefill, the blocks failed); a decode that never comes (the lease frees
 the prefill's blocks); a prefill that never writes (the decode cancels, and hands its blocks
-back failed only once the prefill answered); a prefill killed during the push. Prints
+back failed only once the prefill answered); a prefill stopped during the push over shared
+memory (the blocks held until its process ends); a prefill killed during the push. Prints
 kvx-test-skipped without torch."""
 import os
 import signal
@@ -26,7 +27,7 @@ except ImportError:
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from fake_vllm import BLOCK_SIZE, Blocks, Engine, Request, blocks_for  # noqa: E402
-from vllm_harness import DECODE_BLOCKS, PrefillProcess, run_until  # noqa: E402
+from vllm_harness import DECODE_BLOCKS, PrefillProcess, run_until, wait_stopped  # noqa: E402
 
 
 def push_params(prefill, request_id):
@@ -150,6 +151,37 @@ class VllmPush(unittest.TestCase):
                 decode.step()
                 time.sleep(0.002)
             self.assertTrue(all(not t.any() for t in decode.kv_caches[0].values()))
+        finally:
+            decode.close()
+            prefill.stop()
+
+    def test_a_prefill_stopped_during_the_push_over_shm(self):
+        """Over shared memory the prefill's process copies into the decode's cache itself: one
+        stopped mid-push could finish its copy after the decode dropped its link, so the
+        decode hands the blocks back (failed) only once that process has ended."""
+        prefill = PrefillProcess("shm", mode="push")
+        decode = decode_engine("push-stop", "shm", push_timeout=1.0, connect_timeout=2.0)
+        try:
+            blocks, failed = self.push_request(decode, prefill, "warm", BLOCK_SIZE, seed=6)
+            self.assertEqual(failed, set())  # linked: the next dest goes out at once
+            request = Request("held", 4 * BLOCK_SIZE, push_params(prefill, "p-held"))
+            blocks = self.allocate(decode, request, 4 * BLOCK_SIZE)
+            for _ in range(5):
+                decode.step()  # the dest goes out
+            os.kill(prefill.process.pid, signal.SIGSTOP)
+            wait_stopped(prefill.process.pid)
+            # The push times out (1 s), the cancel gets no answer (2 s), the link is dropped:
+            # the blocks stay with the request.
+            until = time.monotonic() + 5.0
+            while time.monotonic() < until:
+                _, recving, failed = decode.step()
+                self.assertNotIn("held", recving)
+                self.assertEqual(failed, set())
+                time.sleep(0.005)
+            self.assertNotIn("vllm-prefill-0-tp0", decode.workers[0]._agent.peers())
+            os.kill(prefill.process.pid, signal.SIGKILL)
+            prefill.process.wait(timeout=10)
+            self.assertEqual(run_until(decode, "held", timeout=10), set(blocks))
         finally:
             decode.close()
             prefill.stop()

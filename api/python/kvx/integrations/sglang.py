@@ -17,9 +17,15 @@ How it moves KV (push, as SGLang's other backends do):
   - abort() on the prefill side cancels what is in flight, then tells the receiver (Failed);
     abort() on the decode side asks the prefill to cancel and returns once it answered that
     nothing more will land (or, after abort_timeout without an answer, once the link to it
-    was dropped, which stops its writes): SGLang reuses the pages right after;
+    was dropped, which stops its writes where the decode's side places every byte: tcp,
+    RDMA): SGLang reuses the pages right after;
   - a peer that dies makes the other side's poll say Failed; a receiver that waited
-    transfer_timeout for its pages aborts as above and says Failed.
+    transfer_timeout for its pages aborts as above and says Failed;
+  - where the prefill's process copies into the decode's pages itself (shared memory), a
+    dropped link does not stop a copy that process is in the middle of (it may be stopped,
+    and resume): a receiver whose prefill left or timed out without answering says Failed
+    only once that process has ended (peer_process.py), and until then Transferring. abort()
+    cannot wait for that (SGLang reuses the pages when it returns): it logs a warning.
 Not yet: tensor parallelism that differs between prefill and decode; state buffers (Mamba,
 SWA: a send_metadata with state_indices fails with kvx.InvalidArgument).
 Memory kind: KVArgs.kv_memory_kind ("cuda" when absent, as SGLang's pools are GPU memory; its
@@ -32,6 +38,7 @@ import time
 import numpy as np
 
 import kvx
+from kvx.integrations.peer_process import PeerWriters, with_this_process
 from kvx.integrations.sglang_receiver import KvxKVReceiver
 from kvx.integrations.sglang_runs import expand as _expand, runs as _runs  # noqa: F401 (tests)
 from kvx.integrations.sglang_sender import KvxKVSender
@@ -77,11 +84,14 @@ class KvxKVManager:
         self.transfer_timeout = transfer_timeout
         kind = getattr(args, "kv_memory_kind", "cuda")
         device = getattr(args, "gpu_id", 0) if kind == "cuda" else -1
-        options = {"listen_address": bootstrap_address}
+        # The process, so that a decode receiver can tell when a lost prefill copying into its
+        # pages itself (shared memory) can write no more (sglang_receiver.py).
+        options = {"listen_address": bootstrap_address, "application_info": with_this_process()}
         if data_path:
             options["data_path"] = data_path
         rank = getattr(args, "engine_rank", 0)
         self.agent = kvx.Agent(f"sglang-{mode}-{rank}-{id(self):x}", **options)
+        self.writers = PeerWriters(self.agent)
         self.lock = threading.RLock()
         self.kv = _Buffers(
             [self.agent.register_memory((ptr, length, device), name=f"kv.{i}")

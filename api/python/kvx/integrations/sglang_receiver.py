@@ -1,9 +1,12 @@
 """The decode side of one SGLang request (sglang.py; the messages: sglang_sender.py)."""
+import logging
 import time
 
 import kvx
 from kvx.integrations.sglang_runs import runs
 from kvx.integrations.sglang_states import KVPoll
+
+log = logging.getLogger("kvx.sglang")
 
 
 class KvxKVReceiver:
@@ -21,6 +24,8 @@ class KvxKVReceiver:
         self.aux_arrived = False
         self.deadline = None
         self.answered = False  # the prefill answered an abort: nothing more lands
+        self.writer = None     # how the prefill writes here (peer_process.Writer), once asked
+        self.ending = None     # the failure, while a direct writer may still write
         mgr.attach(bootstrap_room, self)
 
     def init(self, prefill_dp_rank=0):
@@ -44,6 +49,7 @@ class KvxKVReceiver:
                 self.expected = len(kv_indices)
                 self.aux_expected = aux_index is not None and bool(self.mgr.aux.regions)
                 self.deadline = time.monotonic() + self.mgr.transfer_timeout
+                self.writer = self.mgr.writers.of(self.peer)
                 self.mgr.send_note(self.peer, "meta", self.room,
                                    {"peer": self.mgr.agent.name, "runs": runs(kv_indices),
                                     "aux": None if aux_index is None else int(aux_index)})
@@ -77,16 +83,33 @@ class KvxKVReceiver:
             self.mgr.pump()
             if self.state != KVPoll.Transferring:
                 return self.state
-            if self.arrived >= self.expected and (self.aux_arrived or not self.aux_expected):
+            if self.ending is not None:
+                if self._writes_over():
+                    self._fail(self.ending)
+            elif self.arrived >= self.expected and (self.aux_arrived or not self.aux_expected):
                 self.state = KVPoll.Success
                 self.mgr.detach(self.room, self)
             elif not self.mgr.alive(self.peer):
-                self._fail(kvx.PeerFailed(f"room {self.room}: the prefill {self.peer} is gone"))
+                self._end(kvx.PeerFailed(f"room {self.room}: the prefill {self.peer} is gone"))
             elif time.monotonic() >= self.deadline:
                 self._stop_writes()
-                self._fail(kvx.TimedOut(f"room {self.room}: the KV did not arrive within "
-                                        f"{self.mgr.transfer_timeout:g} s"))
+                self._end(kvx.TimedOut(f"room {self.room}: the KV did not arrive within "
+                                       f"{self.mgr.transfer_timeout:g} s"))
             return self.state
+
+    def _writes_over(self):
+        """Whether no byte of the prefill's writes can land any more."""
+        return self.answered or self.writer is None or self.writer.stopped()
+
+    def _end(self, error):
+        """Failed, once no byte can land any more; until then the pages stay (Transferring)."""
+        if self._writes_over():
+            self._fail(error)
+            return
+        self.ending = error
+        log.warning("kvx: room %s: holding its pages until the prefill %s (%s) ends: it copies "
+                    "into them itself, so dropping its link does not stop a write it is in the "
+                    "middle of", self.room, self.peer, self.writer.describe())
 
     def failure_exception(self):
         raise self.error or kvx.InternalError(f"room {self.room} did not fail")
@@ -116,6 +139,10 @@ class KvxKVReceiver:
         with self.mgr.lock:
             if self.state == KVPoll.Transferring:
                 self._stop_writes()
+                if not self._writes_over():
+                    log.warning("kvx: room %s aborted while the prefill %s (%s), which copies "
+                                "into its pages itself, has not said it stopped: SGLang reuses "
+                                "them now", self.room, self.peer, self.writer.describe())
             self.error = self.error or kvx.Cancelled(f"room {self.room}: aborted")
             self.state = KVPoll.Failed
             self.mgr.detach(self.room, self)

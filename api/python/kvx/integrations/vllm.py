@@ -48,6 +48,7 @@ import time
 import kvx
 from kvx.integrations import vllm_messages as messages
 from kvx.integrations.vllm_layout import KvLayout, head_overlaps
+from kvx.integrations.peer_process import with_this_process
 from kvx.integrations.vllm_links import PeerLinks
 from kvx.integrations.vllm_pull import PullReader, ReadLease, Source
 from kvx.integrations.vllm_push import PushReceiver, PushWriter
@@ -225,7 +226,10 @@ class KvxConnector(KVConnectorBase_V1):
     # ---------------- worker side ----------------
     def register_kv_caches(self, kv_caches):
         self._layout = KvLayout(kv_caches, self._tp_size)
-        options = {"listen_address": self._listen_address}
+        # The process, so that a decode worker can tell when a lost prefill worker copying into
+        # its cache itself (shared memory) can write no more (vllm_push.py).
+        options = {"listen_address": self._listen_address,
+                   "application_info": with_this_process()}
         if self._data_path:
             options["data_path"] = self._data_path
         self._agent = kvx.Agent(f"vllm-{self._engine_id}-tp{self._tp_rank}", **options)

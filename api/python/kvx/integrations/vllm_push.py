@@ -14,8 +14,11 @@ of a request's blocks into the decode worker's blocks as soon as the layer is co
     received them, or when the lease ends with some never asked for;
   - a write that fails tells the decode (push-failed) once none of the request's writes is
     in flight; a decode that gives up waiting asks for a cancel and counts its blocks failed
-    only once the prefill answered that no byte will land any more (or, with no answer,
-    once it dropped the link to that prefill, which stops any write still coming).
+    only once the prefill answered that no byte will land any more. With no answer it drops
+    the link to that prefill, which stops any write still coming where the decode's side
+    places every byte (tcp, RDMA); where the prefill's process copies into the decode's
+    cache itself (shared memory), a stopped process would finish its copy after that, so
+    the blocks wait until that process has ended (peer_process.py).
 Chunked prefill is not pushed: the blocks written are those allocated when the request was
 first scheduled (a whole prompt); use pull for chunked prefill."""
 import dataclasses
@@ -24,6 +27,7 @@ import time
 
 import kvx
 from kvx.integrations import vllm_messages as messages
+from kvx.integrations.peer_process import PeerWriters
 from kvx.integrations.vllm_layout import check_compatible, head_overlaps, readers_per_prefill_rank
 
 log = logging.getLogger("kvx.vllm")
@@ -216,10 +220,12 @@ class _Arrival:
     peers: list               # the prefill workers writing them
     expected: int             # (layer, block) pairs to come, over all of them
     deadline: float
+    writers: dict             # peer -> peer_process.Writer
     arrived: int = 0
     failure: str = None
     cancel_deadline: float = None  # set once a cancel was asked for
     cancelled: set = dataclasses.field(default_factory=set)  # peers that answered it
+    holding: bool = False     # said that its blocks wait for a writer's process to end
 
 
 class PushReceiver:
@@ -233,12 +239,13 @@ class PushReceiver:
         self._cancel_timeout = cancel_timeout
         self._arrivals = {}   # decode request -> _Arrival
         self._remote = {}     # decode request -> the prefill's request id
+        self._writers = PeerWriters(agent)
 
     def expect(self, request_id, remote_request_id, blocks, peers):
         """The dest went to `peers`: each writes every layer of `blocks` (its heads)."""
         self._arrivals[request_id] = _Arrival(
             list(blocks), list(peers), len(self._layout.names) * len(blocks) * len(peers),
-            time.monotonic() + self._timeout)
+            time.monotonic() + self._timeout, {peer: self._writers.of(peer) for peer in peers})
         self._remote[request_id] = remote_request_id
 
     def on_pushed(self, units, request_id):
@@ -300,6 +307,19 @@ class PushReceiver:
                     self._agent.disconnect(peer)
                 except kvx.Error:
                     pass
+            # A writer that copies into this cache itself may be stopped mid-copy: dropping its
+            # link does not stop that copy, only its answer or the end of its process does.
+            unproven = [p for p in arrival.peers
+                        if p not in arrival.cancelled and not arrival.writers[p].stopped()]
+            if unproven:
+                if not arrival.holding:
+                    log.warning("kvx: holding the %d blocks of %s until the prefill worker %s "
+                                "(%s) ends: it copies into this cache itself, so dropping its "
+                                "link does not stop a write it is in the middle of",
+                                len(arrival.blocks), request_id, unproven[0],
+                                arrival.writers[unproven[0]].describe())
+                    arrival.holding = True
+                continue
             done.append((request_id, arrival.blocks, arrival.failure))
             del self._arrivals[request_id]
             del self._remote[request_id]
