@@ -42,6 +42,18 @@ def poll_until(receiver, states, timeout=20):
     return state
 
 
+def stopped_with_metadata(prefill, mgr, room, pages):
+    """A receiver of `room` whose metadata reached the prefill, which is then stopped."""
+    prefill.command(f"hold {room}")
+    receiver = KvxKVReceiver(mgr, prefill.address, room)
+    receiver.init(0)
+    receiver.send_metadata(pages)
+    prefill.expect(f"WAITING {room}")
+    os.kill(prefill.process.pid, signal.SIGSTOP)
+    wait_stopped(prefill.process.pid)
+    return receiver
+
+
 class SglangConnector(unittest.TestCase):
     def test_runs(self):
         self.assertEqual(_runs([4, 5, 6, 9, 2, 3]), [[4, 3], [9, 1], [2, 2]])
@@ -114,12 +126,7 @@ class SglangConnector(unittest.TestCase):
         prefill = PrefillProcess("tcp")
         buffers, mgr = manager("decode", DECODE_PAGES, "tcp", abort_timeout=0.5)
         try:
-            prefill.command("hold 11")
-            receiver = KvxKVReceiver(mgr, prefill.address, 11)
-            receiver.init(0)
-            receiver.send_metadata([4, 5])
-            prefill.expect("WAITING 11")
-            os.kill(prefill.process.pid, signal.SIGSTOP)
+            receiver = stopped_with_metadata(prefill, mgr, 11, [4, 5])
             started = time.monotonic()
             receiver.abort()
             self.assertGreaterEqual(time.monotonic() - started, 0.5)
@@ -141,13 +148,7 @@ class SglangConnector(unittest.TestCase):
         buffers, mgr = manager("decode", DECODE_PAGES, "shm", transfer_timeout=1.0,
                                abort_timeout=0.5)
         try:
-            prefill.command("hold 13")
-            receiver = KvxKVReceiver(mgr, prefill.address, 13)
-            receiver.init(0)
-            receiver.send_metadata([9, 10])
-            prefill.expect("WAITING 13")
-            os.kill(prefill.process.pid, signal.SIGSTOP)
-            wait_stopped(prefill.process.pid)
+            receiver = stopped_with_metadata(prefill, mgr, 13, [9, 10])
             # The pages time out (1 s), the abort gets no answer (0.5 s), the link is dropped:
             # still Transferring.
             until = time.monotonic() + 3.0

@@ -38,10 +38,7 @@ std::uint64_t loseWriterMidPush(HandoffHarness& h, Side& p, Side& d) {
   REQUIRE(h.net().movesInFlight() == 1);
   const std::uint64_t reserved = d.pool.blocks() - d.pool.allocator().freeBlocks();
   REQUIRE(reserved > 0);
-  h.net().dropLink("p", "d");
-  d.peers.erase("p");
-  d.context->port.detachPool("p");
-  d.decode->onPeerGone("p", peerFailed("the connection to 'p' was lost"));
+  h.dropLinkSeenByDecode("p", "d");
   return reserved;
 }
 

@@ -150,6 +150,17 @@ class HandoffHarness {
     }
   }
 
+  // The link between `prefillName` and `decodeName` drops, and the decode side learns of it
+  // (as tick() would tell it); the prefill side not yet.
+  void dropLinkSeenByDecode(const std::string& prefillName, const std::string& decodeName) {
+    net_.dropLink(prefillName, decodeName);
+    Side& d = side(decodeName);
+    d.peers.erase(prefillName);
+    d.context->port.detachPool(prefillName);
+    d.decode->onPeerGone(prefillName,
+                         peerFailed("the connection to '" + prefillName + "' was lost"));
+  }
+
   FakeNetwork& net() { return net_; }
   Side& side(const std::string& name) { return *sides_.at(name); }
   bool settle(std::size_t maxSteps = 20000) { return net_.settle(maxSteps); }

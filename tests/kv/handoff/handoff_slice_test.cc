@@ -198,10 +198,7 @@ TEST_CASE("a gather's lost direct writer, back before the blocks are held, is as
   const std::uint64_t reserved = d.pool.blocks() - d.pool.allocator().freeBlocks();
   REQUIRE(reserved > 0);
 
-  h.net().dropLink("p0", "d");
-  d.peers.erase("p0");
-  d.context->port.detachPool("p0");
-  d.decode->onPeerGone("p0", peerFailed("the connection to 'p0' was lost"));
+  h.dropLinkSeenByDecode("p0", "d");
   // The failed gather ends once p1's part has (it drains its write first): nothing held yet.
   CHECK_FALSE(isTerminal(HandoffHarness::state(d, "g").value()));
   CHECK(d.decode->heldBlocks() == 0);
