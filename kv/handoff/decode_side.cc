@@ -216,7 +216,7 @@ Status DecodeSide::consume(const std::string& id) {
 Status DecodeSide::release(const std::string& id) {
   Group* g = findGroup(id);
   if (g == nullptr) return notFound("request '" + id + "' is not live on this decode agent");
-  if (g->view.state != KvRequestState::kComplete && g->view.state != KvRequestState::kConsumed) {
+  if (!handedOut(*g)) {
     return failedPrecondition("request '" + id + "' is " + std::string(toString(g->view.state)) +
                               "; only complete or consumed requests can be released");
   }

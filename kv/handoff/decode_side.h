@@ -94,6 +94,10 @@ class DecodeSide {
   };
 
   // A request as the server sees it: its blocks, lease and state.
+  struct Group;
+  // Handed to the server (complete or consumed): only the server's release ends it.
+  static bool handedOut(const Group& g);
+
   struct Group {
     KvRequestStatus view;
     std::uint32_t parts = 1;                                     // expected

@@ -148,12 +148,14 @@ void DecodeSide::releaseHeld(Clock::time_point now) {
   if (!released.empty()) broadcastCapacity();
 }
 
+bool DecodeSide::handedOut(const Group& g) {
+  return g.view.state == KvRequestState::kComplete || g.view.state == KvRequestState::kConsumed;
+}
+
 void DecodeSide::releaseHandedOut() {
   std::vector<std::string> ids;
   for (const auto& [id, g] : groups_) {
-    if (g.view.state == KvRequestState::kComplete || g.view.state == KvRequestState::kConsumed) {
-      ids.push_back(id);
-    }
+    if (handedOut(g)) ids.push_back(id);
   }
   for (const std::string& id : ids) (void)release(id);
 }
@@ -164,9 +166,7 @@ void DecodeSide::failAll(const Status& why) {
   for (const std::string& id : ids) {
     Group* g = findGroup(id);
     if (g == nullptr) continue;
-    if (g->view.state == KvRequestState::kComplete || g->view.state == KvRequestState::kConsumed) {
-      continue;  // handed to the server already
-    }
+    if (handedOut(*g)) continue;  // the server's to release
     failGroup(*g, why, nullptr, true);
   }
 }
