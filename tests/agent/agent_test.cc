@@ -6,26 +6,13 @@
 #include <thread>
 
 #include "examples/pair_transfer/pattern.h"
+#include "tests/support/eventually.h"
 #include "tests/support/test_agent.h"
 
 using namespace kvx;
+using kvx::test::eventually;
 using kvx::test::makeAgent;
 using namespace std::chrono_literals;
-
-namespace {
-
-// Polls `condition` until it holds or 5 s pass.
-template <typename Condition>
-bool eventually(Condition condition) {
-  const Deadline deadline = deadlineIn(5s);
-  while (Clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(2ms);
-  }
-  return condition();
-}
-
-}  // namespace
 
 TEST_CASE("agents connect over the control channel and move data", "[agent]") {
   const std::string transport = GENERATE("inproc", "tcp");

@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "process/child_process.h"
-#include "tests/support/kvx_binary.h"
+#include "tests/support/kvx_child.h"
 
 using kvx::process::ChildProcess;
-using kvx::test::kvxBinary;
+using kvx::test::spawnKvx;
 using std::chrono::seconds;
 
 namespace {
@@ -30,15 +30,14 @@ struct Run {
 
 Run doctor(std::vector<std::string> args) {
   args.insert(args.begin(), "doctor");
-  auto child = ChildProcess::spawn(kvxBinary(), args);
-  REQUIRE(child.isOk());
+  ChildProcess child = spawnKvx(args);
   Run run;
   while (true) {
-    auto line = child->readLine(seconds(30));
+    auto line = child.readLine(seconds(30));
     if (!line.isOk()) break;
     run.output += *line + "\n";
   }
-  run.exitCode = child->waitExit(seconds(30));
+  run.exitCode = child.waitExit(seconds(30));
   return run;
 }
 

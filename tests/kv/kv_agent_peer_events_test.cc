@@ -8,10 +8,12 @@
 
 #include "kvx/kv_agent.h"
 #include "tests/kv/tiny_models.h"
+#include "tests/support/eventually.h"
 #include "tests/support/test_agent.h"
 
 using namespace kvx;
 using namespace std::chrono_literals;
+using kvx::test::eventually;
 using kvx::test::kTinyShape;
 
 namespace {
@@ -96,16 +98,11 @@ TEST_CASE("a KV agent dials a lost peer again on its own", "[kv]") {
     }
     return false;
   };
-  auto waitUntil = [](const std::function<bool()>& done) {
-    const auto until = Clock::now() + 5s;
-    while (!done() && Clock::now() < until) std::this_thread::sleep_for(5ms);
-    return done();
-  };
   const auto start = Clock::now();
   REQUIRE(prefill->agent().disconnect("decode").isOk());
   // Gone first (the decode agent waits 100 ms before its first attempt), then back.
-  REQUIRE(waitUntil([&] { return !knowsDecode(); }));
-  REQUIRE(waitUntil(knowsDecode));
+  REQUIRE(eventually([&] { return !knowsDecode(); }));
+  REQUIRE(eventually(knowsDecode));
   INFO("back after "
        << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count()
        << " ms");

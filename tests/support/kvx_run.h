@@ -9,26 +9,24 @@
 #include <utility>
 #include <vector>
 
-#include "process/child_process.h"
-#include "tests/support/kvx_binary.h"
+#include "tests/support/kvx_child.h"
 
 namespace kvx::test {
 
 inline std::pair<int, std::string> runKvx(const std::vector<std::string>& args,
                                           std::chrono::seconds timeout) {
-  auto child = kvx::process::ChildProcess::spawn(kvxBinary(), args);
-  REQUIRE(child.isOk());
+  kvx::process::ChildProcess child = spawnKvx(args);
   std::string output;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    auto line = child->readLine(std::chrono::milliseconds(500));
+    auto line = child.readLine(std::chrono::milliseconds(500));
     if (line.isOk()) {
       output += *line + "\n";
     } else if (line.status().code() != StatusCode::kTimedOut) {
       break;
     }
   }
-  return {child->waitExit(std::chrono::seconds(30)), output};
+  return {child.waitExit(std::chrono::seconds(30)), output};
 }
 
 }  // namespace kvx::test
