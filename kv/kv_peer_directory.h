@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "kv/handoff/peer_process.h"
 #include "kvx/kv_types.h"
+#include "kvx/process_watch.h"
 #include "kvx/result.h"
 #include "kvx/transfer.h"
 #include "sync/mutex.h"
@@ -32,7 +32,7 @@ struct KvPeer {
   std::string reason;  // why not compatible
   std::uint64_t totalBlocks = 0;
   std::uint32_t kvHeads = 0;
-  handoff::ProcessIdentity process;  // where its KvAgentInfo said
+  ProcessIdentity process;  // where its KvAgentInfo said
 };
 
 class KvPeerDirectory {

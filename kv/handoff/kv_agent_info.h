@@ -19,10 +19,10 @@
 #include <string_view>
 #include <vector>
 
-#include "kv/handoff/peer_process.h"
 #include "kv/pool/pool_description.h"
 #include "kvx/agent.h"
 #include "kvx/kv_types.h"
+#include "kvx/process_watch.h"
 #include "kvx/result.h"
 
 namespace kvx::kv::handoff {

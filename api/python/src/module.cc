@@ -4,6 +4,7 @@
 #include "api/python/src/agent_binding.h"
 #include "api/python/src/dlpack_memory.h"
 #include "api/python/src/kv_agent_binding.h"
+#include "api/python/src/process_watch_binding.h"
 #include "api/python/src/status_errors.h"
 
 PYBIND11_MODULE(_kvx, module) {
@@ -12,4 +13,5 @@ PYBIND11_MODULE(_kvx, module) {
   kvx::python::addAgent(module);
   kvx::python::addKvAgent(module);
   kvx::python::addDlpack(module);
+  kvx::python::addProcessWatch(module);
 }

@@ -56,6 +56,12 @@ class PeerProcess(unittest.TestCase):
         for info, expected in (("", "did not say which process"),
                                ('{"engine": "x"}', "did not say which process"),
                                ("not json", "did not say which process"),
+                               (identity_of("12"), "did not say which process"),
+                               (identity_of(-3), "did not say which process"),
+                               (identity_of(True), "did not say which process"),
+                               (identity_of(2**70), "did not say which process"),
+                               (identity_of(2**40), "names no process"),
+                               (identity_of(1, host=7), "did not say which process"),
                                (identity_of(1, host="another-boot/pid:1"), "another host")):
             watch, why = ProcessWatch.of(info)
             self.assertIsNone(watch, info)

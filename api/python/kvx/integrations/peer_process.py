@@ -8,37 +8,25 @@ watch is a pidfd opened while the peer is known to be alive (when its writes are
 so a pid the kernel hands to another process later is never mistaken for it."""
 import dataclasses
 import json
-import os
-import select
 
 import kvx
+from kvx import _kvx
 
 _KEY = "kvx_process"
-
-
-def _host_key():
-    """This boot and pid namespace ("<boot id>/pid:<inode>"), or "" where /proc cannot say."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
-            boot = f.read().strip()
-        return f"{boot}/pid:{os.stat('/proc/self/ns/pid').st_ino}"
-    except OSError:
-        return ""
 
 
 def with_this_process(application_info=""):
     """`application_info` (a JSON object, or empty) with this process's identity added."""
     info = json.loads(application_info) if application_info else {}
-    info[_KEY] = {"pid": os.getpid(), "host": _host_key()}
+    info[_KEY] = _kvx.this_process()
     return json.dumps(info)
 
 
 class ProcessWatch:
-    """Whether a peer's process has ended. Thread: one at a time."""
+    """Whether a peer's process has ended (kvx's ProcessWatch). Thread: one at a time."""
 
-    def __init__(self, pidfd, description):
-        self._pidfd = pidfd
-        self._ended = pidfd is None
+    def __init__(self, native, description):
+        self._native = native  # None: known to have ended
         self.description = description
 
     @staticmethod
@@ -50,29 +38,17 @@ class ProcessWatch:
         except (ValueError, AttributeError):
             identity = {}
         pid, host = identity.get("pid"), identity.get("host")
-        if not pid or not host:
+        if type(pid) is not int or not 0 < pid < 2**63 or type(host) is not str or not host:
             return None, "it did not say which process it is"
-        if host != _host_key():
-            return None, "its process is on another host or in another pid namespace"
         try:
-            return ProcessWatch(os.pidfd_open(pid), f"pid {pid}"), ""
-        except ProcessLookupError:
+            return ProcessWatch(_kvx.watch_process(pid, host), f"pid {pid}"), ""
+        except kvx.NotFound:
             return ProcessWatch(None, f"pid {pid}, which has ended"), ""
-        except (OSError, AttributeError) as error:  # AttributeError: a Python without pidfds
+        except (kvx.FailedPrecondition, kvx.Unimplemented) as error:
             return None, f"its process cannot be watched: {error}"
 
     def ended(self):
-        if not self._ended:
-            poller = select.poll()
-            poller.register(self._pidfd, select.POLLIN)
-            self._ended = bool(poller.poll(0))  # a pidfd is readable once its process exits
-            if self._ended:
-                os.close(self._pidfd)
-        return self._ended
-
-    def __del__(self):
-        if not self._ended and self._pidfd is not None:
-            os.close(self._pidfd)
+        return self._native is None or self._native.ended()
 
 
 @dataclasses.dataclass

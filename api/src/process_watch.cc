@@ -1,4 +1,4 @@
-#include "kv/handoff/peer_process.h"
+#include "kvx/process_watch.h"
 
 #include <poll.h>
 #include <sys/stat.h>
@@ -7,21 +7,22 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <limits>
 
-#include "files/bounded_file.h"
-
-namespace kvx::kv::handoff {
+namespace kvx {
 
 namespace {
 
 // "<boot id>/pid:<inode of this pid namespace>", or "" where /proc does not say.
 std::string hostKey() {
-  auto boot = files::readBoundedFile("/proc/sys/kernel/random/boot_id", 128, "boot id");
+  // A boot id is 36 characters; the first line is all of it.
+  std::ifstream file("/proc/sys/kernel/random/boot_id");
+  std::string id;
   struct stat ns {};
-  if (!boot.isOk() || ::stat("/proc/self/ns/pid", &ns) != 0) return "";
-  std::string id = *boot;
-  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
-  if (id.empty()) return "";
+  if (!file || !std::getline(file, id) || ::stat("/proc/self/ns/pid", &ns) != 0) return "";
+  while (!id.empty() && (id.back() == '\r' || id.back() == ' ')) id.pop_back();
+  if (id.empty() || id.size() > 128) return "";
   return id + "/pid:" + std::to_string(ns.st_ino);
 }
 
@@ -46,6 +47,9 @@ bool ProcessWatch::ended() {
 
 Result<std::shared_ptr<ProcessWatch>> watchProcess(const ProcessIdentity& who) {
   if (!who.known()) return failedPrecondition("the peer did not say which process it is");
+  if (who.pid > static_cast<std::uint64_t>(std::numeric_limits<pid_t>::max())) {
+    return failedPrecondition("pid " + std::to_string(who.pid) + " names no process");
+  }
   const ProcessIdentity self = thisProcess();
   if (self.host.empty()) {
     return failedPrecondition("this host's boot id or pid namespace cannot be read from /proc");
@@ -66,4 +70,4 @@ Result<std::shared_ptr<ProcessWatch>> watchProcess(const ProcessIdentity& who) {
 #endif
 }
 
-}  // namespace kvx::kv::handoff
+}  // namespace kvx

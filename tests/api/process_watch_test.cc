@@ -1,7 +1,7 @@
 // kvx-test-labels: unit serial
-// peer_process: this process's identity, and a watch that tells when another process of this
+// process_watch: this process's identity, and a watch that tells when another process of this
 // host and pid namespace has ended (and never mistakes a later process for it).
-#include "kv/handoff/peer_process.h"
+#include "kvx/process_watch.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -12,7 +12,6 @@
 #include <thread>
 
 using namespace kvx;
-using namespace kvx::kv::handoff;
 
 namespace {
 
@@ -83,6 +82,14 @@ TEST_CASE("a process of another host or pid namespace, or none named, cannot be 
   CHECK(watch.status().code() == StatusCode::kFailedPrecondition);
   CHECK_THAT(watch.status().message(), Catch::Contains("another host or pid namespace"));
   CHECK(watchProcess(ProcessIdentity{}).status().code() == StatusCode::kFailedPrecondition);
+  ProcessIdentity beyondPids = thisProcess();
+  beyondPids.pid = std::uint64_t{1} << 31;  // would be a negative pid_t
+  CHECK(watchProcess(beyondPids).status().code() == StatusCode::kFailedPrecondition);
+}
+
+TEST_CASE("a watch made for a process already known to have ended says so") {
+  ProcessWatch gone(-1);
+  CHECK(gone.ended());
 }
 
 TEST_CASE("a process that has already gone is NOT_FOUND, not a watch on whoever gets its pid") {
