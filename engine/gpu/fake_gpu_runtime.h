@@ -49,6 +49,7 @@ class FakeGpuRuntime : public GpuRuntime {
 
   bool compiledIn() const override { return true; }
   std::string describe() const override;
+  bool emulated() const override { return true; }
   Result<int> deviceCount() const override;
   MemoryProbe probe(const void* address) const override;
   Result<void*> allocateDevice(std::size_t bytes, int device) override;

@@ -38,6 +38,9 @@ class GpuRuntime {
   virtual bool compiledIn() const = 0;
   // "CUDA runtime 13.0, driver 12.8", "built without CUDA".
   virtual std::string describe() const = 0;
+  // True for a test double whose devices are host memory and whose copies are CPU memcpys:
+  // what it measures says nothing of a GPU.
+  virtual bool emulated() const { return false; }
   // Devices this process sees; the runtime's reason when it cannot use any (no driver, no
   // device), e.g. "cudaGetDeviceCount: cudaErrorNoDevice: no CUDA-capable device is detected".
   virtual Result<int> deviceCount() const = 0;

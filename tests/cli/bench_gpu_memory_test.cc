@@ -70,6 +70,8 @@ TEST_CASE("GPU pools on the staged path move and verify, and the header says so"
   CHECK_THAT(header["gpuDirect"].get<std::string>(),
              Catch::StartsWith("GPUDirect: off, staged through host"));
   CHECK(header["bareReference"] == "host memory");
+  // The fake runtime's copy reference copies 32 MiB (its figures say nothing of a GPU).
+  CHECK(header["memory"]["gpuCopyReference"]["bytes"] == 32u << 20);
   CHECK_FALSE(header["dataPaths"].empty());
   REQUIRE_FALSE(report["cases"].empty());
   for (const auto& c : report["cases"]) {
