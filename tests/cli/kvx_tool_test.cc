@@ -30,13 +30,19 @@ using std::chrono::seconds;
 
 namespace {
 
-// The long demo: 500 requests in the plain build, 100 under a sanitizer (the same paths, at
-// a fifth of the time: tests/support/sanitizer_build.h). Its arrival rate: under
-// ThreadSanitizer the agents move about 0.1 GB/s, and at 400/s the later requests would wait
-// past the prefill deadline (30 s) for pool room, so they arrive slower there; what the case
-// checks (every block verified and returned) is the same.
+// Under a sanitizer the demos' prompts and pools are a quarter of their size: the same
+// paths (as many prompts fit a pool at once, so as many wait for room), a quarter of the
+// bytes, whose filling, copying and checking the sanitizers slow most
+// (tests/support/sanitizer_build.h). `quartered(n)`: n, or n / 4 there.
+constexpr unsigned kDemoScale = kvx::test::kSanitizerBuild ? 4 : 1;
+std::string quartered(unsigned n) { return std::to_string(n / kDemoScale); }
+
+// The long demo: 500 requests in the plain build, 100 under a sanitizer. Its arrival rate:
+// under ThreadSanitizer the agents move about 0.1 GB/s, and at 400/s the later requests would
+// wait past the prefill deadline (30 s) for pool room, so they arrive slower there; what the
+// case checks (every block verified and returned) is the same.
 constexpr int kLongDemoRequests = kvx::test::kSanitizerBuild ? 100 : 500;
-constexpr const char* kDemoRate = kvx::test::kThreadSanitizer ? "10" : "400";
+constexpr const char* kDemoRate = kvx::test::kThreadSanitizer ? "40" : "400";
 
 }  // namespace
 
@@ -177,10 +183,10 @@ TEST_CASE("UCX's log lines go to stderr: stdout carries LISTENING and STATS only
 }
 
 TEST_CASE("kvx demo moves, verifies and reports a small workload", "[multiprocess]") {
-  ChildProcess demo =
-      spawnKvx({"demo", "--requests", "12", "--max-tokens", "1024", "--decode-blocks", "256",
-                "--prefill-blocks", "256", "--prefix-cache-blocks", "64", "--log-level", "error",
-                "--timeout-s", "120"});
+  ChildProcess demo = spawnKvx({"demo", "--requests", "12", "--min-tokens", quartered(128),
+                                "--max-tokens", quartered(1024), "--decode-blocks", quartered(256),
+                                "--prefill-blocks", quartered(256), "--prefix-cache-blocks",
+                                quartered(64), "--log-level", "error", "--timeout-s", "120"});
   std::string output;
   while (true) {
     auto line = demo.readLine(seconds(180));
@@ -206,7 +212,7 @@ TEST_CASE("a long demo: PUSH and PULL, layer-wise on and off, every block verifi
                                 "--min-tokens",
                                 "16",
                                 "--max-tokens",
-                                "2048",
+                                quartered(2048),
                                 "--rate",
                                 kDemoRate,
                                 "--mode",
@@ -214,11 +220,11 @@ TEST_CASE("a long demo: PUSH and PULL, layer-wise on and off, every block verifi
                                 "--layerwise",
                                 "mixed",
                                 "--decode-blocks",
-                                "1024",
+                                quartered(1024),
                                 "--prefill-blocks",
-                                "1024",
+                                quartered(1024),
                                 "--prefix-cache-blocks",
-                                "256",
+                                quartered(256),
                                 "--log-level",
                                 "error",
                                 "--timeout-s",
