@@ -10,7 +10,11 @@ constexpr std::size_t kAlignment = 4096;
 
 Result<void*> HostStagingAllocator::allocate(std::size_t bytes) {
   const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* address = std::aligned_alloc(kAlignment, rounded);
+  // posix_memalign, not aligned_alloc: UCX's malloc hooks (libucm, set through relocation
+  // tables with UCX_MEM_MMAP_HOOK_MODE=reloc) replace posix_memalign and free but not
+  // aligned_alloc, and their free crashes on a block glibc's aligned_alloc gave.
+  void* address = nullptr;
+  if (::posix_memalign(&address, kAlignment, rounded) != 0) address = nullptr;
   if (address == nullptr) {
     return resourceExhausted("cannot allocate " + std::to_string(bytes) +
                              " bytes of host staging memory");
