@@ -56,6 +56,8 @@ class PeerProcess(unittest.TestCase):
         for info, expected in (("", "did not say which process"),
                                ('{"engine": "x"}', "did not say which process"),
                                ("not json", "did not say which process"),
+                               ("[1, 2]", "did not say which process"),
+                               ('{"kvx_process": 5}', "did not say which process"),
                                (identity_of("12"), "did not say which process"),
                                (identity_of(-3), "did not say which process"),
                                (identity_of(True), "did not say which process"),

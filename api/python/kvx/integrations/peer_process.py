@@ -34,8 +34,11 @@ class ProcessWatch:
         """A watch on the process `application_info` names, or None (and why not) where it
         cannot be watched: another host or pid namespace, or no identity given."""
         try:
-            identity = json.loads(application_info or "{}").get(_KEY) or {}
-        except (ValueError, AttributeError):
+            info = json.loads(application_info or "{}")
+        except ValueError:
+            info = {}
+        identity = info.get(_KEY) if isinstance(info, dict) else None
+        if not isinstance(identity, dict):
             identity = {}
         pid, host = identity.get("pid"), identity.get("host")
         if type(pid) is not int or not 0 < pid < 2**63 or type(host) is not str or not host:
