@@ -23,9 +23,9 @@ Result<std::unique_ptr<KvAgent::Impl>> KvAgent::Impl::create(KvAgentOptions opti
   {
     // Peers learn this agent's role and pool from its metadata: known before it exists.
     KVX_ASSIGN_OR_RETURN(const kv::PoolLayout layout, kv::KvPool::layoutOf(options.pool));
-    KvAgentInfo info{
-        options.role, options.defaultMode,       layout.shape(), layout.layout(), layout.blocks(),
-        {},           thisProcess()};
+    KvAgentInfo info{options.role,    options.defaultMode, layout.shape(),
+                     layout.layout(), layout.blocks(),     {},
+                     thisProcess()};
     for (std::uint32_t t = 0; t < layout.tensorCount(); ++t) {
       info.regionNames.push_back(kv::KvPool::regionName(t));
     }
