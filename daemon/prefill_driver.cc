@@ -172,6 +172,7 @@ void PrefillDriver::replay(std::size_t index, StopSignal& stop) {
   for (RequestRecord& record : records) {
     record.sourceBlocks = perPart;
     record.waitedForBlocks = records[0].waitedForBlocks;
+    record.admission = records[0].admission;
   }
   std::vector<Part> parts = makeParts(records, trace, std::move(blocks).value());
   produce(parts, trace);
@@ -225,6 +226,7 @@ Result<std::vector<std::uint64_t>> PrefillDriver::allocate(RequestRecord& first,
       allocating_.erase(first.index);
       wakeFirstAllocating();  // the next prompt's turn
       first.waitedForBlocks = Clock::now() - began;
+      if (blocks.isOk()) first.admission = ++admitted_;
       if (blocks.isOk() || blocks.status().code() != StatusCode::kResourceExhausted) {
         return blocks;
       }

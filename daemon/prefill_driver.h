@@ -120,6 +120,7 @@ class PrefillDriver {
   std::uint64_t released_ KVX_GUARDED_BY(mutex_) = 0;          // requests
   std::uint64_t failed_ KVX_GUARDED_BY(mutex_) = 0;            // requests
   std::uint64_t waitingForBlocks_ KVX_GUARDED_BY(mutex_) = 0;  // prompts
+  std::uint64_t admitted_ KVX_GUARDED_BY(mutex_) = 0;          // prompts given their blocks
   // Prompts in allocate(), by index, each with the condition variable its worker waits on:
   // only the first may allocate, so only it is woken (wakeFirstAllocating).
   std::map<std::size_t, std::condition_variable*> allocating_ KVX_GUARDED_BY(mutex_);

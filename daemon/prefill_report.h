@@ -12,6 +12,8 @@
 //       "heads": KV heads a sliced part moves (0: whole blocks),
 //       "tokens", "sourceBlocks", "prefixHashes", "mode" (push|pull), "layerwise",
 //       "arrivalMs", "submittedAtMs", "waitedForBlocksMs": since the replay began,
+//       "admission": the prompt's place in the order prompts got their prefill blocks (1:
+//                    first; 0: none),
 //       "submitNs": steady_clock ns of the submit() call, "doneNs": steady_clock ns when
 //                   wait() returned it released or failed (daemon/report_clocks.h: comparable
 //                   across the processes of one machine),

@@ -23,6 +23,7 @@ nlohmann::json toJson(const RequestRecord& r) {
       {"arrivalMs", millis(r.arrival)},
       {"submittedAtMs", millis(r.submittedAt)},
       {"waitedForBlocksMs", millis(r.waitedForBlocks)},
+      {"admission", r.admission},
       {"submitNs", r.submitNs},
       {"doneNs", r.doneNs},
       {"lastLayerNs", r.lastLayerNs},

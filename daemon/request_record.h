@@ -27,6 +27,9 @@ struct RequestRecord {
   std::chrono::nanoseconds arrival{0};          // the trace's timestamp, scaled
   std::chrono::nanoseconds submittedAt{0};      // since the replay started
   std::chrono::nanoseconds waitedForBlocks{0};  // allocation stalls on a full pool
+  // Its prompt's place in the order prompts got their prefill blocks: 1 for the first; 0
+  // while it has none (or never got them).
+  std::uint64_t admission = 0;
   std::int64_t submitNs = 0;  // steady_clock ns (daemon/report_clocks.h) at the submit() call
   std::int64_t doneNs = 0;    // steady_clock ns when wait() returned (released or failed)
   // Layer-wise: steady_clock ns when the last layer was handed over (layerReady called);
