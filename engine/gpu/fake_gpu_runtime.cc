@@ -9,6 +9,8 @@
 #include <cstring>
 #include <utility>
 
+#include "engine/gpu/page_aligned_alloc.h"
+
 namespace kvx::engine::gpu {
 
 namespace {
@@ -141,8 +143,7 @@ Result<void*> FakeGpuRuntime::allocateDevice(std::size_t bytes, int device) {
   std::size_t rounded = (bytes + 4095) / 4096 * 4096;
   if (rounded == 0) rounded = 4096;
   if (access_ == FakeDeviceAccess::kCopyEngineOnly) return allocateStrict(bytes, rounded, device);
-  void* address = nullptr;  // posix_memalign: see HostStagingAllocator::allocate
-  if (::posix_memalign(&address, 4096, rounded) != 0) address = nullptr;
+  void* address = allocatePageAligned(rounded);
   if (address == nullptr) {
     return resourceExhausted("cannot allocate " + std::to_string(bytes) +
                              " bytes of fake device memory");

@@ -2,19 +2,13 @@
 
 #include <cstdlib>
 
+#include "engine/gpu/page_aligned_alloc.h"
+
 namespace kvx::engine::gpu {
 
-namespace {
-constexpr std::size_t kAlignment = 4096;
-}
-
 Result<void*> HostStagingAllocator::allocate(std::size_t bytes) {
-  const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  // posix_memalign, not aligned_alloc: UCX's malloc hooks (libucm, set through relocation
-  // tables with UCX_MEM_MMAP_HOOK_MODE=reloc) replace posix_memalign and free but not
-  // aligned_alloc, and their free crashes on a block glibc's aligned_alloc gave.
-  void* address = nullptr;
-  if (::posix_memalign(&address, kAlignment, rounded) != 0) address = nullptr;
+  const std::size_t rounded = (bytes + kPageAlignment - 1) / kPageAlignment * kPageAlignment;
+  void* address = allocatePageAligned(rounded);
   if (address == nullptr) {
     return resourceExhausted("cannot allocate " + std::to_string(bytes) +
                              " bytes of host staging memory");
