@@ -6,7 +6,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from engine_process import EngineProcess, wait_stopped  # noqa: E402,F401 (tests import it here)
+from engine_process import EngineProcess  # noqa: E402
 
 PREFILL_BLOCKS, DECODE_BLOCKS = 64, 48
 

@@ -27,7 +27,8 @@ except ImportError:
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from fake_vllm import BLOCK_SIZE, Blocks, Engine, Request, blocks_for  # noqa: E402
-from vllm_harness import DECODE_BLOCKS, PrefillProcess, run_until, wait_stopped  # noqa: E402
+from engine_process import wait_stopped  # noqa: E402
+from vllm_harness import DECODE_BLOCKS, PrefillProcess, run_until  # noqa: E402
 
 
 def push_params(prefill, request_id):
