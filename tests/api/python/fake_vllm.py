@@ -1,6 +1,14 @@
 """Just enough of vLLM for the connector tests to drive kvx's connector in the order vLLM calls
 it (vLLM itself cannot be installed here): requests, allocated blocks, configs, a block pool,
-KV cache tensors of vLLM's shape, and one engine step of the connector calls."""
+KV caches as vLLM allocates them (vllm_caches.py), and one engine step of the connector calls
+in the order of vLLM's KV connector model-runner mixin
+(vllm/v1/worker/kv_connector_model_runner_mixin.py @00f4240): bind_connector_metadata, the
+forward (each layer: wait_for_layer_load, its compute, save_kv_layer, in forward order; none
+on a step that schedules no tokens), then
+start_load_kv (after the forward: the steps here have no synchronous loads), wait_for_save,
+get_finished, get_block_ids_with_load_errors, clear_connector_metadata. A TP rank holds the
+model's KV heads as vLLM splits them: total // tp each, or one head per rank, replicated over
+tp // total ranks, where TP is above the heads."""
 import math
 import types
 
@@ -8,10 +16,13 @@ import numpy as np
 import torch
 
 from kvx.integrations.vllm import KvxConnector, KVConnectorRole
+from vllm_caches import allocate, parts
 
-LAYERS, BLOCK_SIZE, HEADS, HEAD_DIM = 4, 16, 4, 32  # HEADS: the model's, over all TP ranks
+# HEADS: the model's KV heads, over all TP ranks. BLOCK_SIZE: the scheduler's; the caches'
+# kernel blocks are KERNEL_BLOCK tokens (two per scheduler block).
+LAYERS, BLOCK_SIZE, KERNEL_BLOCK, HEADS, HEAD_DIM = 12, 32, 16, 4, 32
 DTYPE = torch.float16
-HEAD_BYTES = HEAD_DIM * 2
+DEFAULT_LAYOUT = "LBHNC"
 
 
 class Request:
@@ -35,11 +46,17 @@ class Blocks:
         return self._unhashed
 
 
-def config(role, engine_id, **extra):
+def config(role, engine_id, total_heads=HEADS, mla=False, **extra):
     transfer = types.SimpleNamespace(kv_role=role, engine_id=engine_id,
                                      kv_connector_extra_config=extra)
-    return types.SimpleNamespace(kv_transfer_config=transfer,
+    model = types.SimpleNamespace(use_mla=mla, get_total_num_kv_heads=lambda: total_heads)
+    return types.SimpleNamespace(kv_transfer_config=transfer, model_config=model,
                                  cache_config=types.SimpleNamespace(block_size=BLOCK_SIZE))
+
+
+def held_heads(rank, tp_size, total):
+    """(first, count) of the model's KV heads that a TP rank holds, as vLLM splits them."""
+    return rank * total // tp_size, max(1, total // tp_size)
 
 
 class Engine:
@@ -47,17 +64,22 @@ class Engine:
     worker-side connector and its share of the heads in KV caches of `num_blocks` blocks per
     layer; block ids (one free list) are shared by the workers, as in vLLM."""
 
-    def __init__(self, role, engine_id, num_blocks, tp_size=1, head_dim=HEAD_DIM, **extra):
-        self.tp_size = tp_size
-        self.scheduler = KvxConnector(config(role, engine_id, tp_size=tp_size, **extra),
+    def __init__(self, role, engine_id, num_blocks, tp_size=1, head_dim=HEAD_DIM,
+                 layout=DEFAULT_LAYOUT, total_heads=HEADS, **extra):
+        self.tp_size, self.layout, self.total_heads = tp_size, layout, total_heads
+        self.mla = layout == "mla"
+        if self.mla:
+            self.total_heads = total_heads = 1
+        self.scheduler = KvxConnector(config(role, engine_id, total_heads, self.mla,
+                                             tp_size=tp_size, **extra),
                                       KVConnectorRole.SCHEDULER)
         self.workers, self.kv_caches = [], []
+        kernel_blocks = num_blocks * (BLOCK_SIZE // KERNEL_BLOCK)
         for rank in range(tp_size):
-            worker = KvxConnector(config(role, engine_id, tp_rank=rank, tp_size=tp_size, **extra),
-                                  KVConnectorRole.WORKER)
-            caches = {f"model.layers.{i}.self_attn": torch.zeros(
-                (2, num_blocks, BLOCK_SIZE, HEADS // tp_size, head_dim), dtype=DTYPE)
-                for i in range(LAYERS)}
+            worker = KvxConnector(config(role, engine_id, total_heads, self.mla, tp_rank=rank,
+                                         tp_size=tp_size, **extra), KVConnectorRole.WORKER)
+            caches = allocate(layout, LAYERS, kernel_blocks, KERNEL_BLOCK,
+                              held_heads(rank, tp_size, total_heads)[1], head_dim, DTYPE)
             worker.register_kv_caches(caches)
             self.workers.append(worker)
             self.kv_caches.append(caches)
@@ -80,18 +102,19 @@ class Engine:
         """One engine step's connector calls on every worker: (done sending, done receiving,
         failed blocks), a request done once every worker said so (vLLM's aggregation).
         `compute(rank, layer)`, when given, is the forward pass writing layer `layer` of
-        worker `rank` just before save_kv_layer is called for it."""
+        worker `rank` just before save_kv_layer is called for it; without it the step
+        schedules no tokens and runs no forward (vLLM's kv_connector_no_forward: the same
+        connector calls, no layer's)."""
         meta = self.scheduler.build_connector_meta(None)
         done = {"sending": set(), "recving": set()}
         failed = set()
         for worker, caches in zip(self.workers, self.kv_caches):
             worker.bind_connector_metadata(meta)
-            worker.start_load_kv(None)
-            for layer, name in enumerate(sorted(caches)):
-                worker.wait_for_layer_load(name)
-                if compute is not None:
-                    compute(self.workers.index(worker), layer)
+            for layer, name in enumerate(caches if compute is not None else ()):
+                worker.wait_for_layer_load(name)  # the forward, in forward order
+                compute(self.workers.index(worker), layer)
                 worker.save_kv_layer(name, caches[name], None)
+            worker.start_load_kv(None)
             worker.wait_for_save()
             said = dict(zip(("sending", "recving"), worker.get_finished(set())))
             failed |= worker.get_block_ids_with_load_errors()
@@ -105,10 +128,25 @@ class Engine:
                         done[kind].add(request)
         return done["sending"], done["recving"], failed
 
-    def _blocks_view(self, rank, name):
-        """[2, num_blocks, block_size, heads here, head bytes] as uint8."""
-        t = self.kv_caches[rank][name]
-        return t.view(torch.uint8).reshape(*t.shape[:4], HEAD_BYTES).numpy()
+    def _positions(self, rank, layer, blocks, seed, first_position):
+        """(this worker's [K/V part] views of each block, what each should hold)."""
+        tensor = list(self.kv_caches[rank].values())[layer]
+        first, count = held_heads(rank, self.tp_size, self.total_heads)
+        per_block = BLOCK_SIZE // KERNEL_BLOCK
+        for position, block in enumerate(blocks):
+            expected = pattern(seed, layer, first_position + position, self.total_heads,
+                               self.bytes_per_head(rank))
+            expected = expected[:, first:first + count].reshape(
+                per_block, KERNEL_BLOCK, count, -1)
+            views = [part[block * per_block:(block + 1) * per_block]
+                     for part in parts(tensor, self.layout)]
+            width = views[0].shape[-1]
+            yield views, [expected[..., i * width:(i + 1) * width] for i in range(len(views))]
+
+    def bytes_per_head(self, rank):
+        """A token's bytes of one head, K and V (or the MLA latent) together."""
+        tensor = list(self.kv_caches[rank].values())[0]
+        return sum(p.shape[-1] for p in parts(tensor, self.layout))
 
     def fill(self, blocks, seed):
         """Writes block position p of the request (every layer, K and V, every head) with its
@@ -119,36 +157,34 @@ class Engine:
 
     def fill_layer(self, rank, layer, blocks, seed):
         """fill() of one worker's layer."""
-        heads = HEADS // self.tp_size
-        view = self._blocks_view(rank, sorted(self.kv_caches[rank])[layer])
-        for kv in range(2):
-            for position, block in enumerate(blocks):
-                view[kv, block] = pattern(seed, layer, kv, position)[
-                    :, rank * heads:(rank + 1) * heads]
+        for views, expected in self._positions(rank, layer, blocks, seed, 0):
+            for view, values in zip(views, expected):
+                view[...] = torch.from_numpy(np.ascontiguousarray(values))
 
     def matches(self, blocks, seed, first_position=0):
-        heads = HEADS // self.tp_size
         for rank in range(self.tp_size):
-            for layer, name in enumerate(sorted(self.kv_caches[rank])):
-                view = self._blocks_view(rank, name)
-                for kv in range(2):
-                    for i, block in enumerate(blocks):
-                        expected = pattern(seed, layer, kv, first_position + i)[
-                            :, rank * heads:(rank + 1) * heads]
-                        if not np.array_equal(view[kv, block], expected):
+            for layer in range(LAYERS):
+                for views, expected in self._positions(rank, layer, blocks, seed,
+                                                       first_position):
+                    for view, values in zip(views, expected):
+                        if not np.array_equal(view.numpy(), values):
                             return False
         return True
+
+    def untouched(self):
+        """True while every byte of every cache is zero."""
+        return all(not t.any() for caches in self.kv_caches for t in caches.values())
 
     def close(self):
         for worker in self.workers:
             worker.shutdown()
 
 
-def pattern(seed, layer, kv, position):
-    """One block's K (or V) over all the model's heads: [block_size, HEADS, head bytes]."""
-    start = seed * 131 + layer * 17 + kv * 7 + position * 3
-    values = (np.arange(BLOCK_SIZE * HEADS * HEAD_BYTES, dtype=np.uint64) + start) % 251
-    return values.astype(np.uint8).reshape(BLOCK_SIZE, HEADS, HEAD_BYTES)
+def pattern(seed, layer, position, heads, head_bytes):
+    """One scheduler block of a layer over all the model's heads: [tokens, heads, bytes]."""
+    start = seed * 131 + layer * 17 + position * 3
+    values = (np.arange(BLOCK_SIZE * heads * head_bytes, dtype=np.uint64) + start) % 251
+    return values.astype(np.uint8).reshape(BLOCK_SIZE, heads, head_bytes)
 
 
 def blocks_for(tokens):

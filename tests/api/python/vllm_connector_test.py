@@ -1,8 +1,9 @@
 # kvx-test-labels: python ucx multiprocess
 """kvx's vLLM connector (kvx.integrations.vllm) driven in the order vLLM calls it, across a
 prefill instance in another process (vllm_prefill_engine.py) and a decode instance here, with
-torch KV caches of vLLM's shape ([2, num_blocks, block_size, kv_heads, head_dim] per layer;
-the two instances with different numbers of blocks), every byte of every moved block compared:
+torch KV caches allocated as vLLM allocates them (vllm_caches.py; the two instances with
+different numbers of blocks), every byte of every moved block compared: every layout vLLM
+has handed out; replicated KV heads (2 heads at TP 4);
 requests of several sizes over shm, tcp and the socket transport; tensor parallelism that
 differs (prefill TP 2 and decode TP 4, and 4 to 2: each decode worker reads its heads from the
 prefill workers holding them); a prefix hit (only the rest is read); a whole prefix hit
@@ -25,7 +26,8 @@ except ImportError:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from fake_vllm import BLOCK_SIZE, Blocks, Engine, Request, blocks_for  # noqa: E402
+from fake_vllm import BLOCK_SIZE, HEADS, Blocks, Engine, Request, blocks_for  # noqa: E402
+from vllm_caches import LAYOUTS  # noqa: E402
 from engine_process import wait_stopped  # noqa: E402
 from vllm_harness import DECODE_BLOCKS, PrefillProcess, run_until  # noqa: E402
 
@@ -80,6 +82,41 @@ class VllmConnector(unittest.TestCase):
             decode.close()
             prefill.stop()
         self.assertEqual(prefill.process.returncode, 0)
+
+    def short_exchange(self, layout, prefill_tp=1, decode_tp=1, total_heads=HEADS):
+        """Two requests (whole, and a prefix hit) between caches of `layout`, over shm."""
+        prefill = PrefillProcess("shm", tp_size=prefill_tp, layout=layout,
+                                 total_heads=total_heads)
+        decode = Engine("kv_consumer", "decode-" + layout, DECODE_BLOCKS, tp_size=decode_tp,
+                        data_path="shm", layout=layout, total_heads=total_heads)
+        try:
+            blocks, failed = self.decode_request(decode, prefill, "whole", 5 * BLOCK_SIZE - 3,
+                                                 seed=3)
+            self.assertEqual((failed, len(blocks)), (set(), 5))
+            self.assertTrue(decode.matches(blocks, seed=3), layout)
+            prefill.expect("FREED p-whole")
+            blocks, failed = self.decode_request(decode, prefill, "hit", 4 * BLOCK_SIZE, seed=5,
+                                                 computed_blocks=1)
+            self.assertEqual((failed, len(blocks)), (set(), 3))
+            self.assertTrue(decode.matches(blocks, seed=5, first_position=1), layout)
+            prefill.expect("FREED p-hit")
+        finally:
+            decode.close()
+            prefill.stop()
+        self.assertEqual(prefill.process.returncode, 0)
+
+    def test_every_layout(self):
+        """Each layout vLLM hands out (vllm_caches.py), 12 layers named as vLLM names them,
+        kernel blocks half the scheduler's."""
+        for layout in LAYOUTS:
+            with self.subTest(layout=layout):
+                self.short_exchange(layout)
+
+    def test_replicated_heads(self):
+        """2 KV heads: decode TP 4 holds each on two ranks (from a prefill at TP 1), and a
+        prefill at TP 4 whose replicas are read once, the others told to free their blocks."""
+        self.short_exchange("LBNHC", prefill_tp=1, decode_tp=4, total_heads=2)
+        self.short_exchange("LBHNC", prefill_tp=4, decode_tp=2, total_heads=2)
 
     def test_shm(self):
         self.exchange("shm")

@@ -7,6 +7,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from engine_process import EngineProcess  # noqa: E402
+from fake_vllm import DEFAULT_LAYOUT, HEADS  # noqa: E402
 
 PREFILL_BLOCKS, DECODE_BLOCKS = 64, 48
 
@@ -14,9 +15,10 @@ PREFILL_BLOCKS, DECODE_BLOCKS = 64, 48
 class PrefillProcess(EngineProcess):
     """vllm_prefill_engine.py: `addresses` are its workers' kvx addresses by TP rank."""
 
-    def __init__(self, data_path, lease=30.0, tp_size=1, mode="pull"):
+    def __init__(self, data_path, lease=30.0, tp_size=1, mode="pull", layout=DEFAULT_LAYOUT,
+                 total_heads=HEADS):
         super().__init__("vllm_prefill_engine.py", data_path, PREFILL_BLOCKS, lease, tp_size,
-                         mode)
+                         mode, layout, total_heads)
         self.addresses = json.loads(self.expect("READY").split(" ", 1)[1])
 
     def prefill(self, request_id, tokens, seed):

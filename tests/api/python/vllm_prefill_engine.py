@@ -9,13 +9,14 @@ connector as kv_producer. Commands on stdin, one per line:
 It starts by printing "READY <its workers' kvx addresses as JSON>".
 Between commands it runs engine steps every 2 ms and prints "FREED REQ" when the connector
 says a request's blocks may go (read by the decode, or its lease ended).
-Usage: vllm_prefill_engine.py DATA_PATH NUM_BLOCKS LEASE_SECONDS [TP_SIZE [MODE]]"""
+Usage: vllm_prefill_engine.py DATA_PATH NUM_BLOCKS LEASE_SECONDS [TP_SIZE [MODE [LAYOUT
+[TOTAL_HEADS]]]] (LAYOUT: one of vllm_caches.LAYOUTS; TOTAL_HEADS: the model's KV heads)"""
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fake_vllm import Blocks, Engine, Request, blocks_for  # noqa: E402
+from fake_vllm import DEFAULT_LAYOUT, HEADS, Blocks, Engine, Request, blocks_for  # noqa: E402
 from line_reader import LineReader  # noqa: E402
 
 
@@ -23,8 +24,11 @@ def main():
     data_path, num_blocks, lease = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     tp_size = int(sys.argv[4]) if len(sys.argv) > 4 else 1
     mode = sys.argv[5] if len(sys.argv) > 5 else "pull"
+    layout = sys.argv[6] if len(sys.argv) > 6 else DEFAULT_LAYOUT
+    total_heads = int(sys.argv[7]) if len(sys.argv) > 7 else HEADS
     engine = Engine("kv_producer", "prefill-0", num_blocks, tp_size=tp_size,
-                    data_path=data_path, lease_seconds=lease, mode=mode)
+                    data_path=data_path, lease_seconds=lease, mode=mode, layout=layout,
+                    total_heads=total_heads)
     held = {}
     commands = LineReader(sys.stdin.fileno())
     print("READY", json.dumps(engine.addresses()), flush=True)

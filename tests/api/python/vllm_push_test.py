@@ -26,7 +26,7 @@ except ImportError:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from fake_vllm import BLOCK_SIZE, Blocks, Engine, Request, blocks_for  # noqa: E402
+from fake_vllm import BLOCK_SIZE, HEADS, Blocks, Engine, Request, blocks_for  # noqa: E402
 from engine_process import wait_stopped  # noqa: E402
 from vllm_harness import DECODE_BLOCKS, PrefillProcess, run_until  # noqa: E402
 
@@ -95,6 +95,35 @@ class VllmPush(unittest.TestCase):
             decode.close()
             prefill.stop()
         self.assertEqual(prefill.process.returncode, 0)
+
+    def short_exchange(self, layout, prefill_tp=1, decode_tp=1, total_heads=HEADS):
+        """Two requests pushed between caches of `layout` over shm: the decode's blocks known
+        before the prefill computes, and after."""
+        prefill = PrefillProcess("shm", tp_size=prefill_tp, mode="push", layout=layout,
+                                 total_heads=total_heads)
+        decode = decode_engine("push-" + layout, "shm", tp_size=decode_tp, layout=layout,
+                               total_heads=total_heads)
+        try:
+            for i, decode_first in enumerate((True, False)):
+                blocks, failed = self.push_request(decode, prefill, f"r{i}", 3 * BLOCK_SIZE + i,
+                                                   i + 1, decode_first=decode_first)
+                self.assertEqual(failed, set())
+                self.assertTrue(decode.matches(blocks, seed=i + 1), f"{layout} r{i}")
+                prefill.expect(f"FREED p-r{i}")
+        finally:
+            decode.close()
+            prefill.stop()
+        self.assertEqual(prefill.process.returncode, 0)
+
+    def test_layouts(self):
+        for layout in ("kv-outer", "packed", "LBNHC", "BLHNC", "mla"):
+            with self.subTest(layout=layout):
+                self.short_exchange(layout)
+
+    def test_replicated_heads(self):
+        """2 KV heads at TP 4 (each on two ranks), from a prefill at TP 1 and to TP 2."""
+        self.short_exchange("LBHNC", prefill_tp=1, decode_tp=4, total_heads=2)
+        self.short_exchange("LBNHC", prefill_tp=4, decode_tp=2, total_heads=2)
 
     def test_shm(self):
         self.exchange("shm")

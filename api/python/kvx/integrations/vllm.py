@@ -8,9 +8,10 @@ Load it with vLLM's --kv-transfer-config:
                                    "lease_seconds": 30, "connect_timeout": 10,
                                    "push_timeout": 30}}
 
-Each worker registers its layers' KV tensors with a kvx agent and prepares one list of every
-(layer, K/V, block) once (vllm_layout.py). A first connect to another worker runs on a thread
-of its own, bounded by connect_timeout, so that no engine step waits for it (vllm_links.py).
+Each worker registers the buffers behind its layers' KV tensors with a kvx agent, whatever
+layout vLLM chose (vllm_layout.py, vllm_geometry.py), and prepares its lists once per peer and
+range of heads (vllm_links.py). A first connect to another worker runs on a thread of its
+own, bounded by connect_timeout, so that no engine step waits for it.
 
 Pull (the default, as vLLM's NIXL connector; vllm_pull.py):
   - a prefill request that finished (request_finished) keeps its blocks and hands the decode
@@ -31,13 +32,14 @@ Both:
   - blocks whose transfer failed (the prefill died, the link broke, the push timed out) are
     reported by get_block_ids_with_load_errors so that vLLM recomputes them, and their request
     still finishes receiving; no byte of a failed transfer lands after that;
-  - tensor parallelism may differ between the two (prefill TP 2, decode TP 4, say): a decode
-    worker's heads move from the prefill workers that hold them, one token's head range per
-    descriptor; tp_rank and tp_size come from vLLM's parallel state, or from the extra config
-    where vLLM is not there;
-  - the two caches must agree on layers, block size, head size, type and heads over all TP
-    ranks; a request between caches that do not fails with kvx.InvalidArgument in the log and
-    its blocks reported failed.
+  - tensor parallelism may differ between the two (prefill TP 2, decode TP 4, say, or heads
+    replicated where TP is above the model's KV heads): a decode worker's heads move from
+    prefill workers that hold them (vllm_heads.py); tp_rank and tp_size come from vLLM's
+    parallel state, or from the extra config where vLLM is not there;
+  - the two caches must agree on layers, block sizes, element type, head size, the model's
+    KV heads and the layout of a block; a request between caches that do not fails with
+    kvx.InvalidArgument, naming both sides' values, in the log and its blocks reported
+    failed.
 vLLM itself is optional: without it the classes below stand in for its base classes, which is
 how the tests drive the exact call order vLLM uses (tests/api/python/vllm_connector_test.py).
 """
@@ -47,10 +49,11 @@ import time
 
 import kvx
 from kvx.integrations import vllm_messages as messages
-from kvx.integrations.vllm_layout import KvLayout, head_overlaps
+from kvx.integrations import vllm_heads as heads
+from kvx.integrations.vllm_layout import KvLayout
 from kvx.integrations.peer_process import with_this_process
 from kvx.integrations.vllm_links import PeerLinks
-from kvx.integrations.vllm_pull import PullReader, ReadLease, Source
+from kvx.integrations.vllm_pull import PullReader, ReadLease
 from kvx.integrations.vllm_push import PushReceiver, PushWriter
 
 try:  # vLLM's own base classes, when vLLM is installed
@@ -124,6 +127,15 @@ class KvxConnectorMetadata(KVConnectorMetadata):
 
 def _extra(vllm_config):
     return dict(getattr(vllm_config.kv_transfer_config, "kv_connector_extra_config", None) or {})
+
+
+def _total_kv_heads(vllm_config):
+    """The model's KV heads over all TP ranks (vLLM's model config), None where unknown."""
+    model = getattr(vllm_config, "model_config", None)
+    try:
+        return int(model.get_total_num_kv_heads())
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def _tensor_parallel(extra):
@@ -224,8 +236,18 @@ class KvxConnector(KVConnectorBase_V1):
                       "remote_request_id": request.request_id}
 
     # ---------------- worker side ----------------
+    @classmethod
+    def get_required_kvcache_layout(cls, vllm_config):
+        """HND (heads outside tokens in a block) where vLLM lets the connector choose: a
+        range of heads is then one run a block, not one a token. kvx serves NHD, blocks-first
+        and layer-interleaved layouts too, as long as both instances use the same; None for
+        MLA, which has no heads to split."""
+        model = getattr(vllm_config, "model_config", None)
+        return None if getattr(model, "use_mla", False) else "HND"
+
     def register_kv_caches(self, kv_caches):
-        self._layout = KvLayout(kv_caches, self._tp_size)
+        self._layout = KvLayout(kv_caches, self._block_size, self._tp_size,
+                                _total_kv_heads(self._vllm_config))
         # The process, so that a decode worker can tell when a lost prefill worker copying into
         # its cache itself (shared memory) can write no more (vllm_push.py).
         options = {"listen_address": self._listen_address,
@@ -233,11 +255,14 @@ class KvxConnector(KVConnectorBase_V1):
         if self._data_path:
             options["data_path"] = self._data_path
         self._agent = kvx.Agent(f"vllm-{self._engine_id}-tp{self._tp_rank}", **options)
-        regions = [self._agent.register_memory(kv_caches[name], name=f"kv.{name}")
-                   for name in self._layout.names]
+        # One region per buffer: the layers' views of a shared buffer are offsets into it.
+        # The layout holds the tensors, so the buffers outlive their registration.
+        regions = [self._agent.register_memory(buffer, name=name) for buffer, name in
+                   zip(self._layout.buffers, self._layout.buffer_names())]
         self._links = PeerLinks(self._agent, self._layout, regions, self._connect_timeout)
         if self._mode == "pull":
-            self._reader = PullReader(self._agent, self._links, self._layout, self._tp_size)
+            self._reader = PullReader(self._agent, self._links, self._layout, self._tp_rank,
+                                      self._tp_size)
             self._lease_of_reads = ReadLease()
         else:
             self._writer = PushWriter(self._agent, self._links, self._layout, self._tp_rank,
@@ -250,25 +275,30 @@ class KvxConnector(KVConnectorBase_V1):
                             self._layout.describe())
 
     def _sources(self, spec):
-        """The prefill workers holding some of this worker's heads (Source)."""
+        """The prefill workers this worker reads from or tells (vllm_heads.contacts), as
+        (address, Source)."""
         remote_tp = len(spec.remote_addresses)
-        total = self._layout.heads * self._tp_size
-        if total % remote_tp:
-            raise kvx.InvalidArgument(f"{total} KV heads do not split over {remote_tp} "
-                                      "prefill workers")
-        return [Source(spec.remote_addresses[rank], here, there, count, total // remote_tp)
-                for rank, here, there, count in
-                head_overlaps(self._tp_rank, self._tp_size, remote_tp, total)]
+        return [(spec.remote_addresses[c.rank], c) for c in
+                heads.contacts(self._tp_rank, self._tp_size, remote_tp,
+                               self._layout.total_heads)]
 
-    def start_load_kv(self, forward_context, **kwargs):
-        meta = self._get_connector_metadata()
-        for request_id, deadline in meta.sends.items():
+    def bind_connector_metadata(self, connector_metadata):
+        """Before the step's forward (vLLM calls start_load_kv after it, unless a load is
+        synchronous): the prefill requests whose layers this forward computes are planned
+        here, so that each save_kv_layer finds them."""
+        super().bind_connector_metadata(connector_metadata)
+        if self._agent is None:
+            return
+        for request_id, deadline in connector_metadata.sends.items():
             if self._writer is not None:
                 self._writer.finished(request_id, deadline)
             else:
                 self._lease_of_reads.start(request_id, deadline)
-        for request_id, blocks in meta.saves.items():
+        for request_id, blocks in connector_metadata.saves.items():
             self._writer.plan(request_id, blocks)
+
+    def start_load_kv(self, forward_context, **kwargs):
+        meta = self._get_connector_metadata()
         self._waiting.extend([(self._release, spec) for spec in meta.releases] +
                              [(self._load, spec) for spec in meta.reads])
         self._advance()
@@ -280,7 +310,7 @@ class KvxConnector(KVConnectorBase_V1):
         for action, spec in waiting:
             try:
                 sources = self._sources(spec)
-                if not self._links.ready([s.address for s in sources]):
+                if not self._links.ready([address for address, _ in sources]):
                     self._waiting.append((action, spec))
                     continue
                 action(spec, sources)
@@ -305,14 +335,21 @@ class KvxConnector(KVConnectorBase_V1):
                                   spec.local_block_ids, peers)
 
     def _send_destinations(self, spec, sources):
-        """Push: tells each prefill worker holding some of the heads where the blocks go."""
+        """Push: tells each prefill worker holding some of the heads where the blocks go (and
+        one that writes none of them that it need not wait); returns those that write."""
         text = messages.dest(messages.Destination(
             spec.remote_request_id, spec.request_id, spec.local_block_ids, spec.skip,
             self._tp_rank, self._tp_size, self._layout.describe()))
-        peers = [self._links.connected(source.address) for source in sources]
-        for peer in peers:
-            self._agent.send_notification(peer, text)
-        return peers
+        release = messages.dest(messages.Destination(
+            spec.remote_request_id, spec.request_id, [], 0, self._tp_rank, self._tp_size,
+            self._layout.describe()))
+        writers = []
+        for address, source in sources:
+            peer = self._links.connected(address)
+            self._agent.send_notification(peer, text if source.count else release)
+            if source.count:
+                writers.append(peer)
+        return writers
 
     def wait_for_layer_load(self, layer_name):
         return  # reads and pushes land between steps (asynchronous loading), not per layer
@@ -323,7 +360,7 @@ class KvxConnector(KVConnectorBase_V1):
         if getattr(kv_layer, "is_cuda", False):
             import torch
             torch.cuda.current_stream(kv_layer.device).synchronize()  # the layer is written
-        self._writer.layer_saved(self._layout.names.index(layer_name))
+        self._writer.layer_saved(self._layout.names.index(layer_name))  # forward order
 
     def wait_for_save(self):
         return  # pushes complete between steps; get_finished says when the blocks may go

@@ -1,125 +1,187 @@
-"""Where vLLM's paged KV cache blocks are, as kvx descriptor lists.
+"""A vLLM worker's paged KV cache as kvx sees it: its layers in forward order, the buffers
+behind them (each registered once, however many layers' views it holds), each layer's
+geometry (vllm_geometry.py), and descriptor lists over its blocks.
 
-vLLM hands a worker one tensor per attention layer, [2, num_blocks, block_size, kv_heads,
-head_dim] (K then V), kv_heads being this worker's share of the model's heads under tensor
-parallelism. A list made here has E entries per (layer, K/V, block), at index
-((layer * 2 + kv) * num_blocks + block) * E + e: one entry for the whole block (E = 1) when
-all of its heads move, else one per token (E = block_size), each covering a range of heads
-of that token (contiguous within the token). Both sides build lists the same way with their
-own num_blocks and heads, so that entry i of one pairs with entry i of the other."""
+A list made here has E entries per (layer, scheduler block), at index
+(layer * num_blocks + block) * E + e; E and each entry's extent come from pairing this
+worker's geometry with a peer's for a range of heads (vllm_geometry.pair), so that entry i of
+a list here and entry i of the matching list over the peer cover the same bytes of the same
+tokens and heads. A block all of whose heads move is one entry where its bytes are
+contiguous (blocks first, or K and V packed); a head range is one entry per head (HND) or per
+token (NHD)."""
+import re
+
 import numpy as np
 
 import kvx
+from kvx.integrations import vllm_geometry as geometry
+
+# Bumped when what two workers exchange (describe(), vllm_messages.py) changes meaning.
+PROTOCOL = 2
+
+
+def layer_index(name):
+    """The layer's position in the forward pass, from the numbers in its name as vLLM names
+    layers ("model.layers.11.self_attn.attn" -> (11,)); names without one sort last."""
+    numbers = tuple(int(n) for n in re.findall(r"\.(\d+)(?=\.|$)", name))
+    return (0, numbers, name) if numbers else (1, (), name)
+
+
+def _storage(tensor):
+    storage = tensor.untyped_storage() if hasattr(tensor, "untyped_storage") else \
+        tensor.storage()
+    return storage.data_ptr(), storage.nbytes()
+
+
+def _device(tensor):
+    device = tensor.device
+    if device.type == "cpu":
+        return -1
+    if device.type == "cuda":
+        return device.index if device.index is not None else 0
+    raise ValueError(f"kvx moves CPU and CUDA KV caches, not {device.type} ones")
 
 
 class KvLayout:
-    """The layers of one worker's KV cache, in the order both sides agree on (layer names
-    sorted), and lists of their blocks."""
+    """One worker's KV cache. Holds the tensors (and so their buffers) while it lives."""
 
-    def __init__(self, kv_caches, tp_size=1):
+    def __init__(self, kv_caches, block_size, tp_size=1, total_heads=None):
         if not kv_caches:
             raise ValueError("no KV cache tensors to register")
-        self.names = sorted(kv_caches)
-        first = kv_caches[self.names[0]]
-        self.shape = tuple(first.shape)
-        if len(self.shape) != 5 or self.shape[0] != 2:
-            raise ValueError(f"a KV cache layer must be [2, num_blocks, block_size, kv_heads, "
-                             f"head_dim], not {list(self.shape)}")
-        for name in self.names:
-            t = kv_caches[name]
-            if tuple(t.shape) != self.shape or t.dtype != first.dtype:
-                raise ValueError(f"layer {name} is {list(t.shape)} {t.dtype}, layer "
-                                 f"{self.names[0]} {list(self.shape)} {first.dtype}: every "
-                                 "layer must have the same shape and type")
-        _, self.num_blocks, self.block_size, self.heads, head_dim = self.shape
-        self.head_bytes = head_dim * first.element_size()
-        self.block_bytes = self.block_size * self.heads * self.head_bytes
+        self.names = sorted(kv_caches, key=layer_index)
+        self._tensors = [kv_caches[name] for name in self.names]
+        first = self._tensors[0]
+        self.dims = geometry.geometry_of(first)
+        self.element = first.element_size()
         self.dtype = str(first.dtype)
+        self.buffers = []   # (address, nbytes, device) of each buffer behind the layers
+        self.places = []    # (buffer index, byte offset) of each layer, in forward order
+        for name, tensor in zip(self.names, self._tensors):
+            dims = geometry.geometry_of(tensor)
+            if dims != self.dims or str(tensor.dtype) != self.dtype:
+                raise ValueError(
+                    f"layer {name} is {list(tensor.shape)} {tensor.dtype} with strides "
+                    f"{list(tensor.stride())}, layer {self.names[0]} {list(first.shape)} "
+                    f"{first.dtype} with strides {list(first.stride())}: kvx moves caches "
+                    "whose layers share one geometry (one KV cache group)")
+            address, nbytes = _storage(tensor)
+            buffer = (address, nbytes, _device(tensor))
+            if buffer not in self.buffers:
+                self.buffers.append(buffer)
+            self.places.append((self.buffers.index(buffer), tensor.data_ptr() - address))
+        kernel_block = self.dims["token"][0]
+        if block_size % kernel_block or self.dims["block"][0] % (block_size // kernel_block):
+            raise ValueError(f"the scheduler's block size {block_size} is not a whole number "
+                             f"of the cache's {kernel_block}-token kernel blocks "
+                             f"({self.dims['block'][0]} of them)")
+        self.block_size = block_size
+        self.blocks_per_block = block_size // kernel_block
+        self.num_blocks = self.dims["block"][0] // self.blocks_per_block
+        self.heads = self.dims["head"][0]
         self.tp_size = tp_size
+        mla = self.dims["head"][1] == 0  # [blocks, tokens, channels]: every rank has it all
+        self.total_heads = total_heads or (1 if mla else self.heads * tp_size)
+        self._description = self._describe()
 
     def describe(self):
-        """This worker's cache, as its handshake describes it."""
-        return {"layers": len(self.names), "block_size": self.block_size,
-                "head_bytes": self.head_bytes, "dtype": self.dtype, "heads": self.heads,
-                "tp_size": self.tp_size, "num_blocks": self.num_blocks}
+        """This worker's cache, as its handshake (and a push destination) describes it (do
+        not modify)."""
+        return self._description
 
-    def ranges(self, regions, num_blocks=None, heads=None, first_head=0, head_count=None,
-               per_token=False):
-        """uint64 rows (region, offset, length) for every (layer, K/V, block) of a cache with
-        `heads` heads per token (this one's unless given; the peer's for a remote list): one
-        row a block, or with `per_token` one row per token of heads [first_head, first_head +
-        head_count)."""
-        num_blocks = self.num_blocks if num_blocks is None else num_blocks
-        heads = self.heads if heads is None else heads
-        head_count = heads - first_head if head_count is None else head_count
-        block_bytes = self.block_size * heads * self.head_bytes
-        whole = not per_token
-        if whole and (first_head != 0 or head_count != heads):
-            raise ValueError("a list of whole blocks covers every head")
-        per_block = 1 if whole else self.block_size
-        blocks = np.arange(2 * num_blocks, dtype=np.uint64)
-        if whole:
-            offsets = blocks * block_bytes
-            length = block_bytes
-        else:
-            token = np.arange(self.block_size, dtype=np.uint64) * heads * self.head_bytes
-            offsets = (blocks[:, None] * block_bytes + token[None, :] +
-                       first_head * self.head_bytes).reshape(-1)
-            length = head_count * self.head_bytes
-        per_layer = 2 * num_blocks * per_block
-        table = np.zeros((len(regions) * per_layer, 3), dtype=np.uint64)
-        for i, region in enumerate(regions):
-            rows = table[i * per_layer:(i + 1) * per_layer]
-            rows[:, 0] = region
-            rows[:, 1] = offsets
-            rows[:, 2] = length
-        return table
+    def _describe(self):
+        return {"protocol": PROTOCOL, "layers": self.names,
+                "places": [list(place) for place in self.places],
+                "buffers": len(self.buffers), "dims": self.dims, "element": self.element,
+                "dtype": self.dtype, "block_size": self.block_size,
+                "blocks_per_block": self.blocks_per_block, "num_blocks": self.num_blocks,
+                "heads": self.heads, "tp_size": self.tp_size, "total_heads": self.total_heads,
+                "layout": geometry.layout_name(self.dims)}
 
-    def indices(self, blocks, num_blocks=None, per_block=1, layers=None):
-        """uint32 list indices of `blocks` in every layer (or those numbered in `layers`), K
-        and V (layer-major), for a list with `per_block` entries a block."""
-        num_blocks = self.num_blocks if num_blocks is None else num_blocks
-        blocks = np.asarray(blocks, dtype=np.uint32)
-        layers = np.arange(len(self.names), dtype=np.uint32) if layers is None \
-            else np.asarray(layers, dtype=np.uint32)
-        rows = (layers[:, None] * 2 + np.arange(2, dtype=np.uint32)[None, :]).reshape(-1)
-        base = (rows * num_blocks)[:, None]
-        first = ((base + blocks[None, :]) * per_block).reshape(-1)
-        entries = np.arange(per_block, dtype=np.uint32)
-        return (first[:, None] + entries[None, :]).reshape(-1).astype(np.uint32)
+    def buffer_names(self):
+        return [f"kv.buffer{i}" for i in range(len(self.buffers))]
+
+    def pair(self, theirs, first_here, first_there, count):
+        """Lists' shape for `count` heads from `first_here` here and `first_there` in the
+        peer's cache `theirs` (a describe()): (entries here, entries there, run length)."""
+        here, there, length = geometry.pair(self.dims, theirs["dims"], self.element,
+                                            self.blocks_per_block, count)
+        return (here + np.uint64(first_here * self.dims["head"][1]),
+                there + np.uint64(first_there * theirs["dims"]["head"][1]), length)
+
+
+def rows(side, regions, entries, length):
+    """uint64 rows (region, offset, length) of every (layer, scheduler block, entry) of the
+    cache `side` describes, its buffers registered as `regions`, with entries' offsets from
+    each block's start."""
+    block_stride = np.uint64(side["dims"]["block"][1] * side["blocks_per_block"])
+    blocks = np.arange(side["num_blocks"], dtype=np.uint64) * block_stride
+    per_layer = (blocks[:, None] + entries[None, :]).reshape(-1)
+    table = np.zeros((len(side["places"]) * len(per_layer), 3), dtype=np.uint64)
+    for i, (buffer, offset) in enumerate(side["places"]):
+        part = table[i * len(per_layer):(i + 1) * len(per_layer)]
+        part[:, 0] = regions[buffer]
+        part[:, 1] = per_layer + np.uint64(offset)
+        part[:, 2] = length
+    return table
+
+
+def indices(blocks, num_blocks, per_block, layers):
+    """uint32 list indices of scheduler blocks `blocks` in the layers numbered in `layers`
+    (layer-major), for a list with `per_block` entries a block."""
+    blocks = np.asarray(blocks, dtype=np.uint32)
+    layers = np.asarray(layers, dtype=np.uint32)
+    first = ((layers[:, None] * num_blocks + blocks[None, :]) * per_block).reshape(-1)
+    entries = np.arange(per_block, dtype=np.uint32)
+    return (first[:, None] + entries[None, :]).reshape(-1).astype(np.uint32)
 
 
 def check_compatible(mine, theirs):
-    """Raises kvx.InvalidArgument unless two workers' caches (KvLayout.describe) can move
-    blocks between them: the same layers, block size, head size and type, and the same heads
-    over all TP ranks (each may split them differently)."""
-    if not theirs:
+    """Raises kvx.InvalidArgument, naming both sides' values, unless two workers' caches
+    (describe()) can move blocks between them: the same protocol, layers, block sizes,
+    element type, tokens and channels, and the same model heads."""
+    if not isinstance(theirs, dict) or not theirs:
         raise kvx.InvalidArgument("the other instance's KV cache layout is not known")
-    for key in ("layers", "block_size", "head_bytes", "dtype"):
+    if theirs.get("protocol") != mine["protocol"]:
+        raise kvx.InvalidArgument(
+            f"the other instance's kvx vLLM connector speaks protocol {theirs.get('protocol')}, "
+            f"this one {mine['protocol']}: run the same kvx on both")
+    for key in ("layers", "block_size", "blocks_per_block", "dtype", "element",
+                "total_heads"):
         if mine[key] != theirs.get(key):
             raise kvx.InvalidArgument(f"KV caches differ in {key}: {mine[key]} here, "
                                       f"{theirs.get(key)} there")
-    here, there = mine["heads"] * mine["tp_size"], theirs["heads"] * theirs["tp_size"]
-    if here != there:
-        raise kvx.InvalidArgument(f"KV caches differ in their heads over all TP ranks: {here} "
-                                  f"here, {there} there")
+    for dim in geometry.DIMENSIONS:
+        if dim in ("block", "head"):
+            continue
+        here, there = mine["dims"].get(dim, [None])[0], theirs["dims"].get(dim, [None])[0]
+        if here != there:
+            raise kvx.InvalidArgument(f"KV caches differ in their {dim} dimension: {here} "
+                                      f"here ({mine['layout']}), {there} there "
+                                      f"({theirs.get('layout')})")
+    _check_description(theirs)
 
 
-def head_overlaps(my_rank, my_tp, peer_tp, heads_total):
-    """For a decode rank: the prefill ranks holding some of its heads, and for each
-    (prefill rank, first local head here, first head there, count)."""
-    mine = heads_total // my_tp
-    theirs = heads_total // peer_tp
-    lo, hi = my_rank * mine, (my_rank + 1) * mine
-    out = []
-    for rank in range(peer_tp):
-        p_lo, p_hi = rank * theirs, (rank + 1) * theirs
-        start, end = max(lo, p_lo), min(hi, p_hi)
-        if start < end:
-            out.append((rank, start - lo, start - p_lo, end - start))
-    return out
+def _whole(value, low=0):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
 
 
-def readers_per_prefill_rank(decode_tp, prefill_tp):
-    """How many decode ranks read from each prefill rank (each sends it one notification)."""
-    return max(1, decode_tp // prefill_tp)
+def _check_description(theirs):
+    """Raises kvx.InvalidArgument unless a peer's describe() has the types and ranges rows()
+    and pair() read (its offsets are checked against its regions when a list is made)."""
+    dims, places = theirs.get("dims"), theirs.get("places")
+    well_formed = (
+        isinstance(dims, dict) and set(dims) <= set(geometry.DIMENSIONS) and
+        {"block", "token", "head", "chan"} <= set(dims) and
+        all(isinstance(v, list) and len(v) == 2 and _whole(v[0], 1) and _whole(v[1])
+            for v in dims.values()) and
+        isinstance(places, list) and len(places) == len(theirs["layers"]) and
+        _whole(theirs.get("buffers"), 1) and
+        all(isinstance(p, list) and len(p) == 2 and _whole(p[0]) and
+            p[0] < theirs["buffers"] and _whole(p[1]) for p in places) and
+        _whole(theirs.get("num_blocks"), 1) and _whole(theirs.get("heads"), 1) and
+        _whole(theirs.get("tp_size"), 1) and
+        dims["block"][0] == theirs["num_blocks"] * theirs["blocks_per_block"] and
+        dims["head"][0] == theirs["heads"])
+    if not well_formed:
+        raise kvx.InvalidArgument(f"the other instance's KV cache description is malformed: "
+                                  f"{str(theirs)[:200]}")

@@ -3,6 +3,7 @@ engine step, the peers' KV regions, and the descriptor lists made over them (vll
 import threading
 
 import kvx
+from kvx.integrations import vllm_layout
 
 
 class PeerLinks:
@@ -13,11 +14,11 @@ class PeerLinks:
     def __init__(self, agent, layout, regions, connect_timeout):
         self._agent = agent
         self._layout = layout
-        self._regions = regions        # this worker's region ids, in layer order
+        self._regions = regions        # this worker's region ids, by buffer (KvLayout.buffers)
         self._connect_timeout = connect_timeout
         self._peers = {}               # address -> peer name, or the error of its connect
         self._connecting = set()       # addresses being connected to in the background
-        self._lists = {}               # (peer or None, first head, count, per token) -> list
+        self._lists = {}               # (peer, heads) -> (list, local key); local key -> (list, E)
         self._lock = threading.Lock()
 
     def _connect(self, address):
@@ -74,30 +75,25 @@ class PeerLinks:
             except kvx.Error:
                 pass  # the peer's removal released it already
 
-    def local_list(self, first_head, count, per_token):
-        """A list over this worker's cache (see KvLayout.ranges)."""
-        key = (None, first_head, count, per_token)
+    def lists(self, peer, theirs, source):
+        """(a list over this worker's cache, the matching list over `peer`'s, entries a
+        block) for `source`'s heads (vllm_heads.Source), `theirs` being the peer's cache
+        (KvLayout.describe, checked with check_compatible)."""
+        key = (peer, source.first_here, source.first_there, source.count)
         if key not in self._lists:
-            rows = self._layout.ranges(self._regions, first_head=first_head, head_count=count,
-                                       per_token=per_token)
-            self._lists[key] = (self._agent.prepare_local_list(rows), self._layout.num_blocks)
-        return self._lists[key][0]
-
-    def remote_list(self, peer, first_head, count, per_token, peer_heads):
-        """(a list over `peer`'s cache, its number of blocks): the peer has `peer_heads` heads
-        a token and the same layers, block size and head size (checked at the handshake)."""
-        key = (peer, first_head, count, per_token)
-        if key not in self._lists:
+            here, there, length = self._layout.pair(theirs, source.first_here,
+                                                    source.first_there, source.count)
+            local_key = (None, source.first_here, source.count, length, here.tobytes())
+            if local_key not in self._lists:
+                rows = vllm_layout.rows(self._layout.describe(), self._regions, here, length)
+                self._lists[local_key] = (self._agent.prepare_local_list(rows), len(here))
             regions = self._agent.peer_regions(peer)
-            names = [f"kv.{name}" for name in self._layout.names]
+            names = [f"kv.buffer{i}" for i in range(theirs["buffers"])]
             missing = [n for n in names if n not in regions]
             if missing:
                 raise kvx.NotFound(f"the worker {peer} has no KV region {missing[0]}")
-            length = regions[names[0]]["length"]
-            num_blocks = length // (2 * self._layout.block_size * peer_heads *
-                                    self._layout.head_bytes)
-            rows = self._layout.ranges([regions[n]["id"] for n in names], num_blocks=num_blocks,
-                                       heads=peer_heads, first_head=first_head, head_count=count,
-                                       per_token=per_token)
-            self._lists[key] = (self._agent.prepare_remote_list(peer, rows), num_blocks)
-        return self._lists[key]
+            rows = vllm_layout.rows(theirs, [regions[n]["id"] for n in names], there, length)
+            self._lists[key] = (self._agent.prepare_remote_list(peer, rows), local_key)
+        remote, local_key = self._lists[key]
+        local, per_block = self._lists[local_key]
+        return local, remote, per_block

@@ -2,48 +2,39 @@
 a request's blocks from the prefill workers holding its heads, in one transfer per prefill
 worker whose notification tells that worker its blocks may go; blocks never read go when
 their lease ends."""
-import dataclasses
 import logging
 
 import kvx
 from kvx.integrations import vllm_messages as messages
-from kvx.integrations.vllm_layout import check_compatible, readers_per_prefill_rank
+from kvx.integrations import vllm_heads as heads
+from kvx.integrations.vllm_layout import check_compatible, indices
 
 log = logging.getLogger("kvx.vllm")
-
-
-@dataclasses.dataclass
-class Source:
-    """A prefill worker holding some of a decode worker's heads."""
-    address: str
-    first_head_here: int
-    first_head_there: int
-    count: int
-    heads_there: int      # its heads a token
 
 
 class PullReader:
     """The decode worker's side. Thread: the worker's."""
 
-    def __init__(self, agent, links, layout, tp_size):
+    def __init__(self, agent, links, layout, tp_rank, tp_size):
         self._agent = agent
         self._links = links
         self._layout = layout
-        self._tp_size = tp_size
+        self._tp_rank, self._tp_size = tp_rank, tp_size
         self._reading = {}  # request id -> ([transfer ids], local block ids)
 
-    def note(self, spec):
-        """The `read` message of `spec`'s prefill request."""
-        return messages.read(readers_per_prefill_rank(self._tp_size,
-                                                      len(spec.remote_addresses)),
+    def note(self, spec, source):
+        """The `read` message of `spec`'s prefill request to `source`'s prefill worker."""
+        return messages.read(heads.contacted_by(source.rank, self._tp_size,
+                                                len(spec.remote_addresses),
+                                                self._layout.total_heads),
                              spec.remote_request_id)
 
     def release(self, spec, sources):
         """Nothing to read (a whole prefix hit): the prefill workers may free the blocks."""
         try:
-            for source in sources:
-                self._agent.send_notification(self._links.connected(source.address),
-                                              self.note(spec))
+            for address, source in sources:
+                self._agent.send_notification(self._links.connected(address),
+                                              self.note(spec, source))
         except kvx.Error as error:  # the prefill is gone: its lease frees its blocks
             log.warning("kvx: could not release prefill blocks of %s: %s", spec.request_id,
                         error)
@@ -56,21 +47,26 @@ class PullReader:
                 raise kvx.InvalidArgument(
                     f"request {spec.request_id}: {len(spec.local_block_ids)} local blocks for "
                     f"{len(spec.remote_block_ids)} remote ones")
-            if spec.remote_layout is not None:
-                check_compatible(self._layout.describe(), spec.remote_layout)
-            for source in sources:
-                # Whole blocks where both sides hold the same heads; else a head range a token.
-                per_token = not (source.count == self._layout.heads == source.heads_there)
-                entries = self._layout.block_size if per_token else 1
-                local = self._links.local_list(source.first_head_here, source.count, per_token)
-                remote, remote_blocks = self._links.remote_list(
-                    self._links.connected(source.address), source.first_head_there,
-                    source.count, per_token, source.heads_there)
+            check_compatible(self._layout.describe(), spec.remote_layout)
+            theirs = spec.remote_layout
+            if theirs["tp_size"] != len(spec.remote_addresses):
+                raise kvx.InvalidArgument(
+                    f"request {spec.request_id}: the prefill's cache is of TP "
+                    f"{theirs['tp_size']}, its kv_transfer_params name "
+                    f"{len(spec.remote_addresses)} workers")
+            for address, source in sources:
+                peer = self._links.connected(address)
+                if not source.count:  # it holds none of this worker's heads
+                    self._agent.send_notification(peer, self.note(spec, source))
+                    continue
+                local, remote, per_block = self._links.lists(peer, theirs, source)
+                layers = range(len(self._layout.names))
                 transfer = self._agent.make_transfer(
-                    kvx.READ, local, self._layout.indices(spec.local_block_ids,
-                                                          per_block=entries),
-                    remote, self._layout.indices(spec.remote_block_ids, remote_blocks, entries),
-                    notification=self.note(spec))
+                    kvx.READ, local,
+                    indices(spec.local_block_ids, self._layout.num_blocks, per_block, layers),
+                    remote,
+                    indices(spec.remote_block_ids, theirs["num_blocks"], per_block, layers),
+                    notification=self.note(spec, source))
                 transfers.append(transfer)
                 self._agent.post(transfer)
             self._reading[spec.request_id] = (transfers, spec.local_block_ids)

@@ -28,7 +28,8 @@ import time
 import kvx
 from kvx.integrations import vllm_messages as messages
 from kvx.integrations.peer_process import PeerWriters
-from kvx.integrations.vllm_layout import check_compatible, head_overlaps, readers_per_prefill_rank
+from kvx.integrations import vllm_heads as heads
+from kvx.integrations.vllm_layout import check_compatible, indices
 
 log = logging.getLogger("kvx.vllm")
 
@@ -115,7 +116,8 @@ class PushWriter:
     def _add_reader(self, request_id, save, peer, dest):
         reader = _Reader(peer, dest)
         save.readers[(peer, dest.reply_to)] = reader
-        save.expected = readers_per_prefill_rank(dest.tp_size, self._tp_size)
+        save.expected = heads.contacted_by(self._tp_rank, dest.tp_size, self._tp_size,
+                                           self._layout.total_heads)
         try:
             check_compatible(self._layout.describe(), dest.layout)
             if dest.skip + len(dest.blocks) > len(save.blocks):
@@ -135,22 +137,20 @@ class PushWriter:
         reader.written = save.computed
         dest = reader.dest
         try:
-            total = self._layout.heads * self._tp_size
-            decode_heads = total // dest.tp_size
-            for rank, here, there, count in head_overlaps(self._tp_rank, self._tp_size,
-                                                          dest.tp_size, total):
-                if rank != dest.tp_rank:
+            mine = save.blocks[dest.skip:dest.skip + len(dest.blocks)]
+            theirs = dest.layout
+            for source in heads.sources(dest.tp_rank, dest.tp_size, self._tp_size,
+                                        self._layout.total_heads):
+                if source.rank != self._tp_rank:
                     continue
-                per_token = not (count == self._layout.heads == decode_heads)
-                entries = self._layout.block_size if per_token else 1
-                local = self._links.local_list(here, count, per_token)
-                remote, remote_blocks = self._links.remote_list(reader.peer, there, count,
-                                                                per_token, decode_heads)
-                mine = save.blocks[dest.skip:dest.skip + len(dest.blocks)]
+                # A source's heads are the decode's from first_here, its own from first_there.
+                mirrored = heads.Source(dest.tp_rank, source.first_there, source.first_here,
+                                        source.count)
+                local, remote, per_block = self._links.lists(reader.peer, theirs, mirrored)
                 transfer = self._agent.make_transfer(
                     kvx.WRITE, local,
-                    self._layout.indices(mine, per_block=entries, layers=layers), remote,
-                    self._layout.indices(dest.blocks, remote_blocks, entries, layers=layers),
+                    indices(mine, self._layout.num_blocks, per_block, layers), remote,
+                    indices(dest.blocks, theirs["num_blocks"], per_block, layers),
                     notification=messages.pushed(len(layers) * len(dest.blocks), dest.reply_to))
                 reader.transfers.append(transfer)
                 self._agent.post(transfer)
