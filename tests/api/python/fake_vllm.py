@@ -6,11 +6,14 @@ in the order of vLLM's KV connector model-runner mixin
 forward (each layer: wait_for_layer_load, its compute, save_kv_layer, in forward order; none
 on a step that schedules no tokens), then
 start_load_kv (after the forward: the steps here have no synchronous loads), wait_for_save,
-get_finished, get_block_ids_with_load_errors, clear_connector_metadata. A TP rank holds the
+get_finished, get_block_ids_with_load_errors, build_connector_worker_meta (aggregated over the
+workers), clear_connector_metadata; then the scheduler's update_connector_output. A TP rank holds the
 model's KV heads as vLLM splits them: total // tp each, or one head per rank, replicated over
 tp // total ranks, where TP is above the heads."""
+import enum
 import math
 import types
+import uuid
 
 import numpy as np
 import torch
@@ -25,11 +28,28 @@ DTYPE = torch.float16
 DEFAULT_LAYOUT = "LBHNC"
 
 
+class RequestStatus(enum.Enum):
+    """The finish statuses of vLLM's requests a connector tells apart (vllm/v1/request.py; the
+    NIXL push scheduler, nixl/push_scheduler.py @0316d25, keeps blocks only for the first two)."""
+    FINISHED_STOPPED = enum.auto()
+    FINISHED_LENGTH_CAPPED = enum.auto()
+    FINISHED_ABORTED = enum.auto()
+
+
+def assign_request_id(external_id):
+    """The id vLLM gives a request inside the engine: the external id and a random 8-character
+    suffix (InputProcessor.assign_request_id, vllm/v1/engine/input_processor.py @009daae), so
+    that no proxy knows it in advance."""
+    return f"{external_id}-{uuid.uuid4().hex[:8]}"
+
+
 class Request:
-    def __init__(self, request_id, num_tokens, kv_transfer_params=None):
+    def __init__(self, request_id, num_tokens, kv_transfer_params=None,
+                 status=RequestStatus.FINISHED_LENGTH_CAPPED):
         self.request_id = request_id
         self.prompt_token_ids = list(range(num_tokens))
         self.kv_transfer_params = kv_transfer_params
+        self.status = status  # how it finishes (a prefill: length capped at one token)
 
 
 class Blocks:
@@ -108,6 +128,7 @@ class Engine:
         meta = self.scheduler.build_connector_meta(None)
         done = {"sending": set(), "recving": set()}
         failed = set()
+        worker_meta = None
         for worker, caches in zip(self.workers, self.kv_caches):
             worker.bind_connector_metadata(meta)
             for layer, name in enumerate(caches if compute is not None else ()):
@@ -118,6 +139,8 @@ class Engine:
             worker.wait_for_save()
             said = dict(zip(("sending", "recving"), worker.get_finished(set())))
             failed |= worker.get_block_ids_with_load_errors()
+            mine = worker.build_connector_worker_meta()
+            worker_meta = mine if worker_meta is None else worker_meta.aggregate(mine)
             worker.clear_connector_metadata()
             for kind, requests in said.items():
                 for request in requests or ():
@@ -126,7 +149,15 @@ class Engine:
                     if count == self.tp_size:
                         del self._finished[kind][request]
                         done[kind].add(request)
+        self.scheduler.update_connector_output(types.SimpleNamespace(
+            finished_sending=done["sending"], finished_recving=done["recving"],
+            kv_connector_worker_meta=worker_meta))
         return done["sending"], done["recving"], failed
+
+    def has_requests(self):
+        """Whether vLLM steps this engine with no request running (Scheduler.has_requests,
+        vllm/v1/core/sched/scheduler.py @00f4240: the connector's pending push work)."""
+        return self.scheduler.has_pending_push_work()
 
     def _positions(self, rank, layer, blocks, seed, first_position):
         """(this worker's [K/V part] views of each block, what each should hold)."""

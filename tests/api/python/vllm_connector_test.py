@@ -2,7 +2,7 @@
 """kvx's vLLM connector (kvx.integrations.vllm) driven in the order vLLM calls it, across a
 prefill instance in another process (vllm_prefill_engine.py) and a decode instance here, with
 torch KV caches allocated as vLLM allocates them (vllm_caches.py; the two instances with
-different numbers of blocks), every byte of every moved block compared: every layout vLLM
+different numbers of blocks), every byte of every moved block compared: the layouts vLLM
 has handed out; replicated KV heads (2 heads at TP 4);
 requests of several sizes over shm, tcp and the socket transport; tensor parallelism that
 differs (prefill TP 2 and decode TP 4, and 4 to 2: each decode worker reads its heads from the
@@ -26,8 +26,8 @@ except ImportError:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from fake_vllm import BLOCK_SIZE, HEADS, Blocks, Engine, Request, blocks_for  # noqa: E402
-from vllm_caches import LAYOUTS  # noqa: E402
+from fake_vllm import (BLOCK_SIZE, HEADS, Blocks, Engine, Request, RequestStatus,  # noqa: E402
+                       blocks_for)
 from engine_process import wait_stopped  # noqa: E402
 from vllm_harness import DECODE_BLOCKS, PrefillProcess, run_until  # noqa: E402
 
@@ -105,10 +105,32 @@ class VllmConnector(unittest.TestCase):
             prefill.stop()
         self.assertEqual(prefill.process.returncode, 0)
 
-    def test_every_layout(self):
-        """Each layout vLLM hands out (vllm_caches.py), 12 layers named as vLLM names them,
-        kernel blocks half the scheduler's."""
-        for layout in LAYOUTS:
+    def test_aborts(self):
+        """A prefill request aborted hands nothing on and keeps no block; a decode request
+        dropped before its blocks were allocated frees the prefill's blocks at once, not when
+        their lease ends."""
+        prefill = PrefillProcess("tcp")
+        decode = Engine("kv_consumer", "decode-abort", DECODE_BLOCKS, data_path="tcp")
+        try:
+            self.assertFalse(prefill.abort("p-aborted", 2 * BLOCK_SIZE, seed=1))
+            params = prefill.prefill("p-dropped", 3 * BLOCK_SIZE, seed=2)
+            request = Request("dropped", 3 * BLOCK_SIZE, params, RequestStatus.FINISHED_ABORTED)
+            self.assertEqual(decode.scheduler.request_finished(request, []), (False, None))
+            started = time.monotonic()
+            while time.monotonic() - started < 10 and decode.has_requests():
+                decode.step()
+                time.sleep(0.002)
+            prefill.expect("FREED p-dropped", timeout=10)
+            self.assertLess(time.monotonic() - started, 10)
+        finally:
+            decode.close()
+            prefill.stop()
+
+    def test_layouts(self):
+        """Layouts vLLM hands out (vllm_caches.py; the others are paired byte for byte in
+        vllm_layout_test.py, and LBHNC is every other test's), 12 layers named as vLLM names
+        them, kernel blocks half the scheduler's."""
+        for layout in ("kv-outer", "blocks-kv", "packed", "mla", "LBNHC", "BLHNC"):
             with self.subTest(layout=layout):
                 self.short_exchange(layout)
 

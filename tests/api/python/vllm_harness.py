@@ -26,9 +26,16 @@ class PrefillProcess(EngineProcess):
         return json.loads(self.expect("PARAMS ").split(" ", 1)[1])
 
     def push(self, request_id, tokens, seed):
-        """Computes the request layer by layer (mode push), then finishes it."""
+        """Computes the request layer by layer (mode push), then finishes it: its
+        kv_transfer_params (for a decode that comes after it)."""
         self.command(f"push {request_id} {tokens} {seed}")
-        self.expect(f"COMPUTED {request_id}")
+        return json.loads(self.expect(f"COMPUTED {request_id} ").split(" ", 2)[2])
+
+    def abort(self, request_id, tokens, seed):
+        """Computes the request (layer by layer in mode push), then aborts it: whether the
+        connector kept its blocks."""
+        self.command(f"abort {request_id} {tokens} {seed}")
+        return self.expect(f"ABORTED {request_id} ").split()[2] == "True"
 
 
 def run_until(engine, request_id, timeout=20):

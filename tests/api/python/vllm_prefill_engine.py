@@ -1,14 +1,19 @@
-"""A prefill vLLM instance for vllm_connector_test.py, in a process of its own: kvx's
-connector as kv_producer. Commands on stdin, one per line:
+"""A prefill vLLM instance for the vLLM connector tests, in a process of its own: kvx's
+connector as kv_producer. Commands on stdin, one per line (REQ: the request's external id; vLLM
+gives it an internal one with a random suffix, fake_vllm.assign_request_id):
     prefill REQ TOKENS SEED   computes a prompt (fills its blocks), finishes the request and
                               prints "PARAMS <kv_transfer_params as JSON>"
     push REQ TOKENS SEED      (mode push) schedules a prompt, computes it layer by layer in one
                               engine step (each layer filled just before save_kv_layer),
-                              finishes the request and prints "COMPUTED REQ"
+                              finishes the request and prints "COMPUTED REQ <kv_transfer_params
+                              as JSON>"
+    abort REQ TOKENS SEED     as push (or prefill in mode pull), but the request is aborted:
+                              prints "ABORTED REQ <whether the connector kept its blocks>"
     quit                      exits 0
 It starts by printing "READY <its workers' kvx addresses as JSON>".
-Between commands it runs engine steps every 2 ms and prints "FREED REQ" when the connector
-says a request's blocks may go (read by the decode, or its lease ended).
+Between commands it runs engine steps every 2 ms while vLLM would (Engine.has_requests) and
+prints "FREED REQ" when the connector says a request's blocks may go (read by the decode, or
+its lease ended).
 Usage: vllm_prefill_engine.py DATA_PATH NUM_BLOCKS LEASE_SECONDS [TP_SIZE [MODE [LAYOUT
 [TOTAL_HEADS]]]] (LAYOUT: one of vllm_caches.LAYOUTS; TOTAL_HEADS: the model's KV heads)"""
 import json
@@ -16,7 +21,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fake_vllm import DEFAULT_LAYOUT, HEADS, Blocks, Engine, Request, blocks_for  # noqa: E402
+from fake_vllm import (DEFAULT_LAYOUT, HEADS, Blocks, Engine, Request, RequestStatus,  # noqa: E402
+                       assign_request_id, blocks_for)
 from line_reader import LineReader  # noqa: E402
 
 
@@ -29,7 +35,7 @@ def main():
     engine = Engine("kv_producer", "prefill-0", num_blocks, tp_size=tp_size,
                     data_path=data_path, lease_seconds=lease, mode=mode, layout=layout,
                     total_heads=total_heads)
-    held = {}
+    held = {}  # internal request id -> (external id, blocks)
     commands = LineReader(sys.stdin.fileno())
     print("READY", json.dumps(engine.addresses()), flush=True)
     while True:
@@ -39,35 +45,41 @@ def main():
             if commands.ended or words[:1] == ["quit"]:
                 engine.close()
                 return 0
-            if words[:1] == ["prefill"]:
-                request_id, tokens, seed = words[1], int(words[2]), int(words[3])
+            if words[:1] in (["prefill"], ["push"], ["abort"]):
+                command, external = words[0], words[1]
+                tokens, seed = int(words[2]), int(words[3])
+                request = Request(assign_request_id(external), tokens, {"do_remote_decode": True})
+                if command == "abort":
+                    request.status = RequestStatus.FINISHED_ABORTED
                 blocks = engine.allocate(blocks_for(tokens))
-                engine.fill(blocks, seed)
-                request = Request(request_id, tokens, {"do_remote_decode": True})
+                if command == "prefill" or command == "abort" and mode == "pull":
+                    engine.fill(blocks, seed)
+                else:
+                    engine.scheduler.update_state_after_alloc(request, Blocks(blocks), 0)
+                    sending, _, _ = engine.step(
+                        compute=lambda rank, layer: engine.fill_layer(rank, layer, blocks, seed))
+                    report_freed(engine, sending, held)
                 delay, params = engine.scheduler.request_finished(request, blocks)
+                if command == "abort":
+                    assert params is None, "an aborted request hands no KV on"
+                    if not delay:
+                        engine.free.extend(blocks)
+                    print("ABORTED", external, delay, flush=True)
+                    continue
                 assert delay, "the connector should keep the blocks for the decode"
-                held[request_id] = blocks
-                print("PARAMS", json.dumps(params), flush=True)
-            if words[:1] == ["push"]:
-                request_id, tokens, seed = words[1], int(words[2]), int(words[3])
-                blocks = engine.allocate(blocks_for(tokens))
-                request = Request(request_id, tokens, {"do_remote_decode": True})
-                engine.scheduler.update_state_after_alloc(request, Blocks(blocks), 0)
-                sending, _, _ = engine.step(
-                    compute=lambda rank, layer: engine.fill_layer(rank, layer, blocks, seed))
-                delay, _ = engine.scheduler.request_finished(request, blocks)
-                assert delay, "the connector should keep the blocks for the decode"
-                held[request_id] = blocks
-                print("COMPUTED", request_id, flush=True)
-                report_freed(engine, sending, held)
-        sending, _, _ = engine.step()
-        report_freed(engine, sending, held)
+                held[request.request_id] = (external, blocks)
+                print("PARAMS" if command == "prefill" else f"COMPUTED {external}",
+                      json.dumps(params), flush=True)
+        if engine.has_requests():
+            sending, _, _ = engine.step()
+            report_freed(engine, sending, held)
 
 
 def report_freed(engine, sending, held):
     for request_id in sorted(sending):
-        engine.free.extend(held.pop(request_id))
-        print("FREED", request_id, flush=True)
+        external, blocks = held.pop(request_id)
+        engine.free.extend(blocks)
+        print("FREED", external, flush=True)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ except ImportError:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from fake_vllm import BLOCK_SIZE, HEADS, Blocks, Engine, Request, blocks_for  # noqa: E402
+from fake_vllm import (BLOCK_SIZE, HEADS, Blocks, Engine, Request, RequestStatus,  # noqa: E402
+                       blocks_for)
 from engine_process import wait_stopped  # noqa: E402
 from vllm_harness import DECODE_BLOCKS, PrefillProcess, run_until  # noqa: E402
 
@@ -115,6 +116,63 @@ class VllmPush(unittest.TestCase):
             prefill.stop()
         self.assertEqual(prefill.process.returncode, 0)
 
+    def test_prefill_first(self):
+        """Upstream's push flow: the prefill runs first and its request_finished hands the
+        decode its request id (with vLLM's random suffix) and workers; the decode's dest then
+        gets every layer in one write."""
+        prefill = PrefillProcess("shm", mode="push")
+        decode = decode_engine("push-after", "shm")
+        try:
+            params = prefill.push("first", 3 * BLOCK_SIZE, seed=8)
+            self.assertTrue(params["remote_request_id"].startswith("first-"))
+            self.assertEqual(len(params["remote_request_id"]), len("first-") + 8)
+            request = Request("after", 3 * BLOCK_SIZE, params)
+            blocks = self.allocate(decode, request, 3 * BLOCK_SIZE)
+            self.assertEqual(run_until(decode, "after"), set())
+            self.assertTrue(decode.matches(blocks, seed=8))
+            prefill.expect("FREED first")
+        finally:
+            decode.close()
+            prefill.stop()
+
+    def test_an_aborted_prefill(self):
+        """The prefill aborts a request a decode is waiting for: vLLM frees its blocks at
+        once (the connector keeps none), and the decode hears the push failed, long before
+        its push timeout."""
+        prefill = PrefillProcess("tcp", mode="push")
+        decode = decode_engine("push-abort", "tcp")
+        try:
+            request = Request("gone", 4 * BLOCK_SIZE, push_params(prefill, "p-gone"))
+            blocks = self.allocate(decode, request, 4 * BLOCK_SIZE)
+            for _ in range(5):
+                decode.step()  # the dest goes out
+            started = time.monotonic()
+            self.assertFalse(prefill.abort("p-gone", 4 * BLOCK_SIZE, seed=2))
+            self.assertEqual(run_until(decode, "gone"), set(blocks))
+            self.assertLess(time.monotonic() - started, 10)
+        finally:
+            decode.close()
+            prefill.stop()
+
+    def test_a_decode_aborted_before_allocation(self):
+        """The decode drops a request before its blocks were allocated: the prefill is told at
+        once and frees its blocks (not when its lease ends)."""
+        prefill = PrefillProcess("tcp", mode="push")
+        decode = decode_engine("push-dropped", "tcp")
+        try:
+            params = prefill.push("kept", 2 * BLOCK_SIZE, seed=4)
+            request = Request("dropped", 2 * BLOCK_SIZE, params, RequestStatus.FINISHED_ABORTED)
+            self.assertEqual(decode.scheduler.request_finished(request, []), (False, None))
+            started = time.monotonic()
+            while time.monotonic() - started < 10 and decode.has_requests():
+                decode.step()
+                time.sleep(0.002)
+            prefill.expect("FREED kept", timeout=10)
+            self.assertLess(time.monotonic() - started, 10)
+        finally:
+            decode.close()
+            prefill.stop()
+
     def test_layouts(self):
         for layout in ("kv-outer", "packed", "LBNHC", "BLHNC", "mla"):
             with self.subTest(layout=layout):
@@ -163,24 +221,24 @@ class VllmPush(unittest.TestCase):
             prefill.stop()
 
     def test_a_prefill_that_never_writes(self):
-        """The prefill never gets the request: the decode's push times out, it cancels, and
-        its blocks come back failed once the prefill answered; a late push of that request
-        writes nothing."""
+        """The prefill never gets the request, so vLLM never steps it (it has nothing to do):
+        the decode's push times out, its cancel goes unanswered, it drops the link and hands
+        its blocks back failed (over tcp the decode places every byte, and a removed peer's
+        writes are refused); a late push of that request writes nothing."""
         prefill = PrefillProcess("tcp", mode="push")
-        decode = decode_engine("push-late", "tcp", push_timeout=1.0)
+        decode = decode_engine("push-late", "tcp", push_timeout=1.0, connect_timeout=1.0)
         try:
             request = Request("late", 2 * BLOCK_SIZE, push_params(prefill, "p-late"))
             blocks = self.allocate(decode, request, 2 * BLOCK_SIZE)
             started = time.monotonic()
             self.assertEqual(run_until(decode, "late"), set(blocks))
-            self.assertGreaterEqual(time.monotonic() - started, 1.0)
-            # The prefill answered the cancel: the link to it was kept.
-            self.assertIn("vllm-prefill-0-tp0", decode.workers[0]._agent.peers())
+            self.assertGreaterEqual(time.monotonic() - started, 2.0)
+            self.assertNotIn("vllm-prefill-0-tp0", decode.workers[0]._agent.peers())
             prefill.push("p-late", 2 * BLOCK_SIZE, seed=3)
             for _ in range(50):
                 decode.step()
                 time.sleep(0.002)
-            self.assertTrue(all(not t.any() for t in decode.kv_caches[0].values()))
+            self.assertTrue(decode.untouched())
         finally:
             decode.close()
             prefill.stop()

@@ -72,6 +72,12 @@ except ImportError:  # stand-ins with the same names and the members this module
     class KVConnectorHandshakeMetadata:
         pass
 
+try:  # newer vLLM: what workers tell the scheduler each step
+    from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorWorkerMetadata
+except ImportError:
+    class KVConnectorWorkerMetadata:
+        pass
+
     class KVConnectorBase_V1:
         def __init__(self, vllm_config, role, kv_cache_config=None):
             self._connector_metadata = None
@@ -123,10 +129,28 @@ class KvxConnectorMetadata(KVConnectorMetadata):
     releases: list = dataclasses.field(default_factory=list)  # ReadSpec without local blocks
     sends: dict = dataclasses.field(default_factory=dict)     # request id -> lease deadline
     saves: dict = dataclasses.field(default_factory=dict)     # push: request id -> block ids
+    aborts: list = dataclasses.field(default_factory=list)    # push: requests not to write
+
+
+@dataclasses.dataclass
+class KvxWorkerMetadata(KVConnectorWorkerMetadata):
+    """Worker -> scheduler, once per step (aggregated over the workers by vLLM)."""
+    pending: bool = False  # work that needs steps: an aborted push settling, a release or
+    #                         read waiting for its connect
+
+    def aggregate(self, other):
+        return KvxWorkerMetadata(self.pending or getattr(other, "pending", False))
 
 
 def _extra(vllm_config):
     return dict(getattr(vllm_config.kv_transfer_config, "kv_connector_extra_config", None) or {})
+
+
+def _finished_normally(request):
+    """True for a request that finished length capped or stopped (vLLM's RequestStatus): only
+    those hand their KV to a decode; an aborted one's blocks go at once."""
+    status = getattr(request, "status", None)
+    return getattr(status, "name", status) in ("FINISHED_LENGTH_CAPPED", "FINISHED_STOPPED")
 
 
 def _total_kv_heads(vllm_config):
@@ -169,6 +193,9 @@ class KvxConnector(KVConnectorBase_V1):
         # Scheduler side.
         self._workers = None   # KvxHandshake by TP rank
         self._pending = KvxConnectorMetadata()
+        self._held = set()     # prefill requests whose blocks wait for done sending
+        self._workers_pending = False  # a worker said it has work that needs steps
+        self._answering = {}   # aborted push requests -> until when a late dest is answered
         # Worker side (made by register_kv_caches).
         self._agent = None
         self._layout = None
@@ -220,20 +247,60 @@ class KvxConnector(KVConnectorBase_V1):
         return meta
 
     def request_finished(self, request, block_ids):
+        """Prefill: keeps the blocks of a request that finished normally (length capped or
+        stopped) for the decode, and frees those of any other at once. Decode: a request
+        dropped before its blocks were allocated releases the prefill's blocks now."""
         params = getattr(request, "kv_transfer_params", None) or {}
+        if params.get("do_remote_prefill"):
+            params["do_remote_prefill"] = False
+            if not params.get("remote_addresses") or params.get("remote_request_id") is None:
+                return False, None
+            self._pending.releases.append(ReadSpec(
+                request.request_id, [], [], list(params.get("remote_addresses") or []),
+                params.get("remote_request_id"), params.get("remote_layout")))
+            return False, None
         if not params.get("do_remote_decode") or not block_ids:
+            return False, None
+        if not _finished_normally(request):
+            if self._mode == "push":
+                # A decode may still send its dest for it: the engine keeps stepping for as
+                # long as the lease would have run, so that the dest is answered.
+                self._pending.aborts.append(request.request_id)
+                self._answering[request.request_id] = time.monotonic() + self._lease
             return False, None
         if self._workers is None:
             raise RuntimeError("kvx's vLLM connector has no worker handshakes yet "
                                "(set_xfer_handshake_metadata)")
         self._pending.sends[request.request_id] = time.monotonic() + self._lease
-        if self._mode == "push":
-            return True, None  # the decode has the request already, and said where to write
+        self._held.add(request.request_id)
         return True, {"do_remote_prefill": True, "do_remote_decode": False,
                       "remote_block_ids": list(block_ids), "remote_engine_id": self._engine_id,
                       "remote_addresses": [w.address for w in self._workers],
                       "remote_layout": self._workers[0].layout,
-                      "remote_request_id": request.request_id}
+                      "remote_request_id": request.request_id, "transfer_mode": self._mode}
+
+    def update_connector_output(self, connector_output):
+        """The workers' finished sends and metadata (aggregated over the TP ranks by vLLM)."""
+        for request_id in getattr(connector_output, "finished_sending", None) or ():
+            self._held.discard(request_id)
+        worker_meta = getattr(connector_output, "kv_connector_worker_meta", None)
+        self._workers_pending = bool(getattr(worker_meta, "pending", False))
+
+    def has_pending_push_work(self):
+        """True while blocks are kept for a decode, an aborted push may still get a decode's
+        dest (for as long as its lease would have run), metadata waits for the workers, or a
+        worker has work of its own (KvxWorkerMetadata): vLLM keeps stepping the engine, idle or not,
+        so that the workers see the decode's reads, destinations and cancels, the leases
+        end and every decode hears how its request ended."""
+        now = time.monotonic()
+        for request_id in [r for r, until in self._answering.items() if until <= now]:
+            del self._answering[request_id]
+        return bool(self._held or self._answering or self._pending.aborts or
+                    self._pending.releases or self._workers_pending)
+
+    def build_connector_worker_meta(self):
+        return KvxWorkerMetadata(bool(self._waiting) or
+                                 (self._writer is not None and self._writer.settling()))
 
     # ---------------- worker side ----------------
     @classmethod
@@ -296,6 +363,8 @@ class KvxConnector(KVConnectorBase_V1):
                 self._lease_of_reads.start(request_id, deadline)
         for request_id, blocks in connector_metadata.saves.items():
             self._writer.plan(request_id, blocks)
+        for request_id in connector_metadata.aborts:
+            self._writer.abort(request_id)
 
     def start_load_kv(self, forward_context, **kwargs):
         meta = self._get_connector_metadata()
@@ -382,7 +451,7 @@ class KvxConnector(KVConnectorBase_V1):
             elif kind == "pushed":
                 self._receiver.on_pushed(*fields)
             elif kind == "push-failed":
-                self._receiver.on_failed(*fields)
+                self._receiver.on_failed(peer, *fields)
             elif kind == "cancelled":
                 self._receiver.on_cancelled(peer, fields)
 

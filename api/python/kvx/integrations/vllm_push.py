@@ -23,6 +23,7 @@ Chunked prefill is not pushed: the blocks written are those allocated when the r
 first scheduled (a whole prompt); use pull for chunked prefill."""
 import dataclasses
 import logging
+import re
 import time
 
 import kvx
@@ -32,6 +33,13 @@ from kvx.integrations import vllm_heads as heads
 from kvx.integrations.vllm_layout import check_compatible, indices
 
 log = logging.getLogger("kvx.vllm")
+_SUFFIX = re.compile(r"-[0-9a-f]{8}$")
+
+
+def base_request_id(request_id):
+    """The id a request had before vLLM appended its random "-xxxxxxxx" (the id a proxy
+    knows)."""
+    return _SUFFIX.sub("", request_id)
 
 
 @dataclasses.dataclass
@@ -51,6 +59,7 @@ class _Save:
     deadline: float = None    # the lease's end, once the request finished (request_finished)
     readers: dict = dataclasses.field(default_factory=dict)  # (peer, its request) -> _Reader
     expected: int = None      # readers expected (known from the first dest)
+    aborted: bool = False     # vLLM freed its blocks: not done sending, nothing written
 
 
 class PushWriter:
@@ -64,13 +73,50 @@ class PushWriter:
         self._lease = lease
         self._saves = {}      # prefill request -> _Save
         self._early = {}      # prefill request -> ([(peer, Destination)], forget after)
+        self._aborted = {}    # aborted prefill request (and its base id) -> forget after
 
     def plan(self, request_id, blocks):
         """The request was scheduled here with these blocks: its layers come next."""
         save = _Save(list(blocks))
         self._saves[request_id] = save
-        for peer, dest in self._early.pop(request_id, ([], None))[0]:
+        early = self._early.pop(request_id, ([], None))[0]
+        if base_request_id(request_id) != request_id:
+            early += self._early.pop(base_request_id(request_id), ([], None))[0]
+        for peer, dest in early:
             self._add_reader(request_id, save, peer, dest)
+
+    def abort(self, request_id):
+        """vLLM freed the request's blocks (aborted): nothing more is written from them, and
+        each decode that asked is told the push failed once no write is in flight."""
+        why = "the prefill aborted the request"
+        for key in {request_id, base_request_id(request_id)}:
+            self._aborted[key] = time.monotonic() + self._lease
+            for peer, dest in self._early.pop(key, ([], None))[0]:
+                if dest.blocks:
+                    self._send(peer, messages.push_failed(dest.reply_to, why))
+        save = self._saves.get(request_id)
+        if save is None:
+            return
+        save.aborted = True
+        save.deadline = time.monotonic()
+        for reader in save.readers.values():
+            for transfer in reader.transfers:
+                self._agent.cancel(transfer)
+            reader.failure = reader.failure or why
+
+    def settling(self):
+        """True while an aborted request's writes may still be in flight."""
+        return any(save.aborted for save in self._saves.values())
+
+    def _find(self, request_id):
+        """(the prefill request a decode names, its save): by the id itself, or by the id vLLM
+        gave it here (the one named with vLLM's random suffix, InputProcessor's)."""
+        if request_id in self._saves:
+            return request_id, self._saves[request_id]
+        for own, save in self._saves.items():
+            if base_request_id(own) == request_id and not save.aborted:
+                return own, save
+        return request_id, None
 
     def finished(self, request_id, deadline):
         """The request finished (vLLM keeps its blocks until done_sending): the lease runs."""
@@ -86,17 +132,22 @@ class PushWriter:
                     self._write(request_id, save, reader)
 
     def on_dest(self, peer, dest):
-        save = self._saves.get(dest.request)
+        request_id, save = self._find(dest.request)
+        if save is None and dest.request in self._aborted:
+            if dest.blocks:
+                self._send(peer, messages.push_failed(dest.reply_to,
+                                                      "the prefill aborted the request"))
+            return
         if save is None:
             entries, _ = self._early.get(dest.request, ([], None))
             self._early[dest.request] = (entries + [(peer, dest)],
                                          time.monotonic() + self._lease)
             return
-        self._add_reader(dest.request, save, peer, dest)
+        self._add_reader(request_id, save, peer, dest)
 
     def on_cancel(self, peer, request_id, decode_request):
         """The decode gave up: no byte lands after the `cancelled` answer."""
-        save = self._saves.get(request_id)
+        request_id, save = self._find(request_id)
         reader = save.readers.get((peer, decode_request)) if save else None
         if reader is None:  # not scheduled here yet: its dest must not be served later
             entries, until = self._early.get(request_id, ([], None))
@@ -174,9 +225,10 @@ class PushWriter:
 
     def poll(self, now):
         """The requests whose blocks may go (done sending)."""
-        for request_id, (_, until) in list(self._early.items()):
-            if until <= now:
-                del self._early[request_id]
+        for table in (self._early, self._aborted):
+            for request_id, entry in list(table.items()):
+                if (entry[1] if isinstance(entry, tuple) else entry) <= now:
+                    del table[request_id]
         done = set()
         for request_id, save in list(self._saves.items()):
             settled = True
@@ -195,7 +247,7 @@ class PushWriter:
                            r.written == len(self._layout.names) for r in save.readers.values())
             served = save.expected is not None and len(save.readers) >= save.expected
             if (served and complete) or save.deadline <= now:
-                if not served:
+                if not served and not save.aborted:
                     log.warning("kvx: the lease of %s's prefill blocks ended before every "
                                 "decode worker asked for them", request_id)
                 for reader in save.readers.values():
@@ -203,7 +255,8 @@ class PushWriter:
                             not reader.told:
                         self._send(reader.peer, messages.push_failed(
                             reader.dest.reply_to, "the prefill's lease on its blocks ended"))
-                done.add(request_id)
+                if not save.aborted:
+                    done.add(request_id)
                 del self._saves[request_id]
         return done
 
@@ -253,10 +306,14 @@ class PushReceiver:
         if arrival is not None:
             arrival.arrived += units
 
-    def on_failed(self, request_id, why):
-        """A prefill worker wrote nothing more for it (and has nothing in flight)."""
+    def on_failed(self, peer, request_id, why):
+        """Prefill worker `peer` writes nothing more for it (and has nothing in flight): as good
+        as its answer to a cancel."""
         arrival = self._arrivals.get(request_id)
-        if arrival is not None and arrival.failure is None:
+        if arrival is None:
+            return
+        arrival.cancelled.add(peer)
+        if arrival.failure is None:
             arrival.failure = why
             self._cancel_others(request_id, arrival)
 
@@ -266,11 +323,13 @@ class PushReceiver:
             arrival.cancelled.add(peer)
 
     def _cancel_others(self, request_id, arrival):
-        """Asks every prefill worker of the request to stop (a failed one answers as well)."""
+        """Asks every prefill worker of the request that has not said it stopped to stop."""
         if arrival.cancel_deadline is not None:
             return
         arrival.cancel_deadline = time.monotonic() + self._cancel_timeout
         for peer in arrival.peers:
+            if peer in arrival.cancelled:
+                continue
             try:
                 self._agent.send_notification(peer, messages.cancel(self._remote[request_id],
                                                                     request_id))
