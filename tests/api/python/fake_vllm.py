@@ -6,8 +6,8 @@ in the order of vLLM's KV connector model-runner mixin
 forward (each layer: wait_for_layer_load, its compute, save_kv_layer, in forward order; none
 on a step that schedules no tokens), then
 start_load_kv (after the forward: the steps here have no synchronous loads), wait_for_save,
-get_finished, get_block_ids_with_load_errors, build_connector_worker_meta (aggregated over the
-workers), clear_connector_metadata; then the scheduler's update_connector_output. A TP rank holds the
+get_finished, get_block_ids_with_load_errors, get_kv_connector_stats and
+build_connector_worker_meta (each aggregated over the workers), clear_connector_metadata; then the scheduler's update_connector_output. A TP rank holds the
 model's KV heads as vLLM splits them: total // tp each, or one head per rank, replicated over
 tp // total ranks, where TP is above the heads."""
 import enum
@@ -107,6 +107,7 @@ class Engine:
             {rank: w.get_handshake_metadata() for rank, w in enumerate(self.workers)})
         self.free = list(range(num_blocks))
         self._finished = {"sending": {}, "recving": {}}  # request -> workers that said so
+        self.stats = None  # the workers' get_kv_connector_stats, aggregated over every step
 
     def allocate(self, count):
         if count > len(self.free):
@@ -139,6 +140,9 @@ class Engine:
             worker.wait_for_save()
             said = dict(zip(("sending", "recving"), worker.get_finished(set())))
             failed |= worker.get_block_ids_with_load_errors()
+            stats = worker.get_kv_connector_stats()
+            if stats is not None:
+                self.stats = stats if self.stats is None else self.stats.aggregate(stats)
             mine = worker.build_connector_worker_meta()
             worker_meta = mine if worker_meta is None else worker_meta.aggregate(mine)
             worker.clear_connector_metadata()

@@ -26,7 +26,8 @@ except ImportError:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from fake_vllm import (BLOCK_SIZE, HEADS, Blocks, Engine, Request, RequestStatus,  # noqa: E402
+from kvx.integrations import vllm_heads as heads  # noqa: E402
+from fake_vllm import (BLOCK_SIZE, HEADS, LAYERS, Blocks, Engine, Request, RequestStatus,  # noqa: E402
                        blocks_for)
 from engine_process import wait_stopped  # noqa: E402
 from vllm_harness import DECODE_BLOCKS, PrefillProcess, run_until  # noqa: E402
@@ -100,6 +101,17 @@ class VllmConnector(unittest.TestCase):
             self.assertEqual((failed, len(blocks)), (set(), 3))
             self.assertTrue(decode.matches(blocks, seed=5, first_position=1), layout)
             prefill.expect("FREED p-hit")
+            # get_kv_connector_stats, aggregated over the decode workers: 8 blocks read, every
+            # layer, each decode worker its heads.
+            data = decode.stats.data
+            heads_read = decode_tp * max(1, decode.total_heads // decode_tp)
+            self.assertEqual(data["bytes"], 8 * LAYERS * BLOCK_SIZE * heads_read *
+                             decode.bytes_per_head(0))
+            self.assertEqual(data["failures"], 0)
+            readers = sum(len(heads.sources(r, decode_tp, prefill_tp, decode.total_heads))
+                          for r in range(decode_tp))
+            self.assertEqual(data["transfers"], 2 * readers)
+            self.assertEqual(sorted(data["ranks"]), [str(r) for r in range(decode_tp)])
         finally:
             decode.close()
             prefill.stop()
@@ -122,6 +134,32 @@ class VllmConnector(unittest.TestCase):
                 time.sleep(0.002)
             prefill.expect("FREED p-dropped", timeout=10)
             self.assertLess(time.monotonic() - started, 10)
+        finally:
+            decode.close()
+            prefill.stop()
+
+    def test_a_waiting_decode_keeps_the_lease(self):
+        """A decode request that waits for blocks (not yet allocated) for three times the
+        prefill's lease: its heartbeats keep the prefill's blocks, and the read then moves
+        them."""
+        prefill = PrefillProcess("tcp", lease=1.0)
+        decode = Engine("kv_consumer", "decode-wait", DECODE_BLOCKS, data_path="tcp")
+        try:
+            params = prefill.prefill("p-wait", 3 * BLOCK_SIZE, seed=6)
+            request = Request("wait", 3 * BLOCK_SIZE, params)
+            count, _ = decode.scheduler.get_num_new_matched_tokens(request, 0)
+            until = time.monotonic() + 3.0
+            while time.monotonic() < until:
+                decode.step()  # no room yet: vLLM asks again on a later step
+                decode.scheduler.get_num_new_matched_tokens(request, 0)
+                time.sleep(0.01)
+            with self.assertRaises(AssertionError):
+                prefill.expect("FREED p-wait", timeout=0.2)
+            blocks = decode.allocate(blocks_for(count))
+            decode.scheduler.update_state_after_alloc(request, Blocks(blocks), count)
+            self.assertEqual(run_until(decode, "wait"), set())
+            self.assertTrue(decode.matches(blocks, seed=6))
+            prefill.expect("FREED p-wait")
         finally:
             decode.close()
             prefill.stop()
@@ -202,6 +240,8 @@ class VllmConnector(unittest.TestCase):
             failed = run_until(decode, "lost")
             self.assertEqual(failed, set(blocks))
             self.assertLess(time.monotonic() - started, 15)
+            self.assertEqual((decode.stats.data["failures"], decode.stats.data["bytes"]),
+                             (1, 0))
         finally:
             decode.close()
             prefill.stop()

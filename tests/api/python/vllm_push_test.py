@@ -135,6 +135,30 @@ class VllmPush(unittest.TestCase):
             decode.close()
             prefill.stop()
 
+    def test_a_waiting_decode_keeps_the_lease(self):
+        """Prefill first, then a decode that waits three leases for blocks: its heartbeats
+        keep the prefill's blocks, and its destination then gets them."""
+        prefill = PrefillProcess("tcp", lease=1.0, mode="push")
+        decode = decode_engine("push-wait", "tcp")
+        try:
+            params = prefill.push("waited", 2 * BLOCK_SIZE, seed=5)
+            request = Request("wait", 2 * BLOCK_SIZE, params)
+            decode.scheduler.get_num_new_matched_tokens(request, 0)
+            until = time.monotonic() + 3.0
+            while time.monotonic() < until:
+                decode.step()
+                decode.scheduler.get_num_new_matched_tokens(request, 0)
+                time.sleep(0.01)
+            with self.assertRaises(AssertionError):
+                prefill.expect("FREED waited", timeout=0.2)
+            blocks = self.allocate(decode, request, 2 * BLOCK_SIZE)
+            self.assertEqual(run_until(decode, "wait"), set())
+            self.assertTrue(decode.matches(blocks, seed=5))
+            prefill.expect("FREED waited")
+        finally:
+            decode.close()
+            prefill.stop()
+
     def test_an_aborted_prefill(self):
         """The prefill aborts a request a decode is waiting for: vLLM frees its blocks at
         once (the connector keeps none), and the decode hears the push failed, long before

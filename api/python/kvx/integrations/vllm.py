@@ -55,6 +55,7 @@ from kvx.integrations.peer_process import with_this_process
 from kvx.integrations.vllm_links import PeerLinks
 from kvx.integrations.vllm_pull import PullReader, ReadLease
 from kvx.integrations.vllm_push import PushReceiver, PushWriter
+from kvx.integrations.vllm_stats import KvxConnectorStats
 
 try:  # vLLM's own base classes, when vLLM is installed
     from vllm.distributed.kv_transfer.kv_connector.v1.base import (
@@ -130,6 +131,7 @@ class KvxConnectorMetadata(KVConnectorMetadata):
     sends: dict = dataclasses.field(default_factory=dict)     # request id -> lease deadline
     saves: dict = dataclasses.field(default_factory=dict)     # push: request id -> block ids
     aborts: list = dataclasses.field(default_factory=list)    # push: requests not to write
+    heartbeats: dict = dataclasses.field(default_factory=dict)  # prefill request -> workers
 
 
 @dataclasses.dataclass
@@ -196,6 +198,9 @@ class KvxConnector(KVConnectorBase_V1):
         self._held = set()     # prefill requests whose blocks wait for done sending
         self._workers_pending = False  # a worker said it has work that needs steps
         self._answering = {}   # aborted push requests -> until when a late dest is answered
+        # Decode requests not yet allocated -> (prefill request, its workers, their lease).
+        self._awaiting = {}
+        self._next_heartbeat = 0.0
         # Worker side (made by register_kv_caches).
         self._agent = None
         self._layout = None
@@ -218,10 +223,16 @@ class KvxConnector(KVConnectorBase_V1):
         params = getattr(request, "kv_transfer_params", None) or {}
         if not params.get("do_remote_prefill"):
             return 0, False
+        # Until its blocks are allocated, the request keeps the prefill's lease alive.
+        if params.get("remote_addresses") and params.get("remote_request_id") is not None:
+            self._awaiting[request.request_id] = (
+                params["remote_request_id"], list(params["remote_addresses"]),
+                float(params.get("remote_lease_seconds") or self._lease))
         remaining = len(request.prompt_token_ids) - num_computed_tokens
         return (remaining, True) if remaining > 0 else (0, False)
 
     def update_state_after_alloc(self, request, blocks, num_external_tokens):
+        self._awaiting.pop(request.request_id, None)
         params = getattr(request, "kv_transfer_params", None) or {}
         if params.get("do_remote_decode") and self._mode == "push":
             self._pending.saves[request.request_id] = list(blocks.get_block_ids()[0])
@@ -244,12 +255,20 @@ class KvxConnector(KVConnectorBase_V1):
 
     def build_connector_meta(self, scheduler_output):
         meta, self._pending = self._pending, KvxConnectorMetadata()
+        now = time.monotonic()
+        if self._awaiting and now >= self._next_heartbeat:
+            # A third of the shortest lease, so that two heartbeats may be late.
+            self._next_heartbeat = now + min(lease for _, _, lease in
+                                             self._awaiting.values()) / 3
+            meta.heartbeats = {remote: addresses for remote, addresses, _ in
+                               self._awaiting.values()}
         return meta
 
     def request_finished(self, request, block_ids):
         """Prefill: keeps the blocks of a request that finished normally (length capped or
         stopped) for the decode, and frees those of any other at once. Decode: a request
         dropped before its blocks were allocated releases the prefill's blocks now."""
+        self._awaiting.pop(request.request_id, None)
         params = getattr(request, "kv_transfer_params", None) or {}
         if params.get("do_remote_prefill"):
             params["do_remote_prefill"] = False
@@ -277,7 +296,8 @@ class KvxConnector(KVConnectorBase_V1):
                       "remote_block_ids": list(block_ids), "remote_engine_id": self._engine_id,
                       "remote_addresses": [w.address for w in self._workers],
                       "remote_layout": self._workers[0].layout,
-                      "remote_request_id": request.request_id, "transfer_mode": self._mode}
+                      "remote_request_id": request.request_id, "transfer_mode": self._mode,
+                      "remote_lease_seconds": self._lease}
 
     def update_connector_output(self, connector_output):
         """The workers' finished sends and metadata (aggregated over the TP ranks by vLLM)."""
@@ -330,12 +350,12 @@ class KvxConnector(KVConnectorBase_V1):
         if self._mode == "pull":
             self._reader = PullReader(self._agent, self._links, self._layout, self._tp_rank,
                                       self._tp_size)
-            self._lease_of_reads = ReadLease()
+            self._lease_of_reads = ReadLease(self._lease)
         else:
             self._writer = PushWriter(self._agent, self._links, self._layout, self._tp_rank,
                                       self._tp_size, self._lease)
             self._receiver = PushReceiver(self._agent, self._layout, self._push_timeout,
-                                          self._connect_timeout)
+                                          self._connect_timeout, self._writer.tally)
 
     def get_handshake_metadata(self):
         return KvxHandshake(self._engine_id, self._tp_rank, self._agent.listen_address,
@@ -365,6 +385,19 @@ class KvxConnector(KVConnectorBase_V1):
             self._writer.plan(request_id, blocks)
         for request_id in connector_metadata.aborts:
             self._writer.abort(request_id)
+        if self._tp_rank == 0:  # one decode worker keeps the prefill's leases alive
+            for remote, addresses in connector_metadata.heartbeats.items():
+                self._heartbeat(remote, addresses)
+
+    def _heartbeat(self, remote_request_id, addresses):
+        for address in addresses:
+            try:
+                peer = self._links.peer(address)
+                if peer is not None:
+                    self._agent.send_notification(peer, messages.alive(remote_request_id))
+            except kvx.Error as error:
+                log.info("kvx: no heartbeat to %s for %s: %s", address, remote_request_id,
+                         error)
 
     def start_load_kv(self, forward_context, **kwargs):
         meta = self._get_connector_metadata()
@@ -388,6 +421,7 @@ class KvxConnector(KVConnectorBase_V1):
                 if action == self._load:
                     self._failed_blocks.update(spec.local_block_ids)
                     self._done_recving.add(spec.request_id)
+                    (self._reader or self._receiver).tally.failed()
 
     def _release(self, spec, sources):
         if self._reader is not None:
@@ -442,6 +476,8 @@ class KvxConnector(KVConnectorBase_V1):
             kind, fields = parsed
             if kind == "read" and self._lease_of_reads is not None:
                 self._lease_of_reads.on_read(*fields)
+            elif kind == "alive":
+                (self._lease_of_reads or self._writer).on_alive(fields, time.monotonic())
             elif self._writer is None:
                 continue
             elif kind == "dest":
@@ -474,6 +510,16 @@ class KvxConnector(KVConnectorBase_V1):
             self._done_recving.add(request_id)
         done_recving, self._done_recving = self._done_recving, set()
         return (done_sending or None), (done_recving or None)
+
+    def get_kv_connector_stats(self):
+        """This worker's transfers since the last call (KvxConnectorStats), None if none
+        ended: reads on a pulling decode, writes on a pushing prefill."""
+        mover = self._reader or self._writer
+        return mover.tally.take() if mover is not None else None
+
+    @classmethod
+    def build_kv_connector_stats(cls, data=None):
+        return KvxConnectorStats(data=dict(data or {}))
 
     def get_block_ids_with_load_errors(self):
         failed, self._failed_blocks = self._failed_blocks, set()

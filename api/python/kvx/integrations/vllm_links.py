@@ -77,7 +77,7 @@ class PeerLinks:
 
     def lists(self, peer, theirs, source):
         """(a list over this worker's cache, the matching list over `peer`'s, entries a
-        block) for `source`'s heads (vllm_heads.Source), `theirs` being the peer's cache
+        block, an entry's bytes) for `source`'s heads (vllm_heads.Source), `theirs` being the peer's cache
         (KvLayout.describe, checked with check_compatible)."""
         key = (peer, source.first_here, source.first_there, source.count)
         if key not in self._lists:
@@ -96,4 +96,4 @@ class PeerLinks:
             self._lists[key] = (self._agent.prepare_remote_list(peer, rows), local_key)
         remote, local_key = self._lists[key]
         local, per_block = self._lists[local_key]
-        return local, remote, per_block
+        return local, remote, per_block, local_key[3]

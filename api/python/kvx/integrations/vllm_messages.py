@@ -10,6 +10,8 @@
   push-failed:[<decode request>, <why>]       prefill -> decode: no more writes will come
   cancel:[<prefill request>, <decode request>] decode -> prefill: stop writing (push)
   cancelled:<decode request>                  prefill -> decode: no more writes will come
+  alive:<prefill request>                     decode -> prefill: the request still waits for
+                                              its blocks at the decode (the lease restarts)
 (request ids may hold any character: the last field takes the rest, or the fields are JSON)"""
 import dataclasses
 import json
@@ -54,11 +56,15 @@ def cancelled(decode_request):
     return f"{PREFIX}cancelled:{decode_request}"
 
 
+def alive(prefill_request):
+    return f"{PREFIX}alive:{prefill_request}"
+
+
 def parse(payload):
     """(kind, fields) of a notification, None if it is not one of these (or malformed):
     read -> (expected, prefill request); dest -> Destination; pushed -> (units, decode
     request); push-failed -> (decode request, why); cancel -> (prefill request, decode
-    request); cancelled -> decode request."""
+    request); cancelled and alive -> the request id."""
     text = payload.decode(errors="replace") if isinstance(payload, bytes) else payload
     if not text.startswith(PREFIX):
         return None
@@ -75,7 +81,7 @@ def parse(payload):
         if kind in ("push-failed", "cancel"):
             first, second = json.loads(rest)
             return kind, (str(first), str(second))
-        if kind == "cancelled":
+        if kind in ("cancelled", "alive"):
             return kind, rest
     except (ValueError, TypeError):
         return None

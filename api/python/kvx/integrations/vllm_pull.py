@@ -8,6 +8,7 @@ import kvx
 from kvx.integrations import vllm_messages as messages
 from kvx.integrations import vllm_heads as heads
 from kvx.integrations.vllm_layout import check_compatible, indices
+from kvx.integrations.vllm_stats import TransferTally
 
 log = logging.getLogger("kvx.vllm")
 
@@ -21,6 +22,7 @@ class PullReader:
         self._layout = layout
         self._tp_rank, self._tp_size = tp_rank, tp_size
         self._reading = {}  # request id -> ([transfer ids], local block ids)
+        self.tally = TransferTally(tp_rank)
 
     def note(self, spec, source):
         """The `read` message of `spec`'s prefill request to `source`'s prefill worker."""
@@ -59,21 +61,22 @@ class PullReader:
                 if not source.count:  # it holds none of this worker's heads
                     self._agent.send_notification(peer, self.note(spec, source))
                     continue
-                local, remote, per_block = self._links.lists(peer, theirs, source)
+                local, remote, per_block, length = self._links.lists(peer, theirs, source)
                 layers = range(len(self._layout.names))
+                mine = indices(spec.local_block_ids, self._layout.num_blocks, per_block, layers)
                 transfer = self._agent.make_transfer(
-                    kvx.READ, local,
-                    indices(spec.local_block_ids, self._layout.num_blocks, per_block, layers),
-                    remote,
+                    kvx.READ, local, mine, remote,
                     indices(spec.remote_block_ids, theirs["num_blocks"], per_block, layers),
                     notification=self.note(spec, source))
                 transfers.append(transfer)
                 self._agent.post(transfer)
+                self.tally.posted(transfer, len(mine), length)
             self._reading[spec.request_id] = (transfers, spec.local_block_ids)
         except kvx.Error:
             for transfer in transfers:
                 self._agent.cancel(transfer)
                 self._agent.release(transfer)
+                self.tally.ended(transfer, False)
             raise
 
     def poll(self):
@@ -83,8 +86,9 @@ class PullReader:
             states = [self._agent.poll(t) for t in transfers]
             if all(state in ("done", "failed") for state, _ in states):
                 failures = [why for state, why in states if state == "failed"]
-                for transfer in transfers:
+                for transfer, (state, _) in zip(transfers, states):
                     self._agent.release(transfer)
+                    self.tally.ended(transfer, state == "done")
                 del self._reading[request_id]
                 done.append((request_id, blocks, failures[0] if failures else None))
         return done
@@ -94,7 +98,8 @@ class ReadLease:
     """The prefill worker's side: a finished request's blocks wait for their readers, or for
     the lease to end. Thread: the worker's."""
 
-    def __init__(self):
+    def __init__(self, lease):
+        self._lease = lease
         self._sending = {}  # request id -> [lease deadline, reads seen, reads expected]
         self._early = {}    # request id -> (reads seen, expected) before its lease began
 
@@ -110,6 +115,12 @@ class ReadLease:
         else:
             seen, _ = self._early.get(request_id, (0, None))
             self._early[request_id] = (seen + 1, expected)
+
+    def on_alive(self, request_id, now):
+        """The decode still waits to read the request: its lease starts again."""
+        if request_id in self._sending:
+            entry = self._sending[request_id]
+            entry[0] = max(entry[0], now + self._lease)
 
     def poll(self, now):
         """The requests whose blocks may go (done sending)."""

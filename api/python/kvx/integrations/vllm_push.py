@@ -31,6 +31,7 @@ from kvx.integrations import vllm_messages as messages
 from kvx.integrations.peer_process import PeerWriters
 from kvx.integrations import vllm_heads as heads
 from kvx.integrations.vllm_layout import check_compatible, indices
+from kvx.integrations.vllm_stats import TransferTally
 
 log = logging.getLogger("kvx.vllm")
 _SUFFIX = re.compile(r"-[0-9a-f]{8}$")
@@ -74,6 +75,7 @@ class PushWriter:
         self._saves = {}      # prefill request -> _Save
         self._early = {}      # prefill request -> ([(peer, Destination)], forget after)
         self._aborted = {}    # aborted prefill request (and its base id) -> forget after
+        self.tally = TransferTally(tp_rank)
 
     def plan(self, request_id, blocks):
         """The request was scheduled here with these blocks: its layers come next."""
@@ -103,6 +105,12 @@ class PushWriter:
             for transfer in reader.transfers:
                 self._agent.cancel(transfer)
             reader.failure = reader.failure or why
+
+    def on_alive(self, request_id, now):
+        """The decode still waits for the request's blocks: its lease starts again."""
+        _, save = self._find(request_id)
+        if save is not None and save.deadline is not None and not save.aborted:
+            save.deadline = max(save.deadline, now + self._lease)
 
     def settling(self):
         """True while an aborted request's writes may still be in flight."""
@@ -161,6 +169,7 @@ class PushWriter:
         for transfer in reader.transfers:
             self._agent.cancel(transfer)
             self._agent.release(transfer)
+            self.tally.ended(transfer, False)
         reader.transfers, reader.failure, reader.told = [], "cancelled by the decode", True
         self._send(peer, messages.cancelled(decode_request))
 
@@ -197,14 +206,16 @@ class PushWriter:
                 # A source's heads are the decode's from first_here, its own from first_there.
                 mirrored = heads.Source(dest.tp_rank, source.first_there, source.first_here,
                                         source.count)
-                local, remote, per_block = self._links.lists(reader.peer, theirs, mirrored)
+                local, remote, per_block, length = self._links.lists(reader.peer, theirs,
+                                                                     mirrored)
+                here = indices(mine, self._layout.num_blocks, per_block, layers)
                 transfer = self._agent.make_transfer(
-                    kvx.WRITE, local,
-                    indices(mine, self._layout.num_blocks, per_block, layers), remote,
+                    kvx.WRITE, local, here, remote,
                     indices(dest.blocks, theirs["num_blocks"], per_block, layers),
                     notification=messages.pushed(len(layers) * len(dest.blocks), dest.reply_to))
                 reader.transfers.append(transfer)
                 self._agent.post(transfer)
+                self.tally.posted(transfer, len(here), length)
         except kvx.Error as error:
             reader.failure = str(error)
             self._links.forget(reader.peer)  # made again for the next request, if it came back
@@ -218,6 +229,7 @@ class PushWriter:
                 if state == "failed" and reader.failure is None:
                     reader.failure = why or "the write failed"
                 self._agent.release(transfer)
+                self.tally.ended(transfer, state == "done")
             else:
                 pending.append(transfer)
         reader.transfers = pending
@@ -285,7 +297,7 @@ class PushReceiver:
     """The decode worker's side: a request's blocks arrive from the prefill workers holding
     its heads. Thread: the worker's."""
 
-    def __init__(self, agent, layout, timeout, cancel_timeout):
+    def __init__(self, agent, layout, timeout, cancel_timeout, tally):
         self._agent = agent
         self._layout = layout
         self._timeout = timeout
@@ -293,6 +305,7 @@ class PushReceiver:
         self._arrivals = {}   # decode request -> _Arrival
         self._remote = {}     # decode request -> the prefill's request id
         self._writers = PeerWriters(agent)
+        self.tally = tally    # the worker's (shared with its PushWriter)
 
     def expect(self, request_id, remote_request_id, blocks, peers):
         """The dest went to `peers`: each writes every layer of `blocks` (its heads)."""
