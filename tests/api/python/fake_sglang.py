@@ -1,6 +1,8 @@
 """Just enough of SGLang for the connector tests: KVArgs over host buffers (one per layer and
 K/V, page size 1: one token's K or V per item; two aux buffers of AUX_SLOTS request slots),
-filled and checked by page and by slot."""
+filled and checked by page and by slot, and SGLang's DisaggregationMode
+(python/sglang/srt/disaggregation/utils.py @0094505), which SGLang hands a backend's manager."""
+import enum
 import types
 
 import numpy as np
@@ -49,6 +51,15 @@ def pattern(seed, buffer, position):
     return ((np.arange(ITEM, dtype=np.uint64) + start) % 253).astype(np.uint8)
 
 
+class DisaggregationMode(enum.Enum):
+    NULL = "null"
+    PREFILL = "prefill"
+    DECODE = "decode"
+
+
 def manager(mode, pages, data_path, **options):
+    """A manager as SGLang builds one: (kv_args, DisaggregationMode, server_args,
+    is_mla_backend); a prefill one needs bootstrap_address (its node's bootstrap server)."""
     buffers = Buffers(pages)
-    return buffers, KvxKVManager(buffers.args(), mode, data_path=data_path, **options)
+    return buffers, KvxKVManager(buffers.args(), DisaggregationMode(mode), None, False,
+                                 data_path=data_path, **options)

@@ -1,5 +1,6 @@
-"""A prefill SGLang instance for sglang_connector_test.py, in a process of its own. Prints
-"BOOTSTRAP <address>", then per command on stdin:
+"""A prefill SGLang instance for sglang_connector_test.py, in a process of its own: its node's
+bootstrap server (as SGLang starts one per prefill node) and one rank's manager registered
+with it. Prints "BOOTSTRAP <the bootstrap server's address>", then per command on stdin:
     send ROOM PAGES SEED CHUNK   a sender for ROOM: waits for the decode's metadata, fills
                                  PAGES pages of its own and its aux slot ROOM % AUX_SLOTS with
                                  the pattern of SEED, sends them in chunks of CHUNK pages, and
@@ -15,7 +16,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_sglang import AUX_SLOTS, manager  # noqa: E402
-from kvx.integrations.sglang import KVPoll, KvxKVSender  # noqa: E402
+from kvx.integrations.sglang import KVPoll, KvxKVBootstrapServer, KvxKVSender  # noqa: E402
 
 OWN_PAGES = 256
 
@@ -30,15 +31,18 @@ def wait_for(sender, states, timeout=20):
 
 
 def main():
-    buffers, mgr = manager("prefill", OWN_PAGES, sys.argv[1])
-    print("BOOTSTRAP", mgr.bootstrap_address, flush=True)
+    server = KvxKVBootstrapServer("127.0.0.1", 0)
+    address = f"127.0.0.1:{server.port}"
+    buffers, mgr = manager("prefill", OWN_PAGES, sys.argv[1], bootstrap_address=address)
+    print("BOOTSTRAP", address, flush=True)
     next_page = 0
     for line in sys.stdin:
         words = line.split()
         if not words or words[0] == "quit":
             break
         room = int(words[1])
-        sender = KvxKVSender(mgr, mgr.bootstrap_address, room)
+        sender = KvxKVSender(mgr=mgr, bootstrap_addr=address, bootstrap_room=room,
+                             dest_tp_ranks=[0], pp_rank=0)
         if words[0] == "hold":
             state = wait_for(sender, (KVPoll.WaitingForInput, KVPoll.Failed))
             if state == KVPoll.WaitingForInput:
@@ -60,6 +64,7 @@ def main():
             sender.clear()
         print("SENT", room, state, flush=True)
     mgr.close()
+    server.close()
     return 0
 
 

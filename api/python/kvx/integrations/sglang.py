@@ -5,10 +5,11 @@ How it moves KV (push, as SGLang's other backends do):
   - each side's manager registers its KV buffers (KVArgs.kv_data_ptrs/lens/item_lens: one
     buffer per layer and K/V, one item per page) and its aux buffers (aux_data_ptrs/lens/
     item_lens: per-request metadata, one item per request slot) with a kvx agent; a prefill
-    manager's kvx control channel listens on the bootstrap address, so the bootstrap is kvx's
-    own handshake (KvxBootstrapServer holds nothing);
-  - a decode receiver connects to that address (init) and sends the pages it allocated for
-    the request, as runs of consecutive pages, and its aux slot (send_metadata);
+    manager registers its agent's address with its node's bootstrap server
+    (sglang_bootstrap.py, SGLang's protocol);
+  - a decode receiver asks that server for its prefill rank and connects to it (init), then
+    sends the pages it allocated for the request, as runs of consecutive pages, its aux slot
+    and its prefix length (send_metadata);
   - the prefill sender, once that arrived (poll: WaitingForInput), writes each chunk of pages
     it is given (send) into those pages of every buffer, one descriptor per run of pages
     consecutive on both sides (with page size 1, a page is a token), the last chunk with the
@@ -26,25 +27,29 @@ How it moves KV (push, as SGLang's other backends do):
     and resume): a receiver whose prefill left or timed out without answering says Failed
     only once that process has ended (peer_process.py), and until then Transferring. abort()
     cannot wait for that (SGLang reuses the pages when it returns): it logs a warning.
-Not yet: tensor parallelism that differs between prefill and decode; state buffers (Mamba,
-SWA: a send_metadata with state_indices fails with kvx.InvalidArgument).
+Not yet: tensor parallelism that differs between prefill and decode (refused when the decode
+asks for the prefill's layout); state buffers (Mamba, SWA: a send_metadata with state_indices
+fails with kvx.InvalidArgument). SGLang selects kvx through sglang_install.py.
 Memory kind: KVArgs.kv_memory_kind ("cuda" when absent, as SGLang's pools are GPU memory; its
 device is KVArgs.gpu_id); aux buffers are host memory, as SGLang's metadata buffers are.
 """
 import json
+import os
 import threading
 import time
+import types
 
 import numpy as np
 
 import kvx
+from kvx.integrations import sglang_bootstrap as bootstrap
 from kvx.integrations.peer_process import PeerWriters, with_this_process
 from kvx.integrations.sglang_receiver import KvxKVReceiver
 from kvx.integrations.sglang_runs import expand as _expand, runs as _runs  # noqa: F401 (tests)
 from kvx.integrations.sglang_sender import KvxKVSender
-from kvx.integrations.sglang_states import KVPoll
+from kvx.integrations.sglang_upstream import BaseKVManager, KVPoll, mode_name
 
-__all__ = ["KVPoll", "KvxBootstrapServer", "KvxKVManager", "KvxKVReceiver", "KvxKVSender",
+__all__ = ["KVPoll", "KvxKVBootstrapServer", "KvxKVManager", "KvxKVReceiver", "KvxKVSender",
            "_expand", "_runs"]
 
 PREFIX = "kvx-sgl:"
@@ -70,27 +75,42 @@ class _Buffers:
         return np.concatenate(parts) if parts else np.zeros((0, 3), dtype=np.uint64)
 
 
-class KvxKVManager:
-    """One engine's kvx agent and KV buffers. `mode` is "prefill" or "decode";
-    `bootstrap_address` is where a prefill manager listens ("host:port"). Thread-safe: every
+class KvxKVManager(BaseKVManager):
+    """One engine rank's kvx agent and KV buffers, built as SGLang builds a backend's manager:
+    `(kv_args, DisaggregationMode.PREFILL or .DECODE, server_args, is_mla_backend)`. A prefill
+    manager's agent listens on a port of its own and registers it with the node's bootstrap
+    server (sglang_bootstrap.py: server_args' host and disaggregation_bootstrap_port, or
+    `bootstrap_address`); a decode manager asks that server for the prefill's layout
+    (try_ensure_parallel_info) and ranks. kvx's own settings: the keywords, else
+    KVX_SGLANG_DATA_PATH ("shm", "tcp", "socket"), KVX_SGLANG_ABORT_TIMEOUT and SGLang's
+    SGLANG_DISAGGREGATION_WAITING_TIMEOUT (the transfer timeout, 300 s). Thread-safe: every
     member runs under one lock (SGLang polls from its scheduler thread)."""
 
-    def __init__(self, args, mode, bootstrap_address="127.0.0.1:0", data_path=None,
-                 abort_timeout=5.0, transfer_timeout=300.0):
-        if mode not in ("prefill", "decode"):
-            raise ValueError(f"mode must be 'prefill' or 'decode', not {mode!r}")
-        self.mode = mode
-        self.abort_timeout = abort_timeout
-        self.transfer_timeout = transfer_timeout
+    def __init__(self, args, disaggregation_mode, server_args=None, is_mla_backend=False, *,
+                 bootstrap_address=None, data_path=None, abort_timeout=None,
+                 transfer_timeout=None):
+        self.mode = mode_name(disaggregation_mode)
+        self.kv_args = args
+        self.server_args = server_args
+        self.is_mla_backend = bool(is_mla_backend)
+        self.is_dummy_cp_rank = False
+        self.prefill_info_table = {}  # bootstrap address -> the prefill's layout (decode)
+        self.abort_timeout = float(abort_timeout if abort_timeout is not None else
+                                   os.environ.get("KVX_SGLANG_ABORT_TIMEOUT", 5.0))
+        self.transfer_timeout = float(transfer_timeout if transfer_timeout is not None else
+                                      os.environ.get("SGLANG_DISAGGREGATION_WAITING_TIMEOUT",
+                                                     300.0))
+        data_path = data_path or os.environ.get("KVX_SGLANG_DATA_PATH")
         kind = getattr(args, "kv_memory_kind", "cuda")
         device = getattr(args, "gpu_id", 0) if kind == "cuda" else -1
+        self.host = _advertised_host(server_args)
         # The process, so that a decode receiver can tell when a lost prefill copying into its
         # pages itself (shared memory) can write no more (sglang_receiver.py).
-        options = {"listen_address": bootstrap_address, "application_info": with_this_process()}
+        options = {"listen_address": f"{self.host}:0", "application_info": with_this_process()}
         if data_path:
             options["data_path"] = data_path
         rank = getattr(args, "engine_rank", 0)
-        self.agent = kvx.Agent(f"sglang-{mode}-{rank}-{id(self):x}", **options)
+        self.agent = kvx.Agent(f"sglang-{self.mode}-{rank}-{id(self):x}", **options)
         self.writers = PeerWriters(self.agent)
         self.lock = threading.RLock()
         self.kv = _Buffers(
@@ -103,17 +123,72 @@ class KvxKVManager:
             [self.agent.register_memory((ptr, length, -1), name=f"aux.{i}")
              for i, (ptr, length) in enumerate(zip(aux_ptrs, aux_lens))],
             list(getattr(args, "aux_item_lens", None) or []), aux_lens)
-        self._peers = {}       # bootstrap address -> peer name
+        self._peers = {}       # kvx address -> peer name
         self._remote = {}      # peer name -> (its KV _Buffers, its aux _Buffers)
         self._rooms = {}       # room -> the sender or receiver of it here
         self._early = {}       # room -> ([(kind, peer, body)], kept until)
+        self.bootstrap_address = bootstrap_address or _bootstrap_address(server_args)
+        if self.mode == "prefill":
+            self.register_to_bootstrap()
 
-    @property
-    def bootstrap_address(self):
-        return self.agent.listen_address
+    def layout(self):
+        """This rank's place in its engine, as SGLang's bootstrap registers it."""
+        server = self.server_args
+        tp_size = int(getattr(server, "tp_size", 1) or 1)
+        dp_size = int(getattr(server, "dp_size", 1) or 1)
+        attention_dp = bool(getattr(server, "enable_dp_attention", False))
+        attn_tp = tp_size // dp_size if attention_dp else tp_size
+        return {"attn_tp_size": attn_tp, "attn_tp_rank": int(getattr(self.kv_args, "engine_rank",
+                                                                     0)),
+                "attn_cp_size": 1, "attn_cp_rank": 0,
+                "attn_dp_size": dp_size if attention_dp else 1,
+                "attn_dp_rank": int(getattr(self.kv_args, "system_dp_rank", 0) or 0)
+                if attention_dp else 0,
+                "pp_size": int(getattr(server, "pp_size", 1) or 1),
+                "pp_rank": int(getattr(self.kv_args, "pp_rank", 0) or 0),
+                "system_dp_size": 1 if attention_dp else dp_size,
+                "system_dp_rank": int(getattr(self.kv_args, "system_dp_rank", 0) or 0),
+                "page_size": int(getattr(self.kv_args, "page_size", 1) or 1),
+                "kv_cache_dtype": str(getattr(server, "kv_cache_dtype", "auto"))}
 
     def register_to_bootstrap(self):
-        return  # the prefill's kvx control channel is the bootstrap
+        """A prefill rank tells the node's bootstrap server where its kvx agent listens."""
+        if self.bootstrap_address is None:
+            raise kvx.InvalidArgument("a prefill manager needs the bootstrap server's address "
+                                      "(server_args or bootstrap_address)")
+        host, _, port = self.agent.listen_address.rpartition(":")
+        bootstrap.register(self.bootstrap_address, {**self.layout(), "rank_ip": self.host,
+                                                    "rank_port": int(port)})
+
+    def try_ensure_parallel_info(self, bootstrap_addr):
+        """Decode: the prefill's layout at `bootstrap_addr` is known (prefill_info_table);
+        False while its ranks have not all registered. Raises kvx.InvalidArgument when its
+        page size or TP differs from this engine's."""
+        with self.lock:
+            if bootstrap_addr in self.prefill_info_table:
+                return True
+        info = bootstrap.parallel_info(bootstrap_addr)
+        if info is None:
+            return False
+        mine = self.layout()
+        for key, here in (("page_size", mine["page_size"]), ("attn_tp_size",
+                                                             mine["attn_tp_size"])):
+            if info.get(key) != here:
+                raise kvx.InvalidArgument(f"the prefill at {bootstrap_addr} has {key} "
+                                          f"{info.get(key)}, this decode {here}: kvx's SGLang "
+                                          "backend needs them equal")
+        with self.lock:
+            self.prefill_info_table[bootstrap_addr] = types.SimpleNamespace(**info)
+        return True
+
+    def rank_address(self, bootstrap_addr, prefill_dp_rank):
+        """The kvx address of the prefill rank this decode rank reads from."""
+        if not self.try_ensure_parallel_info(bootstrap_addr):
+            raise kvx.FailedPrecondition(f"the prefill at {bootstrap_addr} has not registered "
+                                         "every rank yet")
+        mine = self.layout()
+        return bootstrap.rank_address(bootstrap_addr, prefill_dp_rank, mine["attn_tp_rank"],
+                                      pp_rank=mine["pp_rank"])
 
     def connect(self, address):
         with self.lock:
@@ -208,8 +283,25 @@ class KvxKVManager:
         self.agent.close()
 
 
-class KvxBootstrapServer:
-    """SGLang starts one on the prefill side; kvx's control channel does its work."""
+def _advertised_host(server_args):
+    """The address this rank's kvx agent listens on and registers: KVX_SGLANG_HOST, else
+    SGLang's host where it names one, else 127.0.0.1."""
+    host = os.environ.get("KVX_SGLANG_HOST") or getattr(server_args, "host", None)
+    return "127.0.0.1" if host in (None, "", "0.0.0.0", "::", "localhost") else host
 
-    def __init__(self, host=None, port=None):
-        self.host, self.port = host, port
+
+def _bootstrap_address(server_args):
+    """Where the node's bootstrap server is, from SGLang's server_args: the first node's host
+    (dist_init_addr) across nodes, else its own host, on disaggregation_bootstrap_port."""
+    if server_args is None:
+        return None
+    port = getattr(server_args, "disaggregation_bootstrap_port", 8998)
+    host = None
+    if int(getattr(server_args, "nnodes", 1) or 1) > 1 and getattr(server_args,
+                                                                    "dist_init_addr", None):
+        host = server_args.dist_init_addr.rpartition(":")[0]
+    return f"{host or _advertised_host(server_args)}:{port}"
+
+
+# SGLang's name for a backend's bootstrap server class.
+KvxKVBootstrapServer = bootstrap.KvxKVBootstrapServer

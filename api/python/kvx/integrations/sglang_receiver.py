@@ -4,18 +4,20 @@ import time
 
 import kvx
 from kvx.integrations.sglang_runs import runs
-from kvx.integrations.sglang_states import KVPoll
+from kvx.integrations.sglang_upstream import BaseKVReceiver, KVPoll
 
 log = logging.getLogger("kvx.sglang")
 
 
-class KvxKVReceiver:
-    """The decode side of one request: the prefill at `bootstrap_addr`, room
-    `bootstrap_room`."""
+class KvxKVReceiver(BaseKVReceiver):
+    """The decode side of one request: the prefill whose node's bootstrap server is at
+    `bootstrap_addr`, room `bootstrap_room`. `conclude_state` is the final poll state once
+    there is one (SGLang reads it)."""
 
     def __init__(self, mgr, bootstrap_addr, bootstrap_room=None):
         self.mgr, self.address, self.room = mgr, bootstrap_addr, bootstrap_room
         self.peer = None
+        self.conclude_state = None
         self.state = KVPoll.Bootstrapping
         self.error = None
         self.expected = None   # pages to arrive
@@ -29,8 +31,10 @@ class KvxKVReceiver:
         mgr.attach(bootstrap_room, self)
 
     def init(self, prefill_dp_rank=0):
+        """Connects to the prefill rank holding this rank's KV (asked of the bootstrap
+        server); a failure makes poll() say Failed."""
         try:
-            self.peer = self.mgr.connect(self.address)
+            self.peer = self.mgr.connect(self.mgr.rank_address(self.address, prefill_dp_rank))
             self.mgr.remote(self.peer)  # the prefill exposes matching buffers
             self.state = KVPoll.WaitingForInput
         except kvx.Error as error:
@@ -52,7 +56,8 @@ class KvxKVReceiver:
                 self.writer = self.mgr.writers.of(self.peer)
                 self.mgr.send_note(self.peer, "meta", self.room,
                                    {"peer": self.mgr.agent.name, "runs": runs(kv_indices),
-                                    "aux": None if aux_index is None else int(aux_index)})
+                                    "aux": None if aux_index is None else int(aux_index),
+                                    "prefix": int(decode_prefix_len or 0)})
                 self.state = KVPoll.Transferring
             except kvx.Error as error:
                 self._fail(error)
@@ -75,7 +80,7 @@ class KvxKVReceiver:
 
     def _fail(self, error):
         self.error = self.error or error
-        self.state = KVPoll.Failed
+        self.state = self.conclude_state = KVPoll.Failed
         self.mgr.detach(self.room, self)
 
     def poll(self):
@@ -87,7 +92,7 @@ class KvxKVReceiver:
                 if self._writes_over():
                     self._fail(self.ending)
             elif self.arrived >= self.expected and (self.aux_arrived or not self.aux_expected):
-                self.state = KVPoll.Success
+                self.state = self.conclude_state = KVPoll.Success
                 self.mgr.detach(self.room, self)
             elif not self.mgr.alive(self.peer):
                 self._end(kvx.PeerFailed(f"room {self.room}: the prefill {self.peer} is gone"))

@@ -1,23 +1,32 @@
 """The prefill side of one SGLang request (sglang.py). Messages between the two sides, each a
 kvx notification naming the request's room:
-  meta     decode -> prefill  {"peer", "runs": its pages as runs, "aux": its aux slot or None}
+  meta     decode -> prefill  {"peer", "runs": its pages as runs, "aux": its aux slot or None,
+                              "prefix": the tokens it holds already (decode_prefix_len)}
   chunk    prefill -> decode  {"pages": n, "aux": bool}, sent with a chunk's data
   failed   prefill -> decode  {"why"}: a write failed; none of the room's is in flight
   abort    either way         prefill -> decode: cancelled, nothing in flight;
                               decode -> prefill: cancel, then answer
   aborted  prefill -> decode  nothing more lands for the room"""
+import time
+
 import numpy as np
 
 import kvx
 from kvx.integrations.sglang_runs import expand, paired_runs
-from kvx.integrations.sglang_states import KVPoll
+from kvx.integrations.sglang_upstream import BaseKVSender, KVPoll, KVTransferMetric
 
 
-class KvxKVSender:
-    """The prefill side of one request (`bootstrap_room`)."""
+class KvxKVSender(BaseKVSender):
+    """The prefill side of one request (`bootstrap_room`), as SGLang makes a backend's sender.
+    `conclude_state` is the final poll state once there is one."""
 
-    def __init__(self, mgr, bootstrap_addr, bootstrap_room, dest_tp_ranks=None, pp_rank=0):
+    def __init__(self, mgr, bootstrap_addr, bootstrap_room, dest_tp_ranks=None, pp_rank=0,
+                 req_has_disagg_prefill_dp_rank=False):
         self.mgr, self.room = mgr, bootstrap_room
+        self.conclude_state = None
+        self.prefix = 0        # decode_prefix_len, from the decode's metadata
+        self.started = None    # when the first chunk was posted
+        self.moved = 0         # bytes posted
         self.peer = None
         self.dst_pages = None
         self.dst_aux = None
@@ -34,11 +43,25 @@ class KvxKVSender:
         self.total = int(num_kv_indices)
         self.aux_index = aux_index
 
+    def pop_decode_prefix_len(self):
+        """The tokens the decode holds already (its radix cache): SGLang sends from there."""
+        prefix, self.prefix = self.prefix, 0
+        return prefix
+
+    def should_send_kv_chunk(self, num_pages, last_chunk):
+        """The last chunk goes even when empty: it carries the aux item and ends the room."""
+        return num_pages > 0 or last_chunk
+
+    def get_transfer_metric(self):
+        latency = None if self.started is None else time.monotonic() - self.started
+        return KVTransferMetric(transfer_latency_s=latency, transfer_total_bytes=self.moved)
+
     def on_message(self, kind, peer, body):
         if kind == "meta" and self.dst_pages is None:
             self.peer = peer
             self.dst_pages = expand(body["runs"])
             self.dst_aux = body.get("aux")
+            self.prefix = int(body.get("prefix") or 0)
         elif kind == "abort":
             self._cancel()
             self.error = self.error or kvx.Cancelled(f"room {self.room}: the decode side "
@@ -110,6 +133,8 @@ class KvxKVSender:
                 notification=self.mgr.note("chunk", self.room,
                                            {"pages": int(pages.size), "aux": aux}))
             self.mgr.agent.post(transfer)
+            self.started = self.started or time.monotonic()
+            self.moved += int(local_rows[:, 2].sum())
         except kvx.Error as error:
             if transfer is not None:
                 self.mgr.agent.release(transfer)
@@ -141,7 +166,11 @@ class KvxKVSender:
                 self._cancel()
                 self.error = kvx.PeerFailed(f"room {self.room}: the decode {self.peer} is gone")
             if self.error is not None:
-                if not self.transfers and not self.told and self.peer is not None:
+                # SGLang polls a Failed sender no more: the rest of its writes are cancelled
+                # (none lands after) and the decode is told now, not on a later poll.
+                self._cancel()
+                self.conclude_state = KVPoll.Failed
+                if not self.told and self.peer is not None:
                     self.told = True
                     try:
                         self.mgr.send_note(self.peer, "failed", self.room,
@@ -154,6 +183,7 @@ class KvxKVSender:
             if not self.finished and self.sent == 0:
                 return KVPoll.WaitingForInput
             if self.finished and not self.transfers:
+                self.conclude_state = KVPoll.Success
                 return KVPoll.Success
             return KVPoll.Transferring
 
@@ -171,6 +201,7 @@ class KvxKVSender:
                     pass
             self.told = True
             self.error = self.error or kvx.Cancelled(f"room {self.room}: aborted")
+            self.conclude_state = KVPoll.Failed
 
     def clear(self):
         with self.mgr.lock:
