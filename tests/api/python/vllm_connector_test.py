@@ -30,7 +30,8 @@ from kvx.integrations import vllm_heads as heads  # noqa: E402
 from fake_vllm import (BLOCK_SIZE, HEADS, LAYERS, Blocks, Engine, Request, RequestStatus,  # noqa: E402
                        blocks_for)
 from engine_process import wait_stopped  # noqa: E402
-from vllm_harness import DECODE_BLOCKS, PrefillProcess, run_until  # noqa: E402
+from vllm_harness import (DECODE_BLOCKS, PrefillProcess, drop_before_allocation,  # noqa: E402
+                          run_until, wait_for_room)
 
 
 class VllmConnector(unittest.TestCase):
@@ -127,11 +128,7 @@ class VllmConnector(unittest.TestCase):
             self.assertFalse(prefill.abort("p-aborted", 2 * BLOCK_SIZE, seed=1))
             params = prefill.prefill("p-dropped", 3 * BLOCK_SIZE, seed=2)
             request = Request("dropped", 3 * BLOCK_SIZE, params, RequestStatus.FINISHED_ABORTED)
-            self.assertEqual(decode.scheduler.request_finished(request, []), (False, None))
-            started = time.monotonic()
-            while time.monotonic() - started < 10 and decode.has_requests():
-                decode.step()
-                time.sleep(0.002)
+            started = drop_before_allocation(decode, request)
             prefill.expect("FREED p-dropped", timeout=10)
             self.assertLess(time.monotonic() - started, 10)
         finally:
@@ -148,11 +145,7 @@ class VllmConnector(unittest.TestCase):
             params = prefill.prefill("p-wait", 3 * BLOCK_SIZE, seed=6)
             request = Request("wait", 3 * BLOCK_SIZE, params)
             count, _ = decode.scheduler.get_num_new_matched_tokens(request, 0)
-            until = time.monotonic() + 3.0
-            while time.monotonic() < until:
-                decode.step()  # no room yet: vLLM asks again on a later step
-                decode.scheduler.get_num_new_matched_tokens(request, 0)
-                time.sleep(0.01)
+            wait_for_room(decode, request, 3.0)
             with self.assertRaises(AssertionError):
                 prefill.expect("FREED p-wait", timeout=0.2)
             blocks = decode.allocate(blocks_for(count))

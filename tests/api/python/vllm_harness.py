@@ -49,3 +49,25 @@ def run_until(engine, request_id, timeout=20):
             return failed
         time.sleep(0.002)
     raise AssertionError(f"{request_id} did not finish receiving within {timeout} s")
+
+
+def wait_for_room(engine, request, seconds):
+    """A request the decode has no room for yet, for `seconds`: engine steps, vLLM asking
+    the connector about it again on each (get_num_new_matched_tokens)."""
+    engine.scheduler.get_num_new_matched_tokens(request, 0)
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        engine.step()
+        engine.scheduler.get_num_new_matched_tokens(request, 0)
+        time.sleep(0.01)
+
+
+def drop_before_allocation(engine, request, timeout=10):
+    """vLLM finishing (aborting) a request whose blocks were never allocated, then stepping
+    while the connector has work for it; returns when that began."""
+    assert engine.scheduler.request_finished(request, []) == (False, None)
+    started = time.monotonic()
+    while time.monotonic() - started < timeout and engine.has_requests():
+        engine.step()
+        time.sleep(0.002)
+    return started

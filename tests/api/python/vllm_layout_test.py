@@ -59,23 +59,20 @@ class Worker:
         edges = np.cumsum([0] + width)
         return [mine[..., edges[i]:edges[i + 1]] for i in range(len(width))]
 
-    def fill(self, blocks):
+    def _parts(self, blocks):
+        """(view, what it should hold) of every part of every layer of `blocks`."""
         for layer in range(LAYERS):
             for position, block in enumerate(blocks):
                 views = self.views(layer, block)
                 width = [v.shape[-1] for v in views]
-                for view, values in zip(views, self.expected(layer, position, width)):
-                    view[...] = torch.from_numpy(np.ascontiguousarray(values))
+                yield from zip(views, self.expected(layer, position, width))
+
+    def fill(self, blocks):
+        for view, values in self._parts(blocks):
+            view[...] = torch.from_numpy(np.ascontiguousarray(values))
 
     def holds(self, blocks):
-        for layer in range(LAYERS):
-            for position, block in enumerate(blocks):
-                views = self.views(layer, block)
-                width = [v.shape[-1] for v in views]
-                for view, values in zip(views, self.expected(layer, position, width)):
-                    if not np.array_equal(view.numpy(), values):
-                        return False
-        return True
+        return all(np.array_equal(view.numpy(), values) for view, values in self._parts(blocks))
 
     def address(self, row):
         region, offset, _ = (int(v) for v in row)

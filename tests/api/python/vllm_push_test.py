@@ -29,7 +29,8 @@ sys.path.insert(0, HERE)
 from fake_vllm import (BLOCK_SIZE, HEADS, Blocks, Engine, Request, RequestStatus,  # noqa: E402
                        blocks_for)
 from engine_process import wait_stopped  # noqa: E402
-from vllm_harness import DECODE_BLOCKS, PrefillProcess, run_until  # noqa: E402
+from vllm_harness import (DECODE_BLOCKS, PrefillProcess, drop_before_allocation,  # noqa: E402
+                          run_until, wait_for_room)
 
 
 def push_params(prefill, request_id):
@@ -143,12 +144,7 @@ class VllmPush(unittest.TestCase):
         try:
             params = prefill.push("waited", 2 * BLOCK_SIZE, seed=5)
             request = Request("wait", 2 * BLOCK_SIZE, params)
-            decode.scheduler.get_num_new_matched_tokens(request, 0)
-            until = time.monotonic() + 3.0
-            while time.monotonic() < until:
-                decode.step()
-                decode.scheduler.get_num_new_matched_tokens(request, 0)
-                time.sleep(0.01)
+            wait_for_room(decode, request, 3.0)
             with self.assertRaises(AssertionError):
                 prefill.expect("FREED waited", timeout=0.2)
             blocks = self.allocate(decode, request, 2 * BLOCK_SIZE)
@@ -186,11 +182,7 @@ class VllmPush(unittest.TestCase):
         try:
             params = prefill.push("kept", 2 * BLOCK_SIZE, seed=4)
             request = Request("dropped", 2 * BLOCK_SIZE, params, RequestStatus.FINISHED_ABORTED)
-            self.assertEqual(decode.scheduler.request_finished(request, []), (False, None))
-            started = time.monotonic()
-            while time.monotonic() - started < 10 and decode.has_requests():
-                decode.step()
-                time.sleep(0.002)
+            started = drop_before_allocation(decode, request)
             prefill.expect("FREED kept", timeout=10)
             self.assertLess(time.monotonic() - started, 10)
         finally:
@@ -198,7 +190,7 @@ class VllmPush(unittest.TestCase):
             prefill.stop()
 
     def test_layouts(self):
-        for layout in ("kv-outer", "packed", "LBNHC", "BLHNC", "mla"):
+        for layout in ("kv-outer", "BLNHC", "mla"):
             with self.subTest(layout=layout):
                 self.short_exchange(layout)
 
