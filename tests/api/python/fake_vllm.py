@@ -222,5 +222,37 @@ def pattern(seed, layer, position, heads, head_bytes):
     return values.astype(np.uint8).reshape(BLOCK_SIZE, heads, head_bytes)
 
 
+class FakeStream:
+    """A CUDA compute stream as a connector sees it through torch.cuda.Event.query: work runs
+    later than it is launched, in order, and an event recorded after some work says done only
+    once that work has run. Here the work runs one operation per query of any event, so a
+    connector that writes a layer before its event said done sends what was there before."""
+
+    def __init__(self):
+        self._queued = []   # work not run yet
+        self._ran = 0       # operations run so far
+        self._launched = 0
+
+    def launch(self, work):
+        self._queued.append(work)
+        self._launched += 1
+
+    def event(self):
+        """A query of whether the work launched so far has run."""
+        mark = self._launched
+
+        def query():
+            if self._queued and self._ran < mark:
+                self._queued.pop(0)()
+                self._ran += 1
+            return self._ran >= mark
+        return query
+
+    def run_all(self):
+        while self._queued:
+            self._queued.pop(0)()
+            self._ran += 1
+
+
 def blocks_for(tokens):
     return math.ceil(tokens / BLOCK_SIZE)

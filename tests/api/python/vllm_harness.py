@@ -25,10 +25,10 @@ class PrefillProcess(EngineProcess):
         self.command(f"prefill {request_id} {tokens} {seed}")
         return json.loads(self.expect("PARAMS ").split(" ", 1)[1])
 
-    def push(self, request_id, tokens, seed):
-        """Computes the request layer by layer (mode push), then finishes it: its
-        kv_transfer_params (for a decode that comes after it)."""
-        self.command(f"push {request_id} {tokens} {seed}")
+    def push(self, request_id, tokens, seed, asynchronous=False):
+        """Computes the request layer by layer (mode push; `asynchronous`: on a FakeStream),
+        then finishes it: its kv_transfer_params (for a decode that comes after it)."""
+        self.command(f"push {request_id} {tokens} {seed}" + (" async" if asynchronous else ""))
         return json.loads(self.expect(f"COMPUTED {request_id} ").split(" ", 2)[2])
 
     def abort(self, request_id, tokens, seed):

@@ -3,10 +3,12 @@ connector as kv_producer. Commands on stdin, one per line (REQ: the request's ex
 gives it an internal one with a random suffix, fake_vllm.assign_request_id):
     prefill REQ TOKENS SEED   computes a prompt (fills its blocks), finishes the request and
                               prints "PARAMS <kv_transfer_params as JSON>"
-    push REQ TOKENS SEED      (mode push) schedules a prompt, computes it layer by layer in one
-                              engine step (each layer filled just before save_kv_layer),
-                              finishes the request and prints "COMPUTED REQ <kv_transfer_params
-                              as JSON>"
+    push REQ TOKENS SEED [async]
+                              (mode push) schedules a prompt, computes it layer by layer in one
+                              engine step (each layer filled just before save_kv_layer, or
+                              with async on a FakeStream: filled later, its CUDA event saying
+                              when), finishes the request and prints "COMPUTED REQ
+                              <kv_transfer_params as JSON>"
     abort REQ TOKENS SEED     as push (or prefill in mode pull), but the request is aborted:
                               prints "ABORTED REQ <whether the connector kept its blocks>"
     quit                      exits 0
@@ -21,8 +23,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fake_vllm import (DEFAULT_LAYOUT, HEADS, Blocks, Engine, Request, RequestStatus,  # noqa: E402
-                       assign_request_id, blocks_for)
+from fake_vllm import (DEFAULT_LAYOUT, HEADS, Blocks, Engine, FakeStream, Request,  # noqa: E402
+                       RequestStatus, assign_request_id, blocks_for)
 from line_reader import LineReader  # noqa: E402
 
 
@@ -56,8 +58,16 @@ def main():
                     engine.fill(blocks, seed)
                 else:
                     engine.scheduler.update_state_after_alloc(request, Blocks(blocks), 0)
+                    fill = engine.fill_layer
+                    if words[4:5] == ["async"]:
+                        stream = FakeStream()
+                        for worker in engine.workers:
+                            worker._layer_ready = lambda kv_layer: stream.event()
+
+                        def fill(rank, layer, blocks, seed):
+                            stream.launch(lambda: engine.fill_layer(rank, layer, blocks, seed))
                     sending, _, _ = engine.step(
-                        compute=lambda rank, layer: engine.fill_layer(rank, layer, blocks, seed))
+                        compute=lambda rank, layer: fill(rank, layer, blocks, seed))
                     report_freed(engine, sending, held)
                 delay, params = engine.scheduler.request_finished(request, blocks)
                 if command == "abort":

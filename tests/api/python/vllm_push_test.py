@@ -136,6 +136,26 @@ class VllmPush(unittest.TestCase):
             decode.close()
             prefill.stop()
 
+    def test_layers_written_once_their_compute_ran(self):
+        """The prefill's forward runs ahead of its compute stream (FakeStream): each layer is
+        written once its CUDA event says the compute passed it, never by waiting in the
+        forward, and every byte arrives."""
+        prefill = PrefillProcess("shm", mode="push")
+        decode = decode_engine("push-async", "shm")
+        try:
+            request = Request("async", 3 * BLOCK_SIZE, push_params(prefill, "p-async"))
+            blocks = self.allocate(decode, request, 3 * BLOCK_SIZE)
+            for _ in range(5):
+                decode.step()  # the dest goes out before the prefill computes
+            time.sleep(0.2)
+            prefill.push("p-async", 3 * BLOCK_SIZE, seed=7, asynchronous=True)
+            self.assertEqual(run_until(decode, "async"), set())
+            self.assertTrue(decode.matches(blocks, seed=7))
+            prefill.expect("FREED p-async")
+        finally:
+            decode.close()
+            prefill.stop()
+
     def test_a_waiting_decode_keeps_the_lease(self):
         """Prefill first, then a decode that waits three leases for blocks: its heartbeats
         keep the prefill's blocks, and its destination then gets them."""

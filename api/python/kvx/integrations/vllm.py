@@ -460,10 +460,27 @@ class KvxConnector(KVConnectorBase_V1):
     def save_kv_layer(self, layer_name, kv_layer, attn_metadata, **kwargs):
         if self._writer is None:
             return  # pull: the decode reads the prefill's blocks when it is ready
-        if getattr(kv_layer, "is_cuda", False):
-            import torch
-            torch.cuda.current_stream(kv_layer.device).synchronize()  # the layer is written
-        self._writer.layer_saved(self._layout.names.index(layer_name))  # forward order
+        # Forward order; written once the compute stream has passed this layer, which the
+        # forward never waits for (nor may, inside a CUDA graph's capture).
+        self._writer.layer_saved(self._layout.names.index(layer_name),
+                                 self._layer_ready(kv_layer))
+
+    @staticmethod
+    def _layer_ready(kv_layer):
+        """A query of whether the layer's compute is done: an event recorded on the current
+        CUDA stream after it; None for a CPU tensor (done when save_kv_layer is called)."""
+        if not getattr(kv_layer, "is_cuda", False):
+            return None
+        import torch
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(kv_layer.device))
+        return event.query
+
+    @classmethod
+    def requires_piecewise_for_cudagraph(cls, extra_config):
+        """Push saves layer by layer from inside the forward: vLLM then captures CUDA graphs
+        piecewise, the attention layers (and save_kv_layer) outside them."""
+        return (extra_config or {}).get("mode") == "push"
 
     def wait_for_save(self):
         return  # pushes complete between steps; get_finished says when the blocks may go

@@ -56,7 +56,9 @@ class _Reader:
 @dataclasses.dataclass
 class _Save:
     blocks: list              # the prefill's blocks of the request, in order
-    computed: int = 0         # layers computed so far
+    computed: int = 0         # layers computed so far (in its blocks)
+    launched: int = 0         # layers the forward has launched so far
+    pending: list = dataclasses.field(default_factory=list)  # launched, not yet known done
     deadline: float = None    # the lease's end, once the request finished (request_finished)
     readers: dict = dataclasses.field(default_factory=dict)  # (peer, its request) -> _Reader
     expected: int = None      # readers expected (known from the first dest)
@@ -131,13 +133,25 @@ class PushWriter:
         if request_id in self._saves:
             self._saves[request_id].deadline = deadline
 
-    def layer_saved(self, layer_index):
-        """Layer `layer_index` of the requests planned this step is in their blocks."""
+    def layer_saved(self, layer_index, ready=None):
+        """The forward has launched layer `layer_index` of the requests planned this step:
+        its blocks hold it once `ready()` is true (a CUDA event on the compute stream; None:
+        at once). Each layer is written once it and the layers before it are ready."""
         for request_id, save in self._saves.items():
-            if save.computed == layer_index:
-                save.computed = layer_index + 1
-                for reader in save.readers.values():
-                    self._write(request_id, save, reader)
+            if save.launched == layer_index:
+                save.launched = layer_index + 1
+                save.pending.append(ready)
+                self._advance(request_id, save)
+
+    def _advance(self, request_id, save):
+        """Counts the launched layers now computed, and writes them."""
+        before = save.computed
+        while save.pending and (save.pending[0] is None or save.pending[0]()):
+            save.pending.pop(0)
+            save.computed += 1
+        if save.computed > before:
+            for reader in save.readers.values():
+                self._write(request_id, save, reader)
 
     def on_dest(self, peer, dest):
         request_id, save = self._find(dest.request)
@@ -243,6 +257,7 @@ class PushWriter:
                     del table[request_id]
         done = set()
         for request_id, save in list(self._saves.items()):
+            self._advance(request_id, save)
             settled = True
             for reader in save.readers.values():
                 if not self._settled(reader):
