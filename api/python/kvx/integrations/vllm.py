@@ -73,12 +73,6 @@ except ImportError:  # stand-ins with the same names and the members this module
     class KVConnectorHandshakeMetadata:
         pass
 
-try:  # newer vLLM: what workers tell the scheduler each step
-    from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorWorkerMetadata
-except ImportError:
-    class KVConnectorWorkerMetadata:
-        pass
-
     class KVConnectorBase_V1:
         def __init__(self, vllm_config, role, kv_cache_config=None):
             self._connector_metadata = None
@@ -99,6 +93,12 @@ except ImportError:
         def _get_connector_metadata(self):
             assert self._connector_metadata is not None
             return self._connector_metadata
+
+try:  # newer vLLM: what workers tell the scheduler each step
+    from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorWorkerMetadata
+except ImportError:
+    class KVConnectorWorkerMetadata:
+        pass
 
 log = logging.getLogger("kvx.vllm")
 
@@ -275,8 +275,8 @@ class KvxConnector(KVConnectorBase_V1):
             if not params.get("remote_addresses") or params.get("remote_request_id") is None:
                 return False, None
             self._pending.releases.append(ReadSpec(
-                request.request_id, [], [], list(params.get("remote_addresses") or []),
-                params.get("remote_request_id"), params.get("remote_layout")))
+                request.request_id, [], [], list(params["remote_addresses"]),
+                params["remote_request_id"], params.get("remote_layout")))
             return False, None
         if not params.get("do_remote_decode") or not block_ids:
             return False, None
@@ -443,15 +443,16 @@ class KvxConnector(KVConnectorBase_V1):
         text = messages.dest(messages.Destination(
             spec.remote_request_id, spec.request_id, spec.local_block_ids, spec.skip,
             self._tp_rank, self._tp_size, self._layout.describe()))
-        release = messages.dest(messages.Destination(
-            spec.remote_request_id, spec.request_id, [], 0, self._tp_rank, self._tp_size,
-            self._layout.describe()))
         writers = []
         for address, source in sources:
             peer = self._links.connected(address)
-            self._agent.send_notification(peer, text if source.count else release)
             if source.count:
+                self._agent.send_notification(peer, text)
                 writers.append(peer)
+            else:  # a replica no decode worker reads: an empty destination releases it
+                self._agent.send_notification(peer, messages.dest(messages.Destination(
+                    spec.remote_request_id, spec.request_id, [], 0, self._tp_rank,
+                    self._tp_size, self._layout.describe())))
         return writers
 
     def wait_for_layer_load(self, layer_name):
