@@ -127,11 +127,13 @@ class KvxKVManager(BaseKVManager):
         self._remote = {}      # peer name -> (its KV _Buffers, its aux _Buffers)
         self._rooms = {}       # room -> the sender or receiver of it here
         self._early = {}       # room -> ([(kind, peer, body)], kept until)
+        self._ranks = {}       # (bootstrap address, prefill dp rank) -> its kvx address
+        self.rank_layout = self._rank_layout()
         self.bootstrap_address = bootstrap_address or _bootstrap_address(server_args)
         if self.mode == "prefill":
             self.register_to_bootstrap()
 
-    def layout(self):
+    def _rank_layout(self):
         """This rank's place in its engine, as SGLang's bootstrap registers it."""
         server = self.server_args
         tp_size = int(getattr(server, "tp_size", 1) or 1)
@@ -156,9 +158,9 @@ class KvxKVManager(BaseKVManager):
         if self.bootstrap_address is None:
             raise kvx.InvalidArgument("a prefill manager needs the bootstrap server's address "
                                       "(server_args or bootstrap_address)")
-        host, _, port = self.agent.listen_address.rpartition(":")
-        bootstrap.register(self.bootstrap_address, {**self.layout(), "rank_ip": self.host,
-                                                    "rank_port": int(port)})
+        port = int(self.agent.listen_address.rpartition(":")[2])
+        bootstrap.register(self.bootstrap_address, {**self.rank_layout, "rank_ip": self.host,
+                                                    "rank_port": port})
 
     def try_ensure_parallel_info(self, bootstrap_addr):
         """Decode: the prefill's layout at `bootstrap_addr` is known (prefill_info_table);
@@ -170,9 +172,8 @@ class KvxKVManager(BaseKVManager):
         info = bootstrap.parallel_info(bootstrap_addr)
         if info is None:
             return False
-        mine = self.layout()
-        for key, here in (("page_size", mine["page_size"]), ("attn_tp_size",
-                                                             mine["attn_tp_size"])):
+        for key in ("page_size", "attn_tp_size"):
+            here = self.rank_layout[key]
             if info.get(key) != here:
                 raise kvx.InvalidArgument(f"the prefill at {bootstrap_addr} has {key} "
                                           f"{info.get(key)}, this decode {here}: kvx's SGLang "
@@ -182,13 +183,27 @@ class KvxKVManager(BaseKVManager):
         return True
 
     def rank_address(self, bootstrap_addr, prefill_dp_rank):
-        """The kvx address of the prefill rank this decode rank reads from."""
+        """The kvx address of the prefill rank this decode rank reads from: asked of the
+        bootstrap server once, until forget_rank_address (a connect to it failed)."""
+        key = (bootstrap_addr, prefill_dp_rank)
+        with self.lock:
+            if key in self._ranks:
+                return self._ranks[key]
         if not self.try_ensure_parallel_info(bootstrap_addr):
             raise kvx.FailedPrecondition(f"the prefill at {bootstrap_addr} has not registered "
                                          "every rank yet")
-        mine = self.layout()
-        return bootstrap.rank_address(bootstrap_addr, prefill_dp_rank, mine["attn_tp_rank"],
-                                      pp_rank=mine["pp_rank"])
+        address = bootstrap.rank_address(bootstrap_addr, prefill_dp_rank,
+                                         self.rank_layout["attn_tp_rank"],
+                                         pp_rank=self.rank_layout["pp_rank"])
+        with self.lock:
+            self._ranks[key] = address
+        return address
+
+    def forget_rank_address(self, bootstrap_addr, prefill_dp_rank):
+        """The prefill rank may have moved (restarted): the next receiver asks again."""
+        with self.lock:
+            self._ranks.pop((bootstrap_addr, prefill_dp_rank), None)
+            self.prefill_info_table.pop(bootstrap_addr, None)
 
     def connect(self, address):
         with self.lock:

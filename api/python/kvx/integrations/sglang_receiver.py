@@ -38,6 +38,7 @@ class KvxKVReceiver(BaseKVReceiver):
             self.mgr.remote(self.peer)  # the prefill exposes matching buffers
             self.state = KVPoll.WaitingForInput
         except kvx.Error as error:
+            self.mgr.forget_rank_address(self.address, prefill_dp_rank)
             self._fail(error)
 
     def send_metadata(self, kv_indices, aux_index=None, state_indices=None,

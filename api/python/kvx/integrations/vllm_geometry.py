@@ -50,10 +50,14 @@ def geometry_of(tensor):
     return dims
 
 
+def _outermost_first(dims):
+    """[(name, [size, stride])] by decreasing stride: the physical order."""
+    return sorted(dims.items(), key=lambda item: -item[1][1])
+
+
 def physical_order(dims):
     """The dimensions of more than one entry, outermost first: the layout in words."""
-    return [name for name, (size, stride) in
-            sorted(dims.items(), key=lambda item: -item[1][1]) if size > 1]
+    return [name for name, (size, _) in _outermost_first(dims) if size > 1]
 
 
 def layout_name(dims):
@@ -65,8 +69,8 @@ def _block_view(dims, blocks_per_block, head_count):
     [(name, size, stride)], dimensions of one entry left out."""
     sizes = {name: size for name, (size, _) in dims.items()}
     sizes["block"], sizes["head"] = blocks_per_block, head_count
-    ordered = sorted(dims.items(), key=lambda item: -item[1][1])
-    return [(name, sizes[name], stride) for name, (_, stride) in ordered if sizes[name] > 1]
+    return [(name, sizes[name], stride) for name, (_, stride) in _outermost_first(dims)
+            if sizes[name] > 1]
 
 
 def _contiguous_tail(view, element):

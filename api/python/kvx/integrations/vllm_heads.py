@@ -9,6 +9,7 @@ over the decode ranks. Every prefill rank is told once by each decode rank that 
 (a read, a release, or a push destination): a prefill rank that no decode rank reads from
 is contacted by one decode rank all the same, so that its blocks go."""
 import dataclasses
+import functools
 
 import kvx
 
@@ -38,8 +39,10 @@ def held_heads(rank, tp_size, total_heads):
     return rank // (tp_size // total_heads), 1
 
 
+@functools.lru_cache(maxsize=1024)
 def sources(decode_rank, decode_tp, prefill_tp, total_heads):
-    """The prefill ranks decode rank `decode_rank` reads its heads from, in head order."""
+    """The prefill ranks decode rank `decode_rank` reads its heads from, in head order (a
+    tuple of Source; computed once per layout, as the functions below)."""
     first, count = held_heads(decode_rank, decode_tp, total_heads)
     groups = {}  # a prefill head range -> the prefill ranks holding it
     for rank in range(prefill_tp):
@@ -50,20 +53,21 @@ def sources(decode_rank, decode_tp, prefill_tp, total_heads):
         if start < end:
             out.append(Source(replicas[decode_rank % len(replicas)], start - first,
                               start - p_first, end - start))
-    return out
+    return tuple(out)
 
 
+@functools.lru_cache(maxsize=1024)
 def contacts(decode_rank, decode_tp, prefill_tp, total_heads):
     """sources() plus the prefill ranks no decode rank reads from that this one tells (count
     0): every prefill rank is told by at least one decode rank."""
-    out = sources(decode_rank, decode_tp, prefill_tp, total_heads)
     read = {s.rank for d in range(decode_tp)
             for s in sources(d, decode_tp, prefill_tp, total_heads)}
-    out += [Source(rank, 0, 0, 0) for rank in range(prefill_tp)
-            if rank not in read and rank % decode_tp == decode_rank]
-    return out
+    return sources(decode_rank, decode_tp, prefill_tp, total_heads) + tuple(
+        Source(rank, 0, 0, 0) for rank in range(prefill_tp)
+        if rank not in read and rank % decode_tp == decode_rank)
 
 
+@functools.lru_cache(maxsize=1024)
 def contacted_by(prefill_rank, decode_tp, prefill_tp, total_heads):
     """How many decode ranks tell prefill rank `prefill_rank` about a request."""
     return sum(1 for d in range(decode_tp)

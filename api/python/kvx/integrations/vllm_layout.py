@@ -27,6 +27,11 @@ def layer_index(name):
     return (0, numbers, name) if numbers else (1, (), name)
 
 
+def buffer_name(index):
+    """The region name of a worker's KV buffer `index` (KvLayout.buffers), on both sides."""
+    return f"kv.buffer{index}"
+
+
 def _storage(tensor):
     storage = tensor.untyped_storage() if hasattr(tensor, "untyped_storage") else \
         tensor.storage()
@@ -98,7 +103,7 @@ class KvLayout:
                 "layout": geometry.layout_name(self.dims)}
 
     def buffer_names(self):
-        return [f"kv.buffer{i}" for i in range(len(self.buffers))]
+        return [buffer_name(i) for i in range(len(self.buffers))]
 
     def pair(self, theirs, first_here, first_there, count):
         """Lists' shape for `count` heads from `first_here` here and `first_there` in the

@@ -18,7 +18,9 @@ class PeerLinks:
         self._connect_timeout = connect_timeout
         self._peers = {}               # address -> peer name, or the error of its connect
         self._connecting = set()       # addresses being connected to in the background
-        self._lists = {}               # (peer, heads) -> (list, local key); local key -> (list, E)
+        # (peer, its heads) -> (remote list, local key); local key -> (local list, entries a
+        # block, an entry's bytes).
+        self._lists = {}
         self._lock = threading.Lock()
 
     def _connect(self, address):
@@ -86,14 +88,15 @@ class PeerLinks:
             local_key = (None, source.first_here, source.count, length, here.tobytes())
             if local_key not in self._lists:
                 rows = vllm_layout.rows(self._layout.describe(), self._regions, here, length)
-                self._lists[local_key] = (self._agent.prepare_local_list(rows), len(here))
+                self._lists[local_key] = (self._agent.prepare_local_list(rows), len(here),
+                                          length)
             regions = self._agent.peer_regions(peer)
-            names = [f"kv.buffer{i}" for i in range(theirs["buffers"])]
+            names = [vllm_layout.buffer_name(i) for i in range(theirs["buffers"])]
             missing = [n for n in names if n not in regions]
             if missing:
                 raise kvx.NotFound(f"the worker {peer} has no KV region {missing[0]}")
             rows = vllm_layout.rows(theirs, [regions[n]["id"] for n in names], there, length)
             self._lists[key] = (self._agent.prepare_remote_list(peer, rows), local_key)
         remote, local_key = self._lists[key]
-        local, per_block = self._lists[local_key]
-        return local, remote, per_block, local_key[3]
+        local, per_block, length = self._lists[local_key]
+        return local, remote, per_block, length

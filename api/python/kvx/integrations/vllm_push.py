@@ -35,6 +35,7 @@ from kvx.integrations.vllm_stats import TransferTally
 
 log = logging.getLogger("kvx.vllm")
 _SUFFIX = re.compile(r"-[0-9a-f]{8}$")
+_ABORTED = "the prefill aborted the request"
 
 
 def base_request_id(request_id):
@@ -92,12 +93,11 @@ class PushWriter:
     def abort(self, request_id):
         """vLLM freed the request's blocks (aborted): nothing more is written from them, and
         each decode that asked is told the push failed once no write is in flight."""
-        why = "the prefill aborted the request"
         for key in {request_id, base_request_id(request_id)}:
             self._aborted[key] = time.monotonic() + self._lease
             for peer, dest in self._early.pop(key, ([], None))[0]:
                 if dest.blocks:
-                    self._send(peer, messages.push_failed(dest.reply_to, why))
+                    self._send(peer, messages.push_failed(dest.reply_to, _ABORTED))
         save = self._saves.get(request_id)
         if save is None:
             return
@@ -106,7 +106,7 @@ class PushWriter:
         for reader in save.readers.values():
             for transfer in reader.transfers:
                 self._agent.cancel(transfer)
-            reader.failure = reader.failure or why
+            reader.failure = reader.failure or _ABORTED
 
     def on_alive(self, request_id, now):
         """The decode still waits for the request's blocks: its lease starts again."""
@@ -157,8 +157,7 @@ class PushWriter:
         request_id, save = self._find(dest.request)
         if save is None and dest.request in self._aborted:
             if dest.blocks:
-                self._send(peer, messages.push_failed(dest.reply_to,
-                                                      "the prefill aborted the request"))
+                self._send(peer, messages.push_failed(dest.reply_to, _ABORTED))
             return
         if save is None:
             entries, _ = self._early.get(dest.request, ([], None))
@@ -251,10 +250,10 @@ class PushWriter:
 
     def poll(self, now):
         """The requests whose blocks may go (done sending)."""
-        for table in (self._early, self._aborted):
-            for request_id, entry in list(table.items()):
-                if (entry[1] if isinstance(entry, tuple) else entry) <= now:
-                    del table[request_id]
+        for request_id in [r for r, (_, until) in self._early.items() if until <= now]:
+            del self._early[request_id]
+        for request_id in [r for r, until in self._aborted.items() if until <= now]:
+            del self._aborted[request_id]
         done = set()
         for request_id, save in list(self._saves.items()):
             self._advance(request_id, save)
