@@ -11,10 +11,14 @@ from line_reader import LineReader  # noqa: E402
 
 
 class EngineProcess:
-    def __init__(self, script, *args):
+    def __init__(self, script, *args, prefix=(), env=None):
+        """`prefix`: a command that runs the script (["ip", "netns", "exec", NS], say); `env`:
+        variables to set in its environment."""
         self.name = script
-        self.process = subprocess.Popen([sys.executable, os.path.join(HERE, script), *map(str, args)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        environment = dict(os.environ, **(env or {}))
+        self.process = subprocess.Popen([*prefix, sys.executable, os.path.join(HERE, script),
+                                         *map(str, args)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True, env=environment)
         self.lines = []  # said, not yet expected
         self._reader = LineReader(self.process.stdout.fileno())
 

@@ -19,7 +19,9 @@ import numpy as np
 import torch
 
 from kvx.integrations.vllm import KvxConnector, KVConnectorRole
-from vllm_caches import allocate, parts
+from fake_vllm_groups import (NULL_BLOCK, FullAttentionSpec, kv_cache_config, layer_groups,
+                              request_blocks, share_tensors)
+from vllm_caches import allocate, layer_names, parts
 
 # HEADS: the model's KV heads, over all TP ranks. BLOCK_SIZE: the scheduler's; the caches'
 # kernel blocks are KERNEL_BLOCK tokens (two per scheduler block).
@@ -66,12 +68,25 @@ class Blocks:
         return self._unhashed
 
 
-def config(role, engine_id, total_heads=HEADS, mla=False, **extra):
+def config(role, engine_id, total_heads=HEADS, mla=False, host="127.0.0.1", hybrid=False,
+           **extra):
+    """A vllm_config for the connector; `host` None leaves the connector to choose it (the
+    KVX_VLLM_HOST variable, else the node's routable address)."""
+    if host is not None:
+        extra["host"] = host
     transfer = types.SimpleNamespace(kv_role=role, engine_id=engine_id,
                                      kv_connector_extra_config=extra)
     model = types.SimpleNamespace(use_mla=mla, get_total_num_kv_heads=lambda: total_heads)
     return types.SimpleNamespace(kv_transfer_config=transfer, model_config=model,
                                  cache_config=types.SimpleNamespace(block_size=BLOCK_SIZE))
+
+
+def connector(vllm_config, role, hybrid, names):
+    """KvxConnector as vLLM's factory makes it: (vllm_config, role, kv_cache_config)."""
+    groups = kv_cache_config(names, BLOCK_SIZE) if hybrid else types.SimpleNamespace(
+        kv_cache_groups=[types.SimpleNamespace(layer_names=list(names),
+                                               kv_cache_spec=FullAttentionSpec())])
+    return KvxConnector(vllm_config, role, groups)
 
 
 def held_heads(rank, tp_size, total):
@@ -82,30 +97,36 @@ def held_heads(rank, tp_size, total):
 class Engine:
     """One vLLM instance: a scheduler-side connector and `tp_size` workers, each with its
     worker-side connector and its share of the heads in KV caches of `num_blocks` blocks per
-    layer; block ids (one free list) are shared by the workers, as in vLLM."""
+    layer; block ids (one free list) are shared by the workers, as in vLLM. `hybrid`: two KV
+    cache groups (fake_vllm_groups.py), a request's blocks a list per group."""
 
     def __init__(self, role, engine_id, num_blocks, tp_size=1, head_dim=HEAD_DIM,
-                 layout=DEFAULT_LAYOUT, total_heads=HEADS, **extra):
+                 layout=DEFAULT_LAYOUT, total_heads=HEADS, hybrid=False, **extra):
         self.tp_size, self.layout, self.total_heads = tp_size, layout, total_heads
+        self.hybrid = hybrid
         self.mla = layout == "mla"
         if self.mla:
             self.total_heads = total_heads = 1
-        self.scheduler = KvxConnector(config(role, engine_id, total_heads, self.mla,
-                                             tp_size=tp_size, **extra),
-                                      KVConnectorRole.SCHEDULER)
+        names = layer_names(LAYERS)
+        self.scheduler = connector(config(role, engine_id, total_heads, self.mla,
+                                          tp_size=tp_size, **extra),
+                                   KVConnectorRole.SCHEDULER, hybrid, names)
         self.workers, self.kv_caches = [], []
         kernel_blocks = num_blocks * (BLOCK_SIZE // KERNEL_BLOCK)
         for rank in range(tp_size):
-            worker = KvxConnector(config(role, engine_id, total_heads, self.mla, tp_rank=rank,
-                                         tp_size=tp_size, **extra), KVConnectorRole.WORKER)
+            worker = connector(config(role, engine_id, total_heads, self.mla, tp_rank=rank,
+                                      tp_size=tp_size, **extra), KVConnectorRole.WORKER,
+                               hybrid, names)
             caches = allocate(layout, LAYERS, kernel_blocks, KERNEL_BLOCK,
                               held_heads(rank, tp_size, total_heads)[1], head_dim, DTYPE)
+            if hybrid:
+                caches = share_tensors(caches)
             worker.register_kv_caches(caches)
             self.workers.append(worker)
             self.kv_caches.append(caches)
         self.scheduler.set_xfer_handshake_metadata(
             {rank: w.get_handshake_metadata() for rank, w in enumerate(self.workers)})
-        self.free = list(range(num_blocks))
+        self.free = list(range(1 if hybrid else 0, num_blocks))  # hybrid: 0 is the null block
         self._finished = {"sending": {}, "recving": {}}  # request -> workers that said so
         self.stats = None  # the workers' get_kv_connector_stats, aggregated over every step
 
@@ -114,6 +135,25 @@ class Engine:
             raise RuntimeError("out of blocks")
         taken, self.free = self.free[:count], self.free[count:]
         return taken
+
+    def allocate_request(self, count):
+        """A request's `count` blocks: a list, or (hybrid) a list per group."""
+        return request_blocks(self.allocate, count, BLOCK_SIZE) if self.hybrid else \
+            self.allocate(count)
+
+    def release(self, blocks):
+        """Frees a request's blocks (allocate_request's)."""
+        self.free.extend(b for b in (sum(blocks, []) if self.hybrid else blocks)
+                         if not self.hybrid or b != NULL_BLOCK)
+
+    def _layer_blocks(self, layer, blocks, first_position):
+        """(the blocks of `layer`, the request position of the first): the layer's group's
+        where the engine is hybrid."""
+        if not self.hybrid:
+            return blocks, first_position
+        group = 0 if layer in layer_groups(LAYERS)[0] else 1
+        first = first_position[group] if isinstance(first_position, list) else first_position
+        return blocks[group], first
 
     def addresses(self):
         """The workers' kvx addresses by TP rank (what a push proxy hands the decode)."""
@@ -168,7 +208,10 @@ class Engine:
         tensor = list(self.kv_caches[rank].values())[layer]
         first, count = held_heads(rank, self.tp_size, self.total_heads)
         per_block = BLOCK_SIZE // KERNEL_BLOCK
+        blocks, first_position = self._layer_blocks(layer, blocks, first_position)
         for position, block in enumerate(blocks):
+            if self.hybrid and block == NULL_BLOCK:
+                continue
             expected = pattern(seed, layer, first_position + position, self.total_heads,
                                self.bytes_per_head(rank))
             expected = expected[:, first:first + count].reshape(

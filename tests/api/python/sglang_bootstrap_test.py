@@ -86,10 +86,15 @@ class SglangBootstrap(unittest.TestCase):
         self.assertEqual(self.put(layout), 200)
         self.assertEqual(bootstrap.parallel_info(self.address)["attn_tp_size"], 2)
         self.assertEqual(bootstrap.rank_address(self.address, 0, 1), "127.0.0.1:4242")
-        _, decode = self.decode()  # TP 1 against TP 2: refused, naming both
+        _, decode = self.decode()  # TP 1 against TP 2: rank 0 reads from both
+        self.assertTrue(decode.try_ensure_parallel_info(self.address))
+        _, odd = self.decode(tp_size=3)  # neither divides the other: refused, naming both
         with self.assertRaises(kvx.InvalidArgument) as caught:
-            decode.try_ensure_parallel_info(self.address)
-        self.assertIn("attn_tp_size 2, this decode 1", str(caught.exception))
+            odd.try_ensure_parallel_info(self.address)
+        self.assertIn("attention TP is 2, this decode's 3", str(caught.exception))
+        _, other = self.decode(page_size=16)
+        with self.assertRaisesRegex(kvx.InvalidArgument, "page_size 1, this decode 16"):
+            other.try_ensure_parallel_info(self.address)
 
     def test_malformed_registrations_are_refused(self):
         good = {"attn_tp_size": 1, "attn_tp_rank": 0, "rank_ip": "127.0.0.1",
@@ -145,6 +150,27 @@ class SglangBootstrap(unittest.TestCase):
         self.assertEqual(until(receiver.poll, (KVPoll.Failed, KVPoll.Success)), KVPoll.Failed)
         self.assertLess(time.monotonic() - started, 5)
         self.assertEqual(receiver.conclude_state, KVPoll.Failed)
+
+    def test_malformed_metadata_fails_the_room_only(self):
+        """A meta whose pages are out of range, or not runs at all: the sender fails with a
+        message naming the peer; the manager serves the next room."""
+        prefill_buffers, decode_buffers, sender, receiver = self.connected_pair()
+        decode = receiver.mgr
+        for room, runs in ((21, [[0, -1]]), (22, [[0, 1 << 30]]), (23, "pages")):
+            bad = KvxKVSender(mgr=sender.mgr, bootstrap_addr=self.address,
+                              bootstrap_room=room)
+            decode.send_note(receiver.peer, "meta", room, {"peer": decode.agent.name,
+                                                           "runs": runs})
+            self.assertEqual(until(bad.poll, (KVPoll.Failed,)), KVPoll.Failed, runs)
+            with self.assertRaisesRegex(kvx.InvalidArgument, "malformed metadata from"):
+                bad.failure_exception()
+        receiver.send_metadata([7, 8], aux_index=None)
+        self.assertEqual(until(sender.poll, (KVPoll.WaitingForInput,)), KVPoll.WaitingForInput)
+        prefill_buffers.fill([1, 2], seed=6)
+        sender.init(2)
+        sender.send([1, 2])
+        self.assertEqual(until(receiver.poll, (KVPoll.Success, KVPoll.Failed)), KVPoll.Success)
+        self.assertTrue(decode_buffers.matches([7, 8], seed=6))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,10 @@ disaggregation calls it: a prefill instance in another process (sglang_prefill_e
 with a sender per request, and a decode instance here with a receiver per request, their poll
 states checked at each step. Page size 1, decode pages scattered (sent as coalesced runs),
 chunked sends, every byte of every page and of the request's aux slot compared, over shm, tcp
-and the socket transport; an abort on the decode side fails the prefill's sender and returns
+and the socket transport; attention TP sizes that differ (2 to 4 with pages of 2 tokens, 4 to
+2, and heads replicated at either side: 2 to 8, 8 to 2), each token's bytes compared by model
+head; state buffers (a Mamba-like slot and SWA-like pages per request; refused between TP
+sizes that differ); an abort on the decode side fails the prefill's sender and returns
 once the prefill answered (or, from a stopped prefill, once the link to it was dropped); a
 receiver whose pages never come times out; one whose prefill is stopped over shared memory
 keeps its pages until that process ends; a prefill killed during a request fails the decode's
@@ -17,29 +20,13 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from engine_process import EngineProcess, wait_stopped  # noqa: E402
-from fake_sglang import AUX_SLOTS, manager  # noqa: E402
+from engine_process import wait_stopped  # noqa: E402
+from fake_sglang import manager  # noqa: E402
+from sglang_harness import DECODE_PAGES, PrefillProcess, SglangRequests, poll_until  # noqa: E402
 from kvx.integrations.sglang import KVPoll, KvxKVReceiver, _expand, _runs  # noqa: E402
 from kvx.integrations.sglang_runs import paired_runs  # noqa: E402
 
 import kvx  # noqa: E402
-
-DECODE_PAGES = 300
-
-
-class PrefillProcess(EngineProcess):
-    def __init__(self, data_path):
-        super().__init__("sglang_prefill_engine.py", data_path)
-        self.address = self.expect("BOOTSTRAP", timeout=30).split()[1]
-
-
-def poll_until(receiver, states, timeout=20):
-    deadline = time.monotonic() + timeout
-    state = receiver.poll()
-    while state not in states and time.monotonic() < deadline:
-        time.sleep(0.002)
-        state = receiver.poll()
-    return state
 
 
 def stopped_with_metadata(prefill, mgr, room, pages):
@@ -54,7 +41,7 @@ def stopped_with_metadata(prefill, mgr, room, pages):
     return receiver
 
 
-class SglangConnector(unittest.TestCase):
+class SglangConnector(SglangRequests, unittest.TestCase):
     def test_runs(self):
         self.assertEqual(_runs([4, 5, 6, 9, 2, 3]), [[4, 3], [9, 1], [2, 2]])
         self.assertEqual(list(_expand([[4, 3], [9, 1], [2, 2]])), [4, 5, 6, 9, 2, 3])
@@ -74,22 +61,6 @@ class SglangConnector(unittest.TestCase):
             mgr.close()
             prefill.stop()
         self.assertEqual(prefill.process.returncode, 0)
-
-    def command_and_check(self, prefill, buffers, mgr, room, pages, chunk, seed):
-        prefill.command(f"send {room} {pages} {seed} {chunk}")
-        receiver = KvxKVReceiver(mgr, prefill.address, room)
-        self.assertEqual(receiver.poll(), KVPoll.Bootstrapping)
-        receiver.init(0)
-        self.assertEqual(receiver.poll(), KVPoll.WaitingForInput)
-        # Scattered decode pages: runs of several lengths, out of order.
-        dst = ([p for p in range(100 + room, 100 + room + pages // 2)] +
-               [p for p in range(10, 10 + pages - pages // 2)][::-1])
-        slot = (room + 5) % AUX_SLOTS
-        receiver.send_metadata(dst, aux_index=slot)
-        self.assertEqual(poll_until(receiver, (KVPoll.Success, KVPoll.Failed)), KVPoll.Success)
-        self.assertTrue(buffers.matches(dst, seed), f"room {room}")
-        self.assertTrue(buffers.aux_matches(slot, seed), f"room {room}'s aux slot")
-        self.assertEqual(prefill.expect(f"SENT {room}"), f"SENT {room} {KVPoll.Success}")
 
     def test_shm(self):
         self.exchange("shm")
@@ -204,6 +175,61 @@ class SglangConnector(unittest.TestCase):
             lost = KvxKVReceiver(mgr, prefill.address, 10)
             lost.init(0)
             self.assertEqual(lost.poll(), KVPoll.Failed)
+        finally:
+            mgr.close()
+            prefill.stop()
+
+    def across_tp(self, prefill_tp, decode_tp, page_size=1, data_path="shm"):
+        """Requests between attention TP sizes that differ: each decode rank's heads from the
+        prefill ranks holding them, every token's bytes compared by model head."""
+        prefill = PrefillProcess(data_path, tp_size=prefill_tp, page_size=page_size)
+        ranks = [manager("decode", DECODE_PAGES, data_path, tp_size=decode_tp, rank=rank,
+                         page_size=page_size) for rank in range(decode_tp)]
+        try:
+            for room, (pages, chunk) in enumerate([(40, 16), (9, 9)]):
+                self.request_across(prefill, ranks, room, pages, chunk, seed=room + 11)
+        finally:
+            for _, mgr in ranks:
+                mgr.close()
+            prefill.stop()
+        self.assertEqual(prefill.process.returncode, 0)
+
+    def test_prefill_tp_2_to_decode_tp_4_pages_of_2_tokens(self):
+        self.across_tp(2, 4, page_size=2)
+
+    def test_prefill_tp_4_to_decode_tp_2(self):
+        self.across_tp(4, 2, data_path="tcp")
+
+    def test_replicated_heads_at_the_decode(self):
+        self.across_tp(2, 8)  # 4 KV heads: each head on 2 decode ranks
+
+    def test_replicated_heads_at_the_prefill(self):
+        self.across_tp(8, 2, data_path="socket")  # each head on 2 prefill ranks
+
+    def test_state_buffers(self):
+        """Mamba-like slots and SWA-like pages move with the last chunk, to the decode's own
+        indices."""
+        prefill = PrefillProcess("shm", state=True)
+        buffers, mgr = manager("decode", DECODE_PAGES, "shm", state=True)
+        try:
+            for room, (pages, chunk) in enumerate([(20, 8), (5, 5)]):
+                self.command_and_check(prefill, buffers, mgr, room, pages, chunk, seed=room + 2)
+        finally:
+            mgr.close()
+            prefill.stop()
+        self.assertEqual(prefill.process.returncode, 0)
+
+    def test_state_buffers_between_tp_sizes_are_refused(self):
+        prefill = PrefillProcess("shm", tp_size=2, state=True)
+        ranks = [manager("decode", DECODE_PAGES, "shm", rank=0, state=True)]
+        buffers, mgr = ranks[0]
+        try:
+            receiver = KvxKVReceiver(mgr, prefill.address, 3)
+            receiver.init(0)
+            receiver.send_metadata([1, 2], aux_index=0, state_indices=[[1], [2, 3]])
+            self.assertEqual(receiver.poll(), KVPoll.Failed)
+            with self.assertRaisesRegex(kvx.InvalidArgument, "the prefill has 2, this decode 1"):
+                receiver.failure_exception()
         finally:
             mgr.close()
             prefill.stop()

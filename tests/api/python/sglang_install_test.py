@@ -19,6 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DOUBLE = os.path.join(HERE, "sglang_double")
 sys.path.insert(0, DOUBLE)
 
+from kvx.integrations import node_address  # noqa: E402
 from sglang.srt.disaggregation import prefill  # noqa: E402,F401 (imported before install)
 from sglang.srt.disaggregation import utils  # noqa: E402
 from sglang.srt.disaggregation.base import conn  # noqa: E402
@@ -30,11 +31,13 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def run(*args):
-    env = dict(os.environ)
+def run(*args, token=None):
+    env = {k: v for k, v in os.environ.items() if k != "KVX_AUTH_TOKEN"}
+    if token:
+        env["KVX_AUTH_TOKEN"] = token
     env["PYTHONPATH"] = os.pathsep.join([DOUBLE, env.get("PYTHONPATH", "")])
     return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=60)
 
 
 class SglangInstall(unittest.TestCase):
@@ -49,8 +52,18 @@ class SglangInstall(unittest.TestCase):
                                              "KvxKVBootstrapServer")
         self.assertEqual(lines["MANAGER"], "kvx.integrations.sglang.KvxKVManager")
         rank = json.loads(lines["RANK"])
-        self.assertEqual(rank["rank_ip"], "127.0.0.1")
+        self.assertEqual(rank["rank_ip"], "127.0.0.1")  # no token: kvx stays on loopback
         self.assertNotEqual(rank["rank_port"], port)  # the rank's own kvx port
+        # With a token, the rank registers the node's routable address, as SGLang's backends
+        # register theirs.
+        done = run("-m", "kvx.integrations.sglang_launch", "--disaggregation-mode", "prefill",
+                   "--disaggregation-transfer-backend", "kvx",
+                   "--disaggregation-bootstrap-port", str(free_port()),
+                   token="a-fleet-secret-of-32-characters")
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        rank = json.loads(dict(line.split(" ", 1) for line in done.stdout.splitlines()
+                               if " " in line)["RANK"])
+        self.assertEqual(rank["rank_ip"], node_address.routable_host())
 
     def test_without_kvx_the_flag_is_refused(self):
         done = run("-m", "sglang.launch_server", "--disaggregation-mode", "prefill",

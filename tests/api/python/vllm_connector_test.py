@@ -8,7 +8,8 @@ requests of several sizes over shm, tcp and the socket transport; tensor paralle
 differs (prefill TP 2 and decode TP 4, and 4 to 2: each decode worker reads its heads from the
 prefill workers holding them); a prefix hit (only the rest is read); a whole prefix hit
 (nothing read, the prefill blocks released); caches of another shape (refused, the blocks
-failed); a decode that never comes (the lease frees the blocks); and a prefill killed before the read and during it (the
+failed); a decode that never comes (the lease frees the blocks); and a prefill killed
+before the read and during it (the
 decode reports the blocks as failed so that vLLM recomputes them, and the request still
 finishes receiving); a prefill that never answers the connect does not stall the decode's
 engine steps. Prints kvx-test-skipped without torch."""
@@ -30,34 +31,11 @@ from kvx.integrations import vllm_heads as heads  # noqa: E402
 from fake_vllm import (BLOCK_SIZE, HEADS, LAYERS, Blocks, Engine, Request, RequestStatus,  # noqa: E402
                        blocks_for)
 from engine_process import wait_stopped  # noqa: E402
-from vllm_harness import (DECODE_BLOCKS, PrefillProcess, drop_before_allocation,  # noqa: E402
-                          run_until, wait_for_room)
+from vllm_harness import (DECODE_BLOCKS, PrefillProcess, PullRequests,  # noqa: E402
+                          drop_before_allocation, run_until, wait_for_room)
 
 
-class VllmConnector(unittest.TestCase):
-    def decode_request(self, decode, prefill, request_id, tokens, seed, computed_blocks=0):
-        """A decode request for the prefill's KV, vLLM's calls in order; returns the blocks
-        allocated for the read and the failed blocks."""
-        params = prefill.prefill("p-" + request_id, tokens, seed)
-        request = Request(request_id, tokens, params)
-        computed = computed_blocks * BLOCK_SIZE
-        count, load_async = decode.scheduler.get_num_new_matched_tokens(request, computed)
-        # vLLM asks again before allocating: no side effects.
-        self.assertEqual(decode.scheduler.get_num_new_matched_tokens(request, computed),
-                         (count, load_async))
-        self.assertEqual((count, load_async), (tokens - computed, True) if tokens > computed
-                         else (0, False))
-        prefix = decode.allocate(computed_blocks)
-        new = decode.allocate(blocks_for(tokens) - computed_blocks) if count else []
-        decode.scheduler.update_state_after_alloc(request, Blocks(prefix + new, new), count)
-        if count:
-            failed = run_until(decode, request_id)
-        else:
-            failed = set()
-            for _ in range(3):
-                decode.step()
-        return new, failed
-
+class VllmConnector(PullRequests, unittest.TestCase):
     def exchange(self, data_path, prefill_tp=1, decode_tp=1):
         prefill = PrefillProcess(data_path, tp_size=prefill_tp)
         decode = Engine("kv_consumer", "decode-0", DECODE_BLOCKS, tp_size=decode_tp,

@@ -1,5 +1,5 @@
-"""The prefill instance in another process and the waits vllm_connector_test.py and
-vllm_push_test.py share."""
+"""The prefill instance in another process, the request flows and the waits that the vLLM
+connector tests share."""
 import json
 import os
 import sys
@@ -7,7 +7,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from engine_process import EngineProcess  # noqa: E402
-from fake_vllm import DEFAULT_LAYOUT, HEADS  # noqa: E402
+from fake_vllm import (BLOCK_SIZE, DEFAULT_LAYOUT, HEADS, Blocks, Engine, Request,  # noqa: E402
+                       blocks_for)
 
 PREFILL_BLOCKS, DECODE_BLOCKS = 64, 48
 
@@ -16,9 +17,10 @@ class PrefillProcess(EngineProcess):
     """vllm_prefill_engine.py: `addresses` are its workers' kvx addresses by TP rank."""
 
     def __init__(self, data_path, lease=30.0, tp_size=1, mode="pull", layout=DEFAULT_LAYOUT,
-                 total_heads=HEADS):
+                 total_heads=HEADS, prefix=(), env=None, hybrid=False):
         super().__init__("vllm_prefill_engine.py", data_path, PREFILL_BLOCKS, lease, tp_size,
-                         mode, layout, total_heads)
+                         mode, layout, total_heads, *(["hybrid"] if hybrid else []),
+                         prefix=prefix, env=env)
         self.addresses = json.loads(self.expect("READY").split(" ", 1)[1])
 
     def prefill(self, request_id, tokens, seed):
@@ -71,3 +73,72 @@ def drop_before_allocation(engine, request, timeout=10):
         engine.step()
         time.sleep(0.002)
     return started
+
+
+class PullRequests:
+    """A unittest.TestCase mixin: requests read from a PrefillProcess in vLLM's call order."""
+
+    def decode_request(self, decode, prefill, request_id, tokens, seed, computed_blocks=0):
+        """A decode request for the prefill's KV, vLLM's calls in order; returns the blocks
+        allocated for the read and the failed blocks."""
+        params = prefill.prefill("p-" + request_id, tokens, seed)
+        request = Request(request_id, tokens, params)
+        computed = computed_blocks * BLOCK_SIZE
+        count, load_async = decode.scheduler.get_num_new_matched_tokens(request, computed)
+        # vLLM asks again before allocating: no side effects.
+        self.assertEqual(decode.scheduler.get_num_new_matched_tokens(request, computed),
+                         (count, load_async))
+        self.assertEqual((count, load_async), (tokens - computed, True) if tokens > computed
+                         else (0, False))
+        prefix = decode.allocate(computed_blocks)
+        new = decode.allocate(blocks_for(tokens) - computed_blocks) if count else []
+        decode.scheduler.update_state_after_alloc(request, Blocks(prefix + new, new), count)
+        if count:
+            failed = run_until(decode, request_id)
+        else:
+            failed = set()
+            for _ in range(3):
+                decode.step()
+        return new, failed
+
+
+def push_params(prefill, request_id):
+    """What a push proxy hands the decode with the request."""
+    return {"do_remote_prefill": True, "remote_addresses": prefill.addresses,
+            "remote_request_id": request_id}
+
+
+def decode_engine(name, data_path, tp_size=1, **extra):
+    return Engine("kv_consumer", name, DECODE_BLOCKS, tp_size=tp_size, data_path=data_path,
+                  mode="push", **extra)
+
+
+class PushRequests:
+    """A unittest.TestCase mixin: requests pushed by a PrefillProcess in vLLM's call order."""
+
+    def allocate(self, decode, request, tokens, computed_blocks=0):
+        """vLLM's decode scheduler calls for a new request: its new blocks."""
+        computed = computed_blocks * BLOCK_SIZE
+        count, load_async = decode.scheduler.get_num_new_matched_tokens(request, computed)
+        self.assertEqual((count, load_async), (tokens - computed, True) if tokens > computed
+                         else (0, False))
+        prefix = decode.allocate(computed_blocks)
+        new = decode.allocate(blocks_for(tokens) - computed_blocks) if count else []
+        decode.scheduler.update_state_after_alloc(request, Blocks(prefix + new, new), count)
+        return new
+
+    def push_request(self, decode, prefill, request_id, tokens, seed, computed_blocks=0,
+                     decode_first=True):
+        """One request pushed: the decode's new blocks and its failed blocks."""
+        request = Request(request_id, tokens, push_params(prefill, "p-" + request_id))
+        if not decode_first:
+            prefill.push("p-" + request_id, tokens, seed)  # computed before any dest came
+        blocks = self.allocate(decode, request, tokens, computed_blocks)
+        if decode_first:
+            for _ in range(5):
+                decode.step()  # the dest goes out (the connect ran earlier)
+            prefill.push("p-" + request_id, tokens, seed)
+        failed = run_until(decode, request_id) if blocks else set()
+        for _ in range(3 if not blocks else 0):
+            decode.step()
+        return blocks, failed

@@ -17,7 +17,11 @@ Between commands it runs engine steps every 2 ms while vLLM would (Engine.has_re
 prints "FREED REQ" when the connector says a request's blocks may go (read by the decode, or
 its lease ended).
 Usage: vllm_prefill_engine.py DATA_PATH NUM_BLOCKS LEASE_SECONDS [TP_SIZE [MODE [LAYOUT
-[TOTAL_HEADS]]]] (LAYOUT: one of vllm_caches.LAYOUTS; TOTAL_HEADS: the model's KV heads)"""
+[TOTAL_HEADS [hybrid]]]]] (LAYOUT: one of vllm_caches.LAYOUTS; TOTAL_HEADS: the model's KV
+heads; hybrid: two KV cache groups, fake_vllm_groups.py, the connector called as vLLM calls
+a SupportsHMA one).
+Its workers listen on 127.0.0.1, or with KVX_TEST_ROUTABLE=1 where the connector chooses by
+default (KVX_VLLM_HOST, else the node's routable address)."""
 import json
 import os
 import sys
@@ -25,6 +29,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_vllm import (DEFAULT_LAYOUT, HEADS, Blocks, Engine, FakeStream, Request,  # noqa: E402
                        RequestStatus, assign_request_id, blocks_for)
+from fake_vllm_groups import GroupBlocks  # noqa: E402
 from line_reader import LineReader  # noqa: E402
 
 
@@ -34,9 +39,11 @@ def main():
     mode = sys.argv[5] if len(sys.argv) > 5 else "pull"
     layout = sys.argv[6] if len(sys.argv) > 6 else DEFAULT_LAYOUT
     total_heads = int(sys.argv[7]) if len(sys.argv) > 7 else HEADS
+    hybrid = sys.argv[8:9] == ["hybrid"]
     engine = Engine("kv_producer", "prefill-0", num_blocks, tp_size=tp_size,
                     data_path=data_path, lease_seconds=lease, mode=mode, layout=layout,
-                    total_heads=total_heads)
+                    total_heads=total_heads, hybrid=hybrid,
+                    host=None if os.environ.get("KVX_TEST_ROUTABLE") == "1" else "127.0.0.1")
     held = {}  # internal request id -> (external id, blocks)
     commands = LineReader(sys.stdin.fileno())
     print("READY", json.dumps(engine.addresses()), flush=True)
@@ -53,11 +60,12 @@ def main():
                 request = Request(assign_request_id(external), tokens, {"do_remote_decode": True})
                 if command == "abort":
                     request.status = RequestStatus.FINISHED_ABORTED
-                blocks = engine.allocate(blocks_for(tokens))
+                blocks = engine.allocate_request(blocks_for(tokens))
                 if command == "prefill" or command == "abort" and mode == "pull":
                     engine.fill(blocks, seed)
                 else:
-                    engine.scheduler.update_state_after_alloc(request, Blocks(blocks), 0)
+                    engine.scheduler.update_state_after_alloc(
+                        request, GroupBlocks(blocks) if hybrid else Blocks(blocks), 0)
                     fill = engine.fill_layer
                     if words[4:5] == ["async"]:
                         stream = FakeStream()
@@ -69,11 +77,13 @@ def main():
                     sending, _, _ = engine.step(
                         compute=lambda rank, layer: fill(rank, layer, blocks, seed))
                     report_freed(engine, sending, held)
-                delay, params = engine.scheduler.request_finished(request, blocks)
+                delay, params = (
+                    engine.scheduler.request_finished_all_groups(request, tuple(blocks))
+                    if hybrid else engine.scheduler.request_finished(request, blocks))
                 if command == "abort":
                     assert params is None, "an aborted request hands no KV on"
                     if not delay:
-                        engine.free.extend(blocks)
+                        engine.release(blocks)
                     print("ABORTED", external, delay, flush=True)
                     continue
                 assert delay, "the connector should keep the blocks for the decode"
@@ -88,7 +98,7 @@ def main():
 def report_freed(engine, sending, held):
     for request_id in sorted(sending):
         external, blocks = held.pop(request_id)
-        engine.free.extend(blocks)
+        engine.release(blocks)
         print("FREED", external, flush=True)
 
 

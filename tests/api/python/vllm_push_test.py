@@ -29,49 +29,11 @@ sys.path.insert(0, HERE)
 from fake_vllm import (BLOCK_SIZE, HEADS, Blocks, Engine, Request, RequestStatus,  # noqa: E402
                        blocks_for)
 from engine_process import wait_stopped  # noqa: E402
-from vllm_harness import (DECODE_BLOCKS, PrefillProcess, drop_before_allocation,  # noqa: E402
-                          run_until, wait_for_room)
+from vllm_harness import (PrefillProcess, PushRequests, decode_engine,  # noqa: E402
+                          drop_before_allocation, push_params, run_until, wait_for_room)
 
 
-def push_params(prefill, request_id):
-    """What a push proxy hands the decode with the request."""
-    return {"do_remote_prefill": True, "remote_addresses": prefill.addresses,
-            "remote_request_id": request_id}
-
-
-def decode_engine(name, data_path, tp_size=1, **extra):
-    return Engine("kv_consumer", name, DECODE_BLOCKS, tp_size=tp_size, data_path=data_path,
-                  mode="push", **extra)
-
-
-class VllmPush(unittest.TestCase):
-    def allocate(self, decode, request, tokens, computed_blocks=0):
-        """vLLM's decode scheduler calls for a new request: its new blocks."""
-        computed = computed_blocks * BLOCK_SIZE
-        count, load_async = decode.scheduler.get_num_new_matched_tokens(request, computed)
-        self.assertEqual((count, load_async), (tokens - computed, True) if tokens > computed
-                         else (0, False))
-        prefix = decode.allocate(computed_blocks)
-        new = decode.allocate(blocks_for(tokens) - computed_blocks) if count else []
-        decode.scheduler.update_state_after_alloc(request, Blocks(prefix + new, new), count)
-        return new
-
-    def push_request(self, decode, prefill, request_id, tokens, seed, computed_blocks=0,
-                     decode_first=True):
-        """One request pushed: the decode's new blocks and its failed blocks."""
-        request = Request(request_id, tokens, push_params(prefill, "p-" + request_id))
-        if not decode_first:
-            prefill.push("p-" + request_id, tokens, seed)  # computed before any dest came
-        blocks = self.allocate(decode, request, tokens, computed_blocks)
-        if decode_first:
-            for _ in range(5):
-                decode.step()  # the dest goes out (the connect ran earlier)
-            prefill.push("p-" + request_id, tokens, seed)
-        failed = run_until(decode, request_id) if blocks else set()
-        for _ in range(3 if not blocks else 0):
-            decode.step()
-        return blocks, failed
-
+class VllmPush(PushRequests, unittest.TestCase):
     def exchange(self, data_path, prefill_tp=1, decode_tp=1):
         prefill = PrefillProcess(data_path, tp_size=prefill_tp, mode="push")
         decode = decode_engine("push-decode", data_path, tp_size=decode_tp)

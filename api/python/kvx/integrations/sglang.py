@@ -27,9 +27,11 @@ How it moves KV (push, as SGLang's other backends do):
     and resume): a receiver whose prefill left or timed out without answering says Failed
     only once that process has ended (peer_process.py), and until then Transferring. abort()
     cannot wait for that (SGLang reuses the pages when it returns): it logs a warning.
-Not yet: tensor parallelism that differs between prefill and decode (refused when the decode
-asks for the prefill's layout); state buffers (Mamba, SWA: a send_metadata with state_indices
-fails with kvx.InvalidArgument). SGLang selects kvx through sglang_install.py.
+Attention TP may differ between the two engines when one size divides the other: each decode
+rank reads from the prefill ranks holding its heads, SGLang's rank mapping (sglang_heads.py).
+State buffers (KVArgs.state_*: Mamba slots, SWA pages, ...) move with the last chunk, item by
+item as SGLang's indices name them, between equal TP sizes. SGLang selects kvx through
+sglang_install.py.
 Memory kind: KVArgs.kv_memory_kind ("cuda" when absent, as SGLang's pools are GPU memory; its
 device is KVArgs.gpu_id); aux buffers are host memory, as SGLang's metadata buffers are.
 """
@@ -42,7 +44,7 @@ import types
 import numpy as np
 
 import kvx
-from kvx.integrations import sglang_bootstrap as bootstrap
+from kvx.integrations import node_address, sglang_bootstrap as bootstrap, sglang_heads as heads
 from kvx.integrations.peer_process import PeerWriters, with_this_process
 from kvx.integrations.sglang_receiver import KvxKVReceiver
 from kvx.integrations.sglang_runs import expand as _expand, runs as _runs  # noqa: F401 (tests)
@@ -106,7 +108,12 @@ class KvxKVManager(BaseKVManager):
         self.host = _advertised_host(server_args)
         # The process, so that a decode receiver can tell when a lost prefill copying into its
         # pages itself (shared memory) can write no more (sglang_receiver.py).
-        options = {"listen_address": f"{self.host}:0", "application_info": with_this_process()}
+        interface = node_address.interface_of(self.host)
+        # A host that is not this node's (translated on the way): listen everywhere.
+        bind = self.host if interface is not None else "0.0.0.0"
+        options = {"listen_address": f"{bind}:0", "application_info": with_this_process()}
+        if interface not in (None, "lo"):
+            options["net_devices"] = interface  # the data path publishes what peers reach
         if data_path:
             options["data_path"] = data_path
         rank = getattr(args, "engine_rank", 0)
@@ -123,12 +130,22 @@ class KvxKVManager(BaseKVManager):
             [self.agent.register_memory((ptr, length, -1), name=f"aux.{i}")
              for i, (ptr, length) in enumerate(zip(aux_ptrs, aux_lens))],
             list(getattr(args, "aux_item_lens", None) or []), aux_lens)
+        # State buffers (Mamba slots, SWA pages, ...): per type, one region per tensor.
+        self.state_types = list(getattr(args, "state_types", None) or [])
+        self.state = [
+            _Buffers([self.agent.register_memory((ptr, length, device), name=f"state.{t}.{i}")
+                      for i, (ptr, length) in enumerate(zip(ptrs, lens))], items, lens)
+            for t, (ptrs, lens, items) in enumerate(zip(
+                getattr(args, "state_data_ptrs", None) or [],
+                getattr(args, "state_data_lens", None) or [],
+                getattr(args, "state_item_lens", None) or []))]
         self._peers = {}       # kvx address -> peer name
-        self._remote = {}      # peer name -> (its KV _Buffers, its aux _Buffers)
+        self._remote = {}      # peer name -> its regions by name
         self._rooms = {}       # room -> the sender or receiver of it here
         self._early = {}       # room -> ([(kind, peer, body)], kept until)
-        self._ranks = {}       # (bootstrap address, prefill dp rank) -> its kvx address
+        self._ranks = {}       # (bootstrap address, prefill dp rank, tp rank) -> kvx address
         self.rank_layout = self._rank_layout()
+        self.total_heads = self._total_heads()
         self.bootstrap_address = bootstrap_address or _bootstrap_address(server_args)
         if self.mode == "prefill":
             self.register_to_bootstrap()
@@ -153,6 +170,14 @@ class KvxKVManager(BaseKVManager):
                 "page_size": int(getattr(self.kv_args, "page_size", 1) or 1),
                 "kv_cache_dtype": str(getattr(server, "kv_cache_dtype", "auto"))}
 
+    def _total_heads(self):
+        """The model's KV heads (KVArgs.total_kv_head_num, else this rank's heads x its TP)."""
+        total = int(getattr(self.kv_args, "total_kv_head_num", 0) or 0)
+        if total <= 0:
+            total = int(getattr(self.kv_args, "kv_head_num", 1) or 1) * \
+                self.rank_layout["attn_tp_size"]
+        return total
+
     def register_to_bootstrap(self):
         """A prefill rank tells the node's bootstrap server where its kvx agent listens."""
         if self.bootstrap_address is None:
@@ -165,35 +190,48 @@ class KvxKVManager(BaseKVManager):
     def try_ensure_parallel_info(self, bootstrap_addr):
         """Decode: the prefill's layout at `bootstrap_addr` is known (prefill_info_table);
         False while its ranks have not all registered. Raises kvx.InvalidArgument when its
-        page size or TP differs from this engine's."""
+        page size or KV cache type differs from this engine's, or when neither attention TP
+        size divides the other."""
         with self.lock:
             if bootstrap_addr in self.prefill_info_table:
                 return True
         info = bootstrap.parallel_info(bootstrap_addr)
         if info is None:
             return False
-        for key in ("page_size", "attn_tp_size"):
+        for key in ("page_size", "kv_cache_dtype"):
             here = self.rank_layout[key]
-            if info.get(key) != here:
+            if info.get(key) is not None and info[key] != here:
                 raise kvx.InvalidArgument(f"the prefill at {bootstrap_addr} has {key} "
                                           f"{info.get(key)}, this decode {here}: kvx's SGLang "
                                           "backend needs them equal")
+        try:
+            heads.check_sizes(int(info.get("attn_tp_size", 0)), self.rank_layout["attn_tp_size"])
+        except kvx.InvalidArgument as error:
+            raise kvx.InvalidArgument(f"the prefill at {bootstrap_addr}: {error}") from None
         with self.lock:
             self.prefill_info_table[bootstrap_addr] = types.SimpleNamespace(**info)
         return True
 
-    def rank_address(self, bootstrap_addr, prefill_dp_rank):
-        """The kvx address of the prefill rank this decode rank reads from: asked of the
-        bootstrap server once, until forget_rank_address (a connect to it failed)."""
-        key = (bootstrap_addr, prefill_dp_rank)
-        with self.lock:
-            if key in self._ranks:
-                return self._ranks[key]
+    def prefill_tp(self, bootstrap_addr):
+        """The attention TP size of the prefill at `bootstrap_addr`."""
         if not self.try_ensure_parallel_info(bootstrap_addr):
             raise kvx.FailedPrecondition(f"the prefill at {bootstrap_addr} has not registered "
                                          "every rank yet")
-        address = bootstrap.rank_address(bootstrap_addr, prefill_dp_rank,
-                                         self.rank_layout["attn_tp_rank"],
+        with self.lock:
+            return int(self.prefill_info_table[bootstrap_addr].attn_tp_size)
+
+    def rank_address(self, bootstrap_addr, prefill_dp_rank, tp_rank=None):
+        """The kvx address of prefill TP rank `tp_rank` (by default this rank's own) of data
+        parallel rank `prefill_dp_rank`: asked of the bootstrap server once, until
+        forget_rank_address (a connect to it failed)."""
+        if tp_rank is None:
+            tp_rank = self.rank_layout["attn_tp_rank"]
+        key = (bootstrap_addr, prefill_dp_rank, tp_rank)
+        with self.lock:
+            if key in self._ranks:
+                return self._ranks[key]
+        self.prefill_tp(bootstrap_addr)
+        address = bootstrap.rank_address(bootstrap_addr, prefill_dp_rank, tp_rank,
                                          pp_rank=self.rank_layout["pp_rank"])
         with self.lock:
             self._ranks[key] = address
@@ -202,7 +240,8 @@ class KvxKVManager(BaseKVManager):
     def forget_rank_address(self, bootstrap_addr, prefill_dp_rank):
         """The prefill rank may have moved (restarted): the next receiver asks again."""
         with self.lock:
-            self._ranks.pop((bootstrap_addr, prefill_dp_rank), None)
+            for key in [k for k in self._ranks if k[:2] == (bootstrap_addr, prefill_dp_rank)]:
+                del self._ranks[key]
             self.prefill_info_table.pop(bootstrap_addr, None)
 
     def connect(self, address):
@@ -214,24 +253,31 @@ class KvxKVManager(BaseKVManager):
                 self._remote.pop(peer, None)
             return peer
 
-    def remote(self, peer):
-        """`peer`'s KV and aux buffers (_Buffers), checked against this side's."""
+    def remote(self, peer, kv_item_lens=None):
+        """`peer`'s KV, aux and state buffers (_Buffers, state a list by type), checked
+        against this side's: the same buffers by name. `kv_item_lens`: a page's bytes in each
+        of its KV buffers where they differ from this side's (another TP size)."""
         with self.lock:
-            known = self._remote.get(peer)
-            if known is not None:
-                return known
-            regions = self.agent.peer_regions(peer)
-            sides = []
-            for prefix, mine in (("kv", self.kv), ("aux", self.aux)):
+            regions = self._remote.get(peer)
+            if regions is None:
+                regions = self.agent.peer_regions(peer)
+                kinds = [("kv", self.kv), ("aux", self.aux)] + [
+                    (f"state.{t}", buffers) for t, buffers in enumerate(self.state)]
+                for prefix, mine in kinds:
+                    names = [f"{prefix}.{i}" for i in range(len(mine.regions))]
+                    missing = [n for n in names if n not in regions]
+                    if missing or f"{prefix}.{len(names)}" in regions:
+                        raise kvx.NotFound(f"{peer} does not expose the {len(names)} {prefix} "
+                                           "buffers this engine has")
+                self._remote[peer] = regions
+
+            def buffers(prefix, mine, item_lens):
                 names = [f"{prefix}.{i}" for i in range(len(mine.regions))]
-                missing = [n for n in names if n not in regions]
-                if missing or f"{prefix}.{len(names)}" in regions:
-                    raise kvx.NotFound(f"{peer} does not expose the {len(names)} {prefix} "
-                                       "buffers this engine has")
-                sides.append(_Buffers([regions[n]["id"] for n in names], mine.item_lens,
-                                      [regions[n]["length"] for n in names]))
-            self._remote[peer] = tuple(sides)
-            return self._remote[peer]
+                return _Buffers([regions[n]["id"] for n in names], item_lens,
+                                [regions[n]["length"] for n in names])
+            return (buffers("kv", self.kv, kv_item_lens or self.kv.item_lens),
+                    buffers("aux", self.aux, self.aux.item_lens),
+                    [buffers(f"state.{t}", b, b.item_lens) for t, b in enumerate(self.state)])
 
     def note(self, kind, room, body=None):
         """A message for `room`'s other side: see sglang_sender.py for the kinds."""
@@ -300,22 +346,29 @@ class KvxKVManager(BaseKVManager):
 
 def _advertised_host(server_args):
     """The address this rank's kvx agent listens on and registers: KVX_SGLANG_HOST, else
-    SGLang's host where it names one, else 127.0.0.1."""
-    host = os.environ.get("KVX_SGLANG_HOST") or getattr(server_args, "host", None)
-    return "127.0.0.1" if host in (None, "", "0.0.0.0", "::", "localhost") else host
+    SGLang's own per-node SGLANG_HOST_IP, else this node's routable address (the interface
+    that routes off it) where KVX_AUTH_TOKEN is set and loopback where not
+    (node_address.default_host). `server_args` is not read: SGLang's --host is its HTTP
+    server's."""
+    del server_args
+    return (os.environ.get("KVX_SGLANG_HOST") or os.environ.get("SGLANG_HOST_IP")
+            or node_address.default_host())
 
 
 def _bootstrap_address(server_args):
-    """Where the node's bootstrap server is, from SGLang's server_args: the first node's host
-    (dist_init_addr) across nodes, else its own host, on disaggregation_bootstrap_port."""
+    """Where the node's bootstrap server is, from SGLang's server_args, as SGLang's backends
+    find it: the first node's host (dist_init_addr) across nodes, else SGLang's --host (where
+    SGLang starts the server; loopback for a wildcard), on disaggregation_bootstrap_port."""
     if server_args is None:
         return None
     port = getattr(server_args, "disaggregation_bootstrap_port", 8998)
-    host = None
+    host = getattr(server_args, "host", None)
     if int(getattr(server_args, "nnodes", 1) or 1) > 1 and getattr(server_args,
                                                                     "dist_init_addr", None):
         host = server_args.dist_init_addr.rpartition(":")[0]
-    return f"{host or _advertised_host(server_args)}:{port}"
+    if host in (None, "localhost") or host in node_address.WILDCARDS:
+        host = node_address.LOOPBACK
+    return f"{host}:{port}"
 
 
 # SGLang's name for a backend's bootstrap server class.

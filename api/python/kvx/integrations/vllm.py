@@ -4,9 +4,12 @@ Load it with vLLM's --kv-transfer-config:
     {"kv_connector": "KvxConnector", "kv_connector_module_path": "kvx.integrations.vllm",
      "kv_role": "kv_producer" | "kv_consumer" | "kv_both",
      "kv_connector_extra_config": {"mode": "pull" | "push", "data_path": "shm" | "tcp" |
-                                   "socket", "listen_address": "127.0.0.1:0",
+                                   "socket", "host": "10.0.0.5", "port": 5600,
                                    "lease_seconds": 30, "connect_timeout": 10,
                                    "push_timeout": 30}}
+Across nodes every node may share that config: each sets KVX_VLLM_HOST (its address for
+peers; by default the interface that routes off the node), and KVX_AUTH_TOKEN (the shared
+secret); "port" is a base from which each worker takes its own (vllm_node.py).
 
 Each worker registers the buffers behind its layers' KV tensors with a kvx agent, whatever
 layout vLLM chose (vllm_layout.py, vllm_geometry.py), and prepares its lists once per peer and
@@ -49,10 +52,12 @@ import time
 
 import kvx
 from kvx.integrations import vllm_messages as messages
+from kvx.integrations import vllm_groups as groups
 from kvx.integrations import vllm_heads as heads
 from kvx.integrations.vllm_layout import KvLayout
 from kvx.integrations.peer_process import with_this_process
 from kvx.integrations.vllm_links import PeerLinks
+from kvx.integrations.vllm_node import worker_address
 from kvx.integrations.vllm_pull import PullReader, ReadLease
 from kvx.integrations.vllm_push import PushReceiver, PushWriter
 from kvx.integrations.vllm_stats import KvxConnectorStats
@@ -94,6 +99,12 @@ except ImportError:  # stand-ins with the same names and the members this module
             assert self._connector_metadata is not None
             return self._connector_metadata
 
+try:  # vLLM with the hybrid allocator: a connector that moves several KV cache groups
+    from vllm.distributed.kv_transfer.kv_connector.v1.base import SupportsHMA
+except ImportError:
+    class SupportsHMA:
+        pass
+
 try:  # newer vLLM: what workers tell the scheduler each step
     from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorWorkerMetadata
 except ImportError:
@@ -114,13 +125,14 @@ class KvxHandshake(KVConnectorHandshakeMetadata):
 
 @dataclasses.dataclass
 class ReadSpec:
+    """A decode request's blocks, a list per KV cache group (vllm_groups.py)."""
     request_id: str
     local_block_ids: list
     remote_block_ids: list
     remote_addresses: list  # the prefill workers' kvx addresses, by TP rank
     remote_request_id: str
     remote_layout: dict = None  # a prefill worker's KvLayout.describe() (pull)
-    skip: int = 0               # push: the prefill's blocks already here (a prefix hit)
+    skip: list = None           # push: per group, the prefill's blocks already here
 
 
 @dataclasses.dataclass
@@ -130,6 +142,7 @@ class KvxConnectorMetadata(KVConnectorMetadata):
     releases: list = dataclasses.field(default_factory=list)  # ReadSpec without local blocks
     sends: dict = dataclasses.field(default_factory=dict)     # request id -> lease deadline
     saves: dict = dataclasses.field(default_factory=dict)     # push: request id -> block ids
+    #                                                           (a list per group)
     aborts: list = dataclasses.field(default_factory=list)    # push: requests not to write
     heartbeats: dict = dataclasses.field(default_factory=dict)  # prefill request -> workers
 
@@ -175,7 +188,15 @@ def _tensor_parallel(extra):
         return int(extra.get("tp_rank", 0)), int(extra.get("tp_size", 1))
 
 
-class KvxConnector(KVConnectorBase_V1):
+def _data_parallel_rank(vllm_config):
+    """This engine's data-parallel rank (0 without data parallelism)."""
+    try:
+        return int(getattr(vllm_config.parallel_config, "data_parallel_rank", 0) or 0)
+    except (AttributeError, TypeError, ValueError):
+        return 0
+
+
+class KvxConnector(KVConnectorBase_V1, SupportsHMA):
     def __init__(self, vllm_config, role, kv_cache_config=None):
         super().__init__(vllm_config, role, kv_cache_config)
         extra = _extra(vllm_config)
@@ -189,9 +210,12 @@ class KvxConnector(KVConnectorBase_V1):
         self._connect_timeout = float(extra.get("connect_timeout", 10.0))
         self._push_timeout = float(extra.get("push_timeout", self._lease))
         self._data_path = extra.get("data_path")
-        self._listen_address = extra.get("listen_address", "127.0.0.1:0")
         self._tp_rank, self._tp_size = _tensor_parallel(extra)
+        self._address = worker_address(
+            extra, _data_parallel_rank(vllm_config) * self._tp_size + self._tp_rank)
         self._block_size = vllm_config.cache_config.block_size
+        self._groups = groups.kv_cache_groups(kv_cache_config, self._block_size)
+        self._keep = [None] if self._groups is None else [g.keep for g in self._groups]
         # Scheduler side.
         self._workers = None   # KvxHandshake by TP rank
         self._pending = KvxConnectorMetadata()
@@ -235,20 +259,24 @@ class KvxConnector(KVConnectorBase_V1):
         self._awaiting.pop(request.request_id, None)
         params = getattr(request, "kv_transfer_params", None) or {}
         if params.get("do_remote_decode") and self._mode == "push":
-            self._pending.saves[request.request_id] = list(blocks.get_block_ids()[0])
+            self._pending.saves[request.request_id] = groups.as_groups(blocks.get_block_ids())
             return
         if not params.get("do_remote_prefill"):
             return
         params["do_remote_prefill"] = False  # once per request
-        spec = ReadSpec(request.request_id, [], list(params.get("remote_block_ids", [])),
+        spec = ReadSpec(request.request_id, [], groups.as_groups(params.get("remote_block_ids")),
                         list(params["remote_addresses"]), params["remote_request_id"],
                         params.get("remote_layout"))
         if num_external_tokens > 0:
-            spec.local_block_ids = list(blocks.get_unhashed_block_ids())
+            every = groups.as_groups(blocks.get_block_ids())
+            new = (blocks.get_unhashed_block_ids_all_groups() if len(every) > 1 else
+                   [blocks.get_unhashed_block_ids()])
+            spec.local_block_ids = groups.clip(groups.as_groups(new), self._keep)
             # A prefix already here: only the last blocks move, into the new ones.
-            spec.skip = len(blocks.get_block_ids()[0]) - len(spec.local_block_ids)
-            spec.remote_block_ids = spec.remote_block_ids[-len(spec.local_block_ids):] \
-                if spec.local_block_ids else []
+            spec.skip = [len(ids) - len(mine) for ids, mine in zip(every, spec.local_block_ids)]
+            if len(spec.remote_block_ids) == len(spec.local_block_ids):
+                spec.remote_block_ids = [theirs[-len(mine):] if mine else [] for theirs, mine in
+                                         zip(spec.remote_block_ids, spec.local_block_ids)]
             self._pending.reads.append(spec)
         else:
             self._pending.releases.append(spec)  # all of it was here: only release it
@@ -265,9 +293,16 @@ class KvxConnector(KVConnectorBase_V1):
         return meta
 
     def request_finished(self, request, block_ids):
+        """request_finished_all_groups with one KV cache group (vLLM without its hybrid
+        allocator)."""
+        return self.request_finished_all_groups(request, (list(block_ids or []),))
+
+    def request_finished_all_groups(self, request, block_ids):
         """Prefill: keeps the blocks of a request that finished normally (length capped or
-        stopped) for the decode, and frees those of any other at once. Decode: a request
-        dropped before its blocks were allocated releases the prefill's blocks now."""
+        stopped) for the decode, and frees those of any other at once; `block_ids` are a list
+        per KV cache group (SupportsHMA). Decode: a request dropped before its blocks were
+        allocated releases the prefill's blocks now."""
+        block_ids = groups.as_groups(block_ids)
         self._awaiting.pop(request.request_id, None)
         params = getattr(request, "kv_transfer_params", None) or {}
         if params.get("do_remote_prefill"):
@@ -278,7 +313,7 @@ class KvxConnector(KVConnectorBase_V1):
                 request.request_id, [], [], list(params["remote_addresses"]),
                 params["remote_request_id"], params.get("remote_layout")))
             return False, None
-        if not params.get("do_remote_decode") or not block_ids:
+        if not params.get("do_remote_decode") or not groups.flat(block_ids):
             return False, None
         if not _finished_normally(request):
             if self._mode == "push":
@@ -293,7 +328,8 @@ class KvxConnector(KVConnectorBase_V1):
         self._pending.sends[request.request_id] = time.monotonic() + self._lease
         self._held.add(request.request_id)
         return True, {"do_remote_prefill": True, "do_remote_decode": False,
-                      "remote_block_ids": list(block_ids), "remote_engine_id": self._engine_id,
+                      "remote_block_ids": groups.wire(groups.clip(block_ids, self._keep)),
+                      "remote_engine_id": self._engine_id,
                       "remote_addresses": [w.address for w in self._workers],
                       "remote_layout": self._workers[0].layout,
                       "remote_request_id": request.request_id, "transfer_mode": self._mode,
@@ -334,11 +370,10 @@ class KvxConnector(KVConnectorBase_V1):
 
     def register_kv_caches(self, kv_caches):
         self._layout = KvLayout(kv_caches, self._block_size, self._tp_size,
-                                _total_kv_heads(self._vllm_config))
+                                _total_kv_heads(self._vllm_config), self._groups)
         # The process, so that a decode worker can tell when a lost prefill worker copying into
         # its cache itself (shared memory) can write no more (vllm_push.py).
-        options = {"listen_address": self._listen_address,
-                   "application_info": with_this_process()}
+        options = dict(self._address.agent_options(), application_info=with_this_process())
         if self._data_path:
             options["data_path"] = self._data_path
         self._agent = kvx.Agent(f"vllm-{self._engine_id}-tp{self._tp_rank}", **options)
@@ -358,7 +393,8 @@ class KvxConnector(KVConnectorBase_V1):
                                           self._connect_timeout, self._writer.tally)
 
     def get_handshake_metadata(self):
-        return KvxHandshake(self._engine_id, self._tp_rank, self._agent.listen_address,
+        return KvxHandshake(self._engine_id, self._tp_rank,
+                            self._address.advertised(self._agent.listen_address),
                             self._layout.describe())
 
     def _sources(self, spec):
@@ -419,7 +455,7 @@ class KvxConnector(KVConnectorBase_V1):
             except kvx.Error as error:
                 log.warning("kvx: the KV of %s cannot move: %s", spec.request_id, error)
                 if action == self._load:
-                    self._failed_blocks.update(spec.local_block_ids)
+                    self._failed_blocks.update(groups.flat(spec.local_block_ids))
                     self._done_recving.add(spec.request_id)
                     (self._reader or self._receiver).tally.failed()
 

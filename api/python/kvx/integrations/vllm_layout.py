@@ -17,7 +17,7 @@ import kvx
 from kvx.integrations import vllm_geometry as geometry
 
 # Bumped when what two workers exchange (describe(), vllm_messages.py) changes meaning.
-PROTOCOL = 2
+PROTOCOL = 3
 
 
 def layer_index(name):
@@ -48,11 +48,19 @@ def _device(tensor):
 
 
 class KvLayout:
-    """One worker's KV cache. Holds the tensors (and so their buffers) while it lives."""
+    """One worker's KV cache. Holds the tensors (and so their buffers) while it lives.
 
-    def __init__(self, kv_caches, block_size, tp_size=1, total_heads=None):
+    `groups`: vLLM's KV cache groups (vllm_groups.py) where it has several (the hybrid
+    allocator: full attention and sliding window layers, each group with block ids of its
+    own); None for one group of every layer. A request's blocks are then one list per group,
+    moved in that group's layers."""
+
+    def __init__(self, kv_caches, block_size, tp_size=1, total_heads=None, groups=None):
         if not kv_caches:
             raise ValueError("no KV cache tensors to register")
+        if groups is not None:  # layers in no group share another layer's cache
+            kv_caches = {name: kv_caches[name] for name in kv_caches
+                         if any(name in group.layers for group in groups)}
         self.names = sorted(kv_caches, key=layer_index)
         self._tensors = [kv_caches[name] for name in self.names]
         first = self._tensors[0]
@@ -86,6 +94,12 @@ class KvLayout:
         self.tp_size = tp_size
         mla = self.dims["head"][1] == 0  # [blocks, tokens, channels]: every rank has it all
         self.total_heads = total_heads or (1 if mla else self.heads * tp_size)
+        # Positions (in self.names) of each group's layers, and each group's blocks to keep
+        # (the last ones; None: all).
+        self.groups = [list(range(len(self.names)))] if groups is None else [
+            [self.names.index(name) for name in self.names if name in group.layers]
+            for group in groups]
+        self.keep = [None] if groups is None else [group.keep for group in groups]
         self._description = self._describe()
 
     def describe(self):
@@ -100,6 +114,7 @@ class KvLayout:
                 "dtype": self.dtype, "block_size": self.block_size,
                 "blocks_per_block": self.blocks_per_block, "num_blocks": self.num_blocks,
                 "heads": self.heads, "tp_size": self.tp_size, "total_heads": self.total_heads,
+                "groups": self.groups, "keep": self.keep,
                 "layout": geometry.layout_name(self.dims)}
 
     def buffer_names(self):
@@ -140,6 +155,24 @@ def indices(blocks, num_blocks, per_block, layers):
     return (first[:, None] + entries[None, :]).reshape(-1).astype(np.uint32)
 
 
+def group_indices(block_groups, num_blocks, per_block, groups, layers=None):
+    """indices() of each group's blocks (`block_groups`, one list per group) in that group's
+    layers (`groups`, a describe()'s), only those among `layers` where given: group by group,
+    so that the same call on both sides pairs entry for entry."""
+    chosen = None if layers is None else set(layers)
+    parts = [indices(blocks, num_blocks, per_block,
+                     [layer for layer in group if chosen is None or layer in chosen])
+             for blocks, group in zip(block_groups, groups)]
+    return np.concatenate(parts).astype(np.uint32) if parts else np.zeros(0, np.uint32)
+
+
+def units(block_groups, groups, layers=None):
+    """(layer, block) pairs that group_indices() covers."""
+    chosen = None if layers is None else set(layers)
+    return sum(len(blocks) * sum(1 for layer in group if chosen is None or layer in chosen)
+               for blocks, group in zip(block_groups, groups))
+
+
 def check_compatible(mine, theirs):
     """Raises kvx.InvalidArgument, naming both sides' values, unless two workers' caches
     (describe()) can move blocks between them: the same protocol, layers, block sizes,
@@ -150,8 +183,8 @@ def check_compatible(mine, theirs):
         raise kvx.InvalidArgument(
             f"the other instance's kvx vLLM connector speaks protocol {theirs.get('protocol')}, "
             f"this one {mine['protocol']}: run the same kvx on both")
-    for key in ("layers", "block_size", "blocks_per_block", "dtype", "element",
-                "total_heads"):
+    for key in ("layers", "groups", "keep", "block_size", "blocks_per_block", "dtype",
+                "element", "total_heads"):
         if mine[key] != theirs.get(key):
             raise kvx.InvalidArgument(f"KV caches differ in {key}: {mine[key]} here, "
                                       f"{theirs.get(key)} there")

@@ -21,12 +21,13 @@ PREFIX = "kvx-vllm:"
 
 @dataclasses.dataclass
 class Destination:
-    """A decode worker's blocks for a pushed request: block i of `blocks` receives the
-    prefill's block `skip + i` of the request (the first `skip` were a prefix hit)."""
+    """A decode worker's blocks for a pushed request, a list per KV cache group
+    (vllm_groups.py): block i of group g's receives the prefill's block `skip[g] + i` of that
+    group (the first `skip[g]` were a prefix hit)."""
     request: str        # the prefill's request id
     reply_to: str       # the decode's request id
     blocks: list
-    skip: int
+    skip: list
     tp_rank: int
     tp_size: int
     layout: dict

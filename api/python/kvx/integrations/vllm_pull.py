@@ -7,7 +7,8 @@ import logging
 import kvx
 from kvx.integrations import vllm_messages as messages
 from kvx.integrations import vllm_heads as heads
-from kvx.integrations.vllm_layout import check_compatible, indices
+from kvx.integrations.vllm_groups import flat
+from kvx.integrations.vllm_layout import check_compatible, group_indices
 from kvx.integrations.vllm_stats import TransferTally
 
 log = logging.getLogger("kvx.vllm")
@@ -45,10 +46,12 @@ class PullReader:
         """Posts the reads of `spec`; raises (nothing left in flight) if one cannot start."""
         transfers = []
         try:
-            if len(spec.local_block_ids) != len(spec.remote_block_ids):
+            if [len(ids) for ids in spec.local_block_ids] != \
+                    [len(ids) for ids in spec.remote_block_ids]:
                 raise kvx.InvalidArgument(
-                    f"request {spec.request_id}: {len(spec.local_block_ids)} local blocks for "
-                    f"{len(spec.remote_block_ids)} remote ones")
+                    f"request {spec.request_id}: local blocks by KV cache group "
+                    f"{[len(ids) for ids in spec.local_block_ids]} for remote ones "
+                    f"{[len(ids) for ids in spec.remote_block_ids]}")
             check_compatible(self._layout.describe(), spec.remote_layout)
             theirs = spec.remote_layout
             if theirs["tp_size"] != len(spec.remote_addresses):
@@ -62,16 +65,17 @@ class PullReader:
                     self._agent.send_notification(peer, self.note(spec, source))
                     continue
                 local, remote, per_block, length = self._links.lists(peer, theirs, source)
-                layers = range(len(self._layout.names))
-                mine = indices(spec.local_block_ids, self._layout.num_blocks, per_block, layers)
+                mine = group_indices(spec.local_block_ids, self._layout.num_blocks, per_block,
+                                     self._layout.groups)
                 transfer = self._agent.make_transfer(
                     kvx.READ, local, mine, remote,
-                    indices(spec.remote_block_ids, theirs["num_blocks"], per_block, layers),
+                    group_indices(spec.remote_block_ids, theirs["num_blocks"], per_block,
+                                  theirs["groups"]),
                     notification=self.note(spec, source))
                 transfers.append(transfer)
                 self._agent.post(transfer)
                 self.tally.posted(transfer, len(mine), length)
-            self._reading[spec.request_id] = (transfers, spec.local_block_ids)
+            self._reading[spec.request_id] = (transfers, flat(spec.local_block_ids))
         except kvx.Error:
             for transfer in transfers:
                 self._agent.cancel(transfer)

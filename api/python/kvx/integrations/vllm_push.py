@@ -30,7 +30,8 @@ import kvx
 from kvx.integrations import vllm_messages as messages
 from kvx.integrations.peer_process import PeerWriters
 from kvx.integrations import vllm_heads as heads
-from kvx.integrations.vllm_layout import check_compatible, indices
+from kvx.integrations.vllm_groups import as_groups, flat
+from kvx.integrations.vllm_layout import check_compatible, group_indices, units
 from kvx.integrations.vllm_stats import TransferTally
 
 log = logging.getLogger("kvx.vllm")
@@ -54,9 +55,15 @@ class _Reader:
     told: bool = False        # the decode was told the outcome (failure or cancel)
 
 
+def _skips(dest):
+    """A Destination's skip per KV cache group."""
+    skip = dest.skip if isinstance(dest.skip, list) else [int(dest.skip or 0)]
+    return skip + [0] * (len(dest.blocks) - len(skip))
+
+
 @dataclasses.dataclass
 class _Save:
-    blocks: list              # the prefill's blocks of the request, in order
+    blocks: list              # the prefill's blocks of the request, a list per group
     computed: int = 0         # layers computed so far (in its blocks)
     launched: int = 0         # layers the forward has launched so far
     pending: list = dataclasses.field(default_factory=list)  # launched, not yet known done
@@ -82,7 +89,7 @@ class PushWriter:
 
     def plan(self, request_id, blocks):
         """The request was scheduled here with these blocks: its layers come next."""
-        save = _Save(list(blocks))
+        save = _Save(as_groups(blocks))
         self._saves[request_id] = save
         early = self._early.pop(request_id, ([], None))[0]
         if base_request_id(request_id) != request_id:
@@ -96,7 +103,7 @@ class PushWriter:
         for key in {request_id, base_request_id(request_id)}:
             self._aborted[key] = time.monotonic() + self._lease
             for peer, dest in self._early.pop(key, ([], None))[0]:
-                if dest.blocks:
+                if flat(dest.blocks):
                     self._send(peer, messages.push_failed(dest.reply_to, _ABORTED))
         save = self._saves.get(request_id)
         if save is None:
@@ -156,7 +163,7 @@ class PushWriter:
     def on_dest(self, peer, dest):
         request_id, save = self._find(dest.request)
         if save is None and dest.request in self._aborted:
-            if dest.blocks:
+            if flat(dest.blocks):
                 self._send(peer, messages.push_failed(dest.reply_to, _ABORTED))
             return
         if save is None:
@@ -193,10 +200,14 @@ class PushWriter:
                                            self._layout.total_heads)
         try:
             check_compatible(self._layout.describe(), dest.layout)
-            if dest.skip + len(dest.blocks) > len(save.blocks):
+            dest.blocks = as_groups(dest.blocks)
+            if flat(dest.blocks) and (len(dest.blocks) != len(save.blocks) or any(
+                    skip + len(theirs) > len(mine) for skip, theirs, mine in
+                    zip(_skips(dest), dest.blocks, save.blocks))):
                 raise kvx.InvalidArgument(
-                    f"request {request_id} has {len(save.blocks)} blocks here; the decode "
-                    f"asked for {len(dest.blocks)} after the first {dest.skip}")
+                    f"request {request_id} has {[len(b) for b in save.blocks]} blocks here by "
+                    f"KV cache group; the decode asked for {[len(b) for b in dest.blocks]} "
+                    f"after the first {_skips(dest)}")
         except kvx.Error as error:
             reader.failure = str(error)
             return
@@ -205,13 +216,15 @@ class PushWriter:
     def _write(self, request_id, save, reader):
         """Writes the layers computed and not yet written to `reader`."""
         layers = list(range(reader.written, save.computed))
-        if not layers or reader.failure or not reader.dest.blocks:
+        if not layers or reader.failure or not flat(reader.dest.blocks):
             return
         reader.written = save.computed
         dest = reader.dest
         try:
-            mine = save.blocks[dest.skip:dest.skip + len(dest.blocks)]
+            mine = [blocks[skip:skip + len(wanted)] for blocks, skip, wanted in
+                    zip(save.blocks, _skips(dest), dest.blocks)]
             theirs = dest.layout
+            count = units(dest.blocks, self._layout.groups, layers)
             for source in heads.sources(dest.tp_rank, dest.tp_size, self._tp_size,
                                         self._layout.total_heads):
                 if source.rank != self._tp_rank:
@@ -221,11 +234,15 @@ class PushWriter:
                                         source.count)
                 local, remote, per_block, length = self._links.lists(reader.peer, theirs,
                                                                      mirrored)
-                here = indices(mine, self._layout.num_blocks, per_block, layers)
+                here = group_indices(mine, self._layout.num_blocks, per_block,
+                                     self._layout.groups, layers)
+                if not len(here):  # none of these layers' groups has blocks to write
+                    continue
                 transfer = self._agent.make_transfer(
                     kvx.WRITE, local, here, remote,
-                    indices(dest.blocks, theirs["num_blocks"], per_block, layers),
-                    notification=messages.pushed(len(layers) * len(dest.blocks), dest.reply_to))
+                    group_indices(dest.blocks, theirs["num_blocks"], per_block,
+                                  theirs["groups"], layers),
+                    notification=messages.pushed(count, dest.reply_to))
                 reader.transfers.append(transfer)
                 self._agent.post(transfer)
                 self.tally.posted(transfer, len(here), length)
@@ -269,7 +286,7 @@ class PushWriter:
                     reader.told = True
             if not settled or save.deadline is None:
                 continue
-            complete = all(r.failure or not r.dest.blocks or
+            complete = all(r.failure or not flat(r.dest.blocks) or
                            r.written == len(self._layout.names) for r in save.readers.values())
             served = save.expected is not None and len(save.readers) >= save.expected
             if (served and complete) or save.deadline <= now:
@@ -277,8 +294,8 @@ class PushWriter:
                     log.warning("kvx: the lease of %s's prefill blocks ended before every "
                                 "decode worker asked for them", request_id)
                 for reader in save.readers.values():
-                    if reader.dest.blocks and reader.written < len(self._layout.names) and \
-                            not reader.told:
+                    if flat(reader.dest.blocks) and not reader.told and \
+                            reader.written < len(self._layout.names):
                         self._send(reader.peer, messages.push_failed(
                             reader.dest.reply_to, "the prefill's lease on its blocks ended"))
                 if not save.aborted:
@@ -295,7 +312,7 @@ class PushWriter:
 
 @dataclasses.dataclass
 class _Arrival:
-    blocks: list              # this worker's blocks the prefill writes
+    blocks: list              # this worker's blocks the prefill writes (every group's)
     peers: list               # the prefill workers writing them
     expected: int             # (layer, block) pairs to come, over all of them
     deadline: float
@@ -323,8 +340,9 @@ class PushReceiver:
 
     def expect(self, request_id, remote_request_id, blocks, peers):
         """The dest went to `peers`: each writes every layer of `blocks` (its heads)."""
+        blocks = as_groups(blocks)
         self._arrivals[request_id] = _Arrival(
-            list(blocks), list(peers), len(self._layout.names) * len(blocks) * len(peers),
+            flat(blocks), list(peers), units(blocks, self._layout.groups) * len(peers),
             time.monotonic() + self._timeout, {peer: self._writers.of(peer) for peer in peers})
         self._remote[request_id] = remote_request_id
 
