@@ -9,10 +9,9 @@ differs (prefill TP 2 and decode TP 4, and 4 to 2: each decode worker reads its 
 prefill workers holding them); a prefix hit (only the rest is read); a whole prefix hit
 (nothing read, the prefill blocks released); caches of another shape (refused, the blocks
 failed); a decode that never comes (the lease frees the blocks); and a prefill killed
-before the read and during it (the
-decode reports the blocks as failed so that vLLM recomputes them, and the request still
-finishes receiving); a prefill that never answers the connect does not stall the decode's
-engine steps. Prints kvx-test-skipped without torch."""
+before the read and during it (the decode reports the blocks as failed so that vLLM
+recomputes them, and the request still finishes receiving); a prefill that never answers
+the connect does not stall the decode's engine steps. Prints kvx-test-skipped without torch."""
 import os
 import signal
 import sys
