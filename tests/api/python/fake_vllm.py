@@ -159,14 +159,15 @@ class Engine:
         """The workers' kvx addresses by TP rank (what a push proxy hands the decode)."""
         return [w.get_handshake_metadata().address for w in self.workers]
 
-    def step(self, compute=None):
+    def step(self, compute=None, scheduler_output=None):
         """One engine step's connector calls on every worker: (done sending, done receiving,
         failed blocks), a request done once every worker said so (vLLM's aggregation).
         `compute(rank, layer)`, when given, is the forward pass writing layer `layer` of
         worker `rank` just before save_kv_layer is called for it; without it the step
         schedules no tokens and runs no forward (vLLM's kv_connector_no_forward: the same
-        connector calls, no layer's)."""
-        meta = self.scheduler.build_connector_meta(None)
+        connector calls, no layer's). `scheduler_output`: what the step scheduled, as vLLM's
+        SchedulerOutput tells it (chunked prefill)."""
+        meta = self.scheduler.build_connector_meta(scheduler_output)
         done = {"sending": set(), "recving": set()}
         failed = set()
         worker_meta = None
@@ -203,14 +204,15 @@ class Engine:
         vllm/v1/core/sched/scheduler.py @00f4240: the connector's pending push work)."""
         return self.scheduler.has_pending_push_work()
 
-    def _positions(self, rank, layer, blocks, seed, first_position):
-        """(this worker's [K/V part] views of each block, what each should hold)."""
+    def _positions(self, rank, layer, blocks, seed, first_position, only=None):
+        """(this worker's [K/V part] views of each block, what each should hold); `only`:
+        the request positions to yield (None: all)."""
         tensor = list(self.kv_caches[rank].values())[layer]
         first, count = held_heads(rank, self.tp_size, self.total_heads)
         per_block = BLOCK_SIZE // KERNEL_BLOCK
         blocks, first_position = self._layer_blocks(layer, blocks, first_position)
         for position, block in enumerate(blocks):
-            if self.hybrid and block == NULL_BLOCK:
+            if self.hybrid and block == NULL_BLOCK or only is not None and position not in only:
                 continue
             expected = pattern(seed, layer, first_position + position, self.total_heads,
                                self.bytes_per_head(rank))
@@ -233,9 +235,9 @@ class Engine:
             for layer in range(LAYERS):
                 self.fill_layer(rank, layer, blocks, seed)
 
-    def fill_layer(self, rank, layer, blocks, seed):
-        """fill() of one worker's layer."""
-        for views, expected in self._positions(rank, layer, blocks, seed, 0):
+    def fill_layer(self, rank, layer, blocks, seed, only=None):
+        """fill() of one worker's layer (`only`: of those block positions)."""
+        for views, expected in self._positions(rank, layer, blocks, seed, 0, only):
             for view, values in zip(views, expected):
                 view[...] = torch.from_numpy(np.ascontiguousarray(values))
 

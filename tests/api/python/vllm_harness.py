@@ -33,6 +33,11 @@ class PrefillProcess(EngineProcess):
         self.command(f"push {request_id} {tokens} {seed}" + (" async" if asynchronous else ""))
         return json.loads(self.expect(f"COMPUTED {request_id} ").split(" ", 2)[2])
 
+    def chunked(self, request_id, tokens, seed, chunk):
+        """push() with the prompt computed `chunk` tokens a step (chunked prefill)."""
+        self.command(f"chunked {request_id} {tokens} {seed} {chunk}")
+        return json.loads(self.expect(f"COMPUTED {request_id} ").split(" ", 2)[2])
+
     def abort(self, request_id, tokens, seed):
         """Computes the request (layer by layer in mode push), then aborts it: whether the
         connector kept its blocks."""

@@ -9,6 +9,11 @@ gives it an internal one with a random suffix, fake_vllm.assign_request_id):
                               with async on a FakeStream: filled later, its CUDA event saying
                               when), finishes the request and prints "COMPUTED REQ
                               <kv_transfer_params as JSON>"
+    chunked REQ TOKENS SEED CHUNK
+                              (mode push) as push, the prompt computed CHUNK tokens a step
+                              (vLLM's chunked prefill: blocks allocated as the chunks need
+                              them, each step's SchedulerOutput saying what it schedules, each
+                              layer of a step filling the blocks its chunk touches)
     abort REQ TOKENS SEED     as push (or prefill in mode pull), but the request is aborted:
                               prints "ABORTED REQ <whether the connector kept its blocks>"
     quit                      exits 0
@@ -25,10 +30,11 @@ default (KVX_VLLM_HOST, else the node's routable address)."""
 import json
 import os
 import sys
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fake_vllm import (DEFAULT_LAYOUT, HEADS, Blocks, Engine, FakeStream, Request,  # noqa: E402
-                       RequestStatus, assign_request_id, blocks_for)
+from fake_vllm import (BLOCK_SIZE, DEFAULT_LAYOUT, HEADS, Blocks, Engine,  # noqa: E402
+                       FakeStream, Request, RequestStatus, assign_request_id, blocks_for)
 from fake_vllm_groups import GroupBlocks  # noqa: E402
 from line_reader import LineReader  # noqa: E402
 
@@ -54,6 +60,15 @@ def main():
             if commands.ended or words[:1] == ["quit"]:
                 engine.close()
                 return 0
+            if words[:1] == ["chunked"]:
+                external, tokens, seed, chunk = words[1], *map(int, words[2:5])
+                request = Request(assign_request_id(external), tokens, {"do_remote_decode": True})
+                blocks = compute_in_chunks(engine, request, tokens, seed, chunk, held)
+                delay, params = engine.scheduler.request_finished(request, blocks)
+                assert delay, "the connector should keep the blocks for the decode"
+                held[request.request_id] = (external, blocks)
+                print(f"COMPUTED {external}", json.dumps(params), flush=True)
+                continue
             if words[:1] in (["prefill"], ["push"], ["abort"]):
                 command, external = words[0], words[1]
                 tokens, seed = int(words[2]), int(words[3])
@@ -93,6 +108,33 @@ def main():
         if engine.has_requests():
             sending, _, _ = engine.step()
             report_freed(engine, sending, held)
+
+
+def compute_in_chunks(engine, request, tokens, seed, chunk, held):
+    """A prompt computed `chunk` tokens a step, as vLLM's scheduler runs chunked prefill: its
+    blocks, allocated as the chunks need them."""
+    blocks, done = [], 0
+    request.num_computed_tokens = 0
+    while done < tokens:
+        count = min(chunk, tokens - done)
+        new = engine.allocate(blocks_for(done + count) - len(blocks))
+        blocks += new
+        if done == 0:
+            engine.scheduler.update_state_after_alloc(request, Blocks(blocks), 0)
+            cached = types.SimpleNamespace(req_ids=[], new_block_ids=[], resumed_req_ids=set())
+        else:
+            cached = types.SimpleNamespace(req_ids=[request.request_id], new_block_ids=[(new,)],
+                                           resumed_req_ids=set())
+        output = types.SimpleNamespace(num_scheduled_tokens={request.request_id: count},
+                                       scheduled_cached_reqs=cached)
+        touched = set(range(done // BLOCK_SIZE, blocks_for(done + count)))
+        sending, _, _ = engine.step(
+            compute=lambda rank, layer: engine.fill_layer(rank, layer, blocks, seed, touched),
+            scheduler_output=output)
+        report_freed(engine, sending, held)
+        request.num_computed_tokens += count  # the scheduler's, after the connector's meta
+        done += count
+    return blocks
 
 
 def report_freed(engine, sending, held):

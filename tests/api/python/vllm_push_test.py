@@ -8,7 +8,8 @@ socket transport: the decode's blocks known before the prefill computes (written
 layer) and after (written at once); a prefix hit (only the rest is written); a whole prefix
 hit (nothing written, the prefill's blocks released); TP 2 to 4 and 4 to 2; caches of another
 shape (refused by the prefill, the blocks failed); a decode that never comes (the lease frees
-the prefill's blocks); a prefill that never writes (the decode cancels, and hands its blocks
+the prefill's blocks); a prefill that computes the prompt in chunks (chunked prefill: the push goes with the last);
+a prefill that never writes (the decode cancels, and hands its blocks
 back failed only once the prefill answered); a prefill stopped during the push over shared
 memory (the blocks held until its process ends); a prefill killed during the push. Prints
 kvx-test-skipped without torch."""
@@ -97,6 +98,33 @@ class VllmPush(PushRequests, unittest.TestCase):
         finally:
             decode.close()
             prefill.stop()
+
+    def test_chunked_prefill(self):
+        """The prompt computed 40 tokens a step (blocks allocated as the chunks need them):
+        the push goes with the last chunk, every block of every chunk, for a decode whose
+        dest came before the first chunk and for one that comes after the last."""
+        prefill = PrefillProcess("shm", mode="push")
+        decode = decode_engine("push-chunked", "shm")
+        try:
+            tokens = 5 * BLOCK_SIZE + 9
+            request = Request("early", tokens, push_params(prefill, "p-early"))
+            blocks = self.allocate(decode, request, tokens)
+            for _ in range(5):
+                decode.step()  # the dest goes out before the prefill schedules the request
+            prefill.chunked("p-early", tokens, seed=6, chunk=40)
+            self.assertEqual(run_until(decode, "early"), set())
+            self.assertTrue(decode.matches(blocks, seed=6))
+            prefill.expect("FREED p-early")
+            params = prefill.chunked("after", tokens, seed=7, chunk=40)
+            request = Request("late", tokens, params)
+            blocks = self.allocate(decode, request, tokens)
+            self.assertEqual(run_until(decode, "late"), set())
+            self.assertTrue(decode.matches(blocks, seed=7))
+            prefill.expect("FREED after")
+        finally:
+            decode.close()
+            prefill.stop()
+        self.assertEqual(prefill.process.returncode, 0)
 
     def test_layers_written_once_their_compute_ran(self):
         """The prefill's forward runs ahead of its compute stream (FakeStream): each layer is

@@ -56,6 +56,7 @@ from kvx.integrations import vllm_groups as groups
 from kvx.integrations import vllm_heads as heads
 from kvx.integrations.vllm_layout import KvLayout
 from kvx.integrations.peer_process import with_this_process
+from kvx.integrations.vllm_chunks import PromptChunks
 from kvx.integrations.vllm_links import PeerLinks
 from kvx.integrations.vllm_node import worker_address
 from kvx.integrations.vllm_pull import PullReader, ReadLease
@@ -224,6 +225,7 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         self._answering = {}   # aborted push requests -> until when a late dest is answered
         # Decode requests not yet allocated -> (prefill request, its workers, their lease).
         self._awaiting = {}
+        self._chunks = PromptChunks()  # push prefill requests before their last chunk
         self._next_heartbeat = 0.0
         # Worker side (made by register_kv_caches).
         self._agent = None
@@ -259,7 +261,7 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         self._awaiting.pop(request.request_id, None)
         params = getattr(request, "kv_transfer_params", None) or {}
         if params.get("do_remote_decode") and self._mode == "push":
-            self._pending.saves[request.request_id] = groups.as_groups(blocks.get_block_ids())
+            self._chunks.add(request, blocks.get_block_ids())  # planned at its last chunk
             return
         if not params.get("do_remote_prefill"):
             return
@@ -283,6 +285,7 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
 
     def build_connector_meta(self, scheduler_output):
         meta, self._pending = self._pending, KvxConnectorMetadata()
+        meta.saves.update(self._chunks.due(scheduler_output))
         now = time.monotonic()
         if self._awaiting and now >= self._next_heartbeat:
             # A third of the shortest lease, so that two heartbeats may be late.
@@ -304,6 +307,7 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         allocated releases the prefill's blocks now."""
         block_ids = groups.as_groups(block_ids)
         self._awaiting.pop(request.request_id, None)
+        self._chunks.drop(request.request_id)
         params = getattr(request, "kv_transfer_params", None) or {}
         if params.get("do_remote_prefill"):
             params["do_remote_prefill"] = False

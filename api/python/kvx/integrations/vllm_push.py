@@ -19,8 +19,9 @@ of a request's blocks into the decode worker's blocks as soon as the layer is co
     places every byte (tcp, RDMA); where the prefill's process copies into the decode's
     cache itself (shared memory), a stopped process would finish its copy after that, so
     the blocks wait until that process has ended (peer_process.py).
-Chunked prefill is not pushed: the blocks written are those allocated when the request was
-first scheduled (a whole prompt); use pull for chunked prefill."""
+With chunked prefill the request is planned in the step that computes its last chunk, with
+every block it has then (vllm_chunks.py): that step's layers go as they are computed, each
+with the blocks of the earlier chunks."""
 import dataclasses
 import logging
 import re
