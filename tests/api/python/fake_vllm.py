@@ -98,34 +98,43 @@ class Engine:
     """One vLLM instance: a scheduler-side connector and `tp_size` workers, each with its
     worker-side connector and its share of the heads in KV caches of `num_blocks` blocks per
     layer; block ids (one free list) are shared by the workers, as in vLLM. `hybrid`: two KV
-    cache groups (fake_vllm_groups.py), a request's blocks a list per group."""
+    cache groups (fake_vllm_groups.py), a request's blocks a list per group. `pp_size`:
+    pipeline stages, a worker per (stage, TP rank), each with its stage's layers only (a
+    consecutive share of them, as vLLM's get_pp_indices splits them); workers are numbered
+    stage by stage."""
 
     def __init__(self, role, engine_id, num_blocks, tp_size=1, head_dim=HEAD_DIM,
-                 layout=DEFAULT_LAYOUT, total_heads=HEADS, hybrid=False, **extra):
+                 layout=DEFAULT_LAYOUT, total_heads=HEADS, hybrid=False, pp_size=1, **extra):
         self.tp_size, self.layout, self.total_heads = tp_size, layout, total_heads
+        self.pp_size = pp_size
         self.hybrid = hybrid
         self.mla = layout == "mla"
         if self.mla:
             self.total_heads = total_heads = 1
-        names = layer_names(LAYERS)
+        self.names = names = layer_names(LAYERS)
         self.scheduler = connector(config(role, engine_id, total_heads, self.mla,
-                                          tp_size=tp_size, **extra),
+                                          tp_size=tp_size, pp_size=pp_size, **extra),
                                    KVConnectorRole.SCHEDULER, hybrid, names)
-        self.workers, self.kv_caches = [], []
+        self.workers, self.kv_caches, self.layers = [], [], []  # by worker
         kernel_blocks = num_blocks * (BLOCK_SIZE // KERNEL_BLOCK)
-        for rank in range(tp_size):
-            worker = connector(config(role, engine_id, total_heads, self.mla, tp_rank=rank,
-                                      tp_size=tp_size, **extra), KVConnectorRole.WORKER,
-                               hybrid, names)
-            caches = allocate(layout, LAYERS, kernel_blocks, KERNEL_BLOCK,
-                              held_heads(rank, tp_size, total_heads)[1], head_dim, DTYPE)
-            if hybrid:
-                caches = share_tensors(caches)
-            worker.register_kv_caches(caches)
-            self.workers.append(worker)
-            self.kv_caches.append(caches)
-        self.scheduler.set_xfer_handshake_metadata(
-            {rank: w.get_handshake_metadata() for rank, w in enumerate(self.workers)})
+        for stage in range(pp_size):
+            held = list(range(stage * LAYERS // pp_size, (stage + 1) * LAYERS // pp_size))
+            for rank in range(tp_size):
+                worker = connector(config(role, engine_id, total_heads, self.mla, tp_rank=rank,
+                                          tp_size=tp_size, pp_rank=stage, pp_size=pp_size,
+                                          **extra), KVConnectorRole.WORKER, hybrid, names)
+                caches = allocate(layout, LAYERS, kernel_blocks, KERNEL_BLOCK,
+                                  held_heads(rank, tp_size, total_heads)[1], head_dim, DTYPE)
+                if hybrid:
+                    caches = share_tensors(caches)
+                caches = {names[layer]: caches[names[layer]] for layer in held}
+                worker.register_kv_caches(caches)
+                self.workers.append(worker)
+                self.kv_caches.append(caches)
+                self.layers.append(held)
+        self.scheduler.set_xfer_handshake_metadata_pp_aware(
+            {(w // tp_size, w % tp_size): worker.get_handshake_metadata()
+             for w, worker in enumerate(self.workers)})
         self.free = list(range(1 if hybrid else 0, num_blocks))  # hybrid: 0 is the null block
         self._finished = {"sending": {}, "recving": {}}  # request -> workers that said so
         self.stats = None  # the workers' get_kv_connector_stats, aggregated over every step
@@ -173,9 +182,10 @@ class Engine:
         worker_meta = None
         for worker, caches in zip(self.workers, self.kv_caches):
             worker.bind_connector_metadata(meta)
-            for layer, name in enumerate(caches if compute is not None else ()):
+            index = self.workers.index(worker)
+            for layer, name in zip(self.layers[index], caches if compute is not None else ()):
                 worker.wait_for_layer_load(name)  # the forward, in forward order
-                compute(self.workers.index(worker), layer)
+                compute(index, layer)
                 worker.save_kv_layer(name, caches[name], None)
             worker.start_load_kv(None)
             worker.wait_for_save()
@@ -191,7 +201,7 @@ class Engine:
                 for request in requests or ():
                     count = self._finished[kind].get(request, 0) + 1
                     self._finished[kind][request] = count
-                    if count == self.tp_size:
+                    if count == len(self.workers):
                         del self._finished[kind][request]
                         done[kind].add(request)
         self.scheduler.update_connector_output(types.SimpleNamespace(
@@ -207,8 +217,8 @@ class Engine:
     def _positions(self, rank, layer, blocks, seed, first_position, only=None):
         """(this worker's [K/V part] views of each block, what each should hold); `only`:
         the request positions to yield (None: all)."""
-        tensor = list(self.kv_caches[rank].values())[layer]
-        first, count = held_heads(rank, self.tp_size, self.total_heads)
+        tensor = self.kv_caches[rank][self.names[layer]]
+        first, count = held_heads(rank % self.tp_size, self.tp_size, self.total_heads)
         per_block = BLOCK_SIZE // KERNEL_BLOCK
         blocks, first_position = self._layer_blocks(layer, blocks, first_position)
         for position, block in enumerate(blocks):
@@ -231,8 +241,8 @@ class Engine:
     def fill(self, blocks, seed):
         """Writes block position p of the request (every layer, K and V, every head) with its
         pattern, each worker its own heads."""
-        for rank in range(self.tp_size):
-            for layer in range(LAYERS):
+        for rank, layers in enumerate(self.layers):
+            for layer in layers:
                 self.fill_layer(rank, layer, blocks, seed)
 
     def fill_layer(self, rank, layer, blocks, seed, only=None):
@@ -242,8 +252,8 @@ class Engine:
                 view[...] = torch.from_numpy(np.ascontiguousarray(values))
 
     def matches(self, blocks, seed, first_position=0):
-        for rank in range(self.tp_size):
-            for layer in range(LAYERS):
+        for rank, layers in enumerate(self.layers):
+            for layer in layers:
                 for views, expected in self._positions(rank, layer, blocks, seed,
                                                        first_position):
                     for view, values in zip(views, expected):

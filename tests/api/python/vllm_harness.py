@@ -17,10 +17,10 @@ class PrefillProcess(EngineProcess):
     """vllm_prefill_engine.py: `addresses` are its workers' kvx addresses by TP rank."""
 
     def __init__(self, data_path, lease=30.0, tp_size=1, mode="pull", layout=DEFAULT_LAYOUT,
-                 total_heads=HEADS, prefix=(), env=None, hybrid=False):
+                 total_heads=HEADS, prefix=(), env=None, hybrid=False, pp_size=1):
         super().__init__("vllm_prefill_engine.py", data_path, PREFILL_BLOCKS, lease, tp_size,
                          mode, layout, total_heads, *(["hybrid"] if hybrid else []),
-                         prefix=prefix, env=env)
+                         prefix=prefix, env=dict(env or {}, KVX_TEST_PP_SIZE=str(pp_size)))
         self.addresses = json.loads(self.expect("READY").split(" ", 1)[1])
 
     def prefill(self, request_id, tokens, seed):

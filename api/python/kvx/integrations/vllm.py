@@ -54,6 +54,7 @@ import kvx
 from kvx.integrations import vllm_messages as messages
 from kvx.integrations import vllm_groups as groups
 from kvx.integrations import vllm_heads as heads
+from kvx.integrations import vllm_stages as stages
 from kvx.integrations.vllm_layout import KvLayout
 from kvx.integrations.peer_process import with_this_process
 from kvx.integrations.vllm_chunks import PromptChunks
@@ -122,6 +123,7 @@ class KvxHandshake(KVConnectorHandshakeMetadata):
     tp_rank: int
     address: str
     layout: dict
+    pp_rank: int = 0
 
 
 @dataclasses.dataclass
@@ -134,6 +136,7 @@ class ReadSpec:
     remote_request_id: str
     remote_layout: dict = None  # a prefill worker's KvLayout.describe() (pull)
     skip: list = None           # push: per group, the prefill's blocks already here
+    remote_stages: list = None  # the prefill's pipeline stages (vllm_stages.Stage)
 
 
 @dataclasses.dataclass
@@ -212,13 +215,19 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         self._push_timeout = float(extra.get("push_timeout", self._lease))
         self._data_path = extra.get("data_path")
         self._tp_rank, self._tp_size = _tensor_parallel(extra)
-        self._address = worker_address(
-            extra, _data_parallel_rank(vllm_config) * self._tp_size + self._tp_rank)
+        self._pp_rank, self._pp_size = stages.pipeline(extra)
+        if self._pp_size > 1 and self._kv_role() == "kv_consumer":
+            raise ValueError(f"kvx's vLLM connector serves a decode instance of pipeline "
+                             f"parallel size 1 (as vLLM's NIXL connector does), not "
+                             f"{self._pp_size}; the prefill may use several stages")
+        self._address = worker_address(extra, (
+            _data_parallel_rank(vllm_config) * self._pp_size + self._pp_rank) * self._tp_size +
+            self._tp_rank)
         self._block_size = vllm_config.cache_config.block_size
         self._groups = groups.kv_cache_groups(kv_cache_config, self._block_size)
         self._keep = [None] if self._groups is None else [g.keep for g in self._groups]
         # Scheduler side.
-        self._workers = None   # KvxHandshake by TP rank
+        self._workers = None   # KvxHandshake by pipeline stage, by TP rank
         self._pending = KvxConnectorMetadata()
         self._held = set()     # prefill requests whose blocks wait for done sending
         self._workers_pending = False  # a worker said it has work that needs steps
@@ -238,12 +247,17 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         self._done_recving = set()
 
     # ---------------- scheduler side ----------------
+    def _kv_role(self):
+        return getattr(self._vllm_config.kv_transfer_config, "kv_role", None)
+
     def set_xfer_handshake_metadata(self, metadata):
-        """The workers' handshakes, by tensor-parallel rank."""
-        ranks = sorted(metadata)
-        if ranks != list(range(len(ranks))):
-            raise ValueError(f"handshakes of TP ranks {ranks}: some are missing")
-        self._workers = [metadata[rank] for rank in ranks]
+        """The workers' handshakes, by tensor-parallel rank (one pipeline stage)."""
+        self.set_xfer_handshake_metadata_pp_aware({(0, rank): meta
+                                                   for rank, meta in metadata.items()})
+
+    def set_xfer_handshake_metadata_pp_aware(self, metadata):
+        """The workers' handshakes, by (pipeline rank, tensor-parallel rank)."""
+        self._workers = stages.by_stage(metadata)
 
     def get_num_new_matched_tokens(self, request, num_computed_tokens):
         params = getattr(request, "kv_transfer_params", None) or {}
@@ -252,7 +266,7 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         # Until its blocks are allocated, the request keeps the prefill's lease alive.
         if params.get("remote_addresses") and params.get("remote_request_id") is not None:
             self._awaiting[request.request_id] = (
-                params["remote_request_id"], list(params["remote_addresses"]),
+                params["remote_request_id"], stages.addresses(stages.stages(params)),
                 float(params.get("remote_lease_seconds") or self._lease))
         remaining = len(request.prompt_token_ids) - num_computed_tokens
         return (remaining, True) if remaining > 0 else (0, False)
@@ -268,7 +282,7 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         params["do_remote_prefill"] = False  # once per request
         spec = ReadSpec(request.request_id, [], groups.as_groups(params.get("remote_block_ids")),
                         list(params["remote_addresses"]), params["remote_request_id"],
-                        params.get("remote_layout"))
+                        params.get("remote_layout"), remote_stages=stages.stages(params))
         if num_external_tokens > 0:
             every = groups.as_groups(blocks.get_block_ids())
             new = (blocks.get_unhashed_block_ids_all_groups() if len(every) > 1 else
@@ -315,7 +329,8 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
                 return False, None
             self._pending.releases.append(ReadSpec(
                 request.request_id, [], [], list(params["remote_addresses"]),
-                params["remote_request_id"], params.get("remote_layout")))
+                params["remote_request_id"], params.get("remote_layout"),
+                remote_stages=stages.stages(params)))
             return False, None
         if not params.get("do_remote_decode") or not groups.flat(block_ids):
             return False, None
@@ -333,9 +348,7 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         self._held.add(request.request_id)
         return True, {"do_remote_prefill": True, "do_remote_decode": False,
                       "remote_block_ids": groups.wire(groups.clip(block_ids, self._keep)),
-                      "remote_engine_id": self._engine_id,
-                      "remote_addresses": [w.address for w in self._workers],
-                      "remote_layout": self._workers[0].layout,
+                      "remote_engine_id": self._engine_id, **stages.params(self._workers),
                       "remote_request_id": request.request_id, "transfer_mode": self._mode,
                       "remote_lease_seconds": self._lease}
 
@@ -380,7 +393,8 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         options = dict(self._address.agent_options(), application_info=with_this_process())
         if self._data_path:
             options["data_path"] = self._data_path
-        self._agent = kvx.Agent(f"vllm-{self._engine_id}-tp{self._tp_rank}", **options)
+        stage = f"-pp{self._pp_rank}" if self._pp_size > 1 else ""
+        self._agent = kvx.Agent(f"vllm-{self._engine_id}{stage}-tp{self._tp_rank}", **options)
         # One region per buffer: the layers' views of a shared buffer are offsets into it.
         # The layout holds the tensors, so the buffers outlive their registration.
         regions = [self._agent.register_memory(buffer, name=name) for buffer, name in
@@ -399,15 +413,23 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
     def get_handshake_metadata(self):
         return KvxHandshake(self._engine_id, self._tp_rank,
                             self._address.advertised(self._agent.listen_address),
-                            self._layout.describe())
+                            self._layout.describe(), self._pp_rank)
 
     def _sources(self, spec):
-        """The prefill workers this worker reads from or tells (vllm_heads.contacts), as
-        (address, Source)."""
+        """The prefill workers this worker reads from or tells (vllm_heads.contacts), in
+        every pipeline stage, as (address, Source, that stage's cache layout)."""
         remote_tp = len(spec.remote_addresses)
-        return [(spec.remote_addresses[c.rank], c) for c in
-                heads.contacts(self._tp_rank, self._tp_size, remote_tp,
-                               self._layout.total_heads)]
+        found = []
+        for stage in spec.remote_stages or [stages.Stage(tuple(spec.remote_addresses),
+                                                         spec.remote_layout)]:
+            if len(stage.addresses) != remote_tp:
+                raise kvx.InvalidArgument(f"request {spec.request_id}: a prefill stage of "
+                                          f"{len(stage.addresses)} workers, another of "
+                                          f"{remote_tp}")
+            found += [(stage.addresses[c.rank], c, stage.layout) for c in
+                      heads.contacts(self._tp_rank, self._tp_size, remote_tp,
+                                     self._layout.total_heads)]
+        return found
 
     def bind_connector_metadata(self, connector_metadata):
         """Before the step's forward (vLLM calls start_load_kv after it, unless a load is
@@ -452,7 +474,7 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         for action, spec in waiting:
             try:
                 sources = self._sources(spec)
-                if not self._links.ready([address for address, _ in sources]):
+                if not self._links.ready([address for address, _, _ in sources]):
                     self._waiting.append((action, spec))
                     continue
                 action(spec, sources)
@@ -473,22 +495,23 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         if self._reader is not None:
             self._reader.read(spec, sources)
         else:
-            peers = self._send_destinations(spec, sources)
+            writers = self._send_destinations(spec, sources)
             self._receiver.expect(spec.request_id, spec.remote_request_id,
-                                  spec.local_block_ids, peers)
+                                  spec.local_block_ids, writers)
 
     def _send_destinations(self, spec, sources):
         """Push: tells each prefill worker holding some of the heads where the blocks go (and
-        one that writes none of them that it need not wait); returns those that write."""
+        one that writes none of them that it need not wait); returns those that write, as
+        (peer, its cache layout)."""
         text = messages.dest(messages.Destination(
             spec.remote_request_id, spec.request_id, spec.local_block_ids, spec.skip,
             self._tp_rank, self._tp_size, self._layout.describe()))
         writers = []
-        for address, source in sources:
+        for address, source, layout in sources:
             peer = self._links.connected(address)
             if source.count:
                 self._agent.send_notification(peer, text)
-                writers.append(peer)
+                writers.append((peer, layout))
             else:  # a replica no decode worker reads: an empty destination releases it
                 self._agent.send_notification(peer, messages.dest(messages.Destination(
                     spec.remote_request_id, spec.request_id, [], 0, self._tp_rank,

@@ -155,22 +155,33 @@ def indices(blocks, num_blocks, per_block, layers):
     return (first[:, None] + entries[None, :]).reshape(-1).astype(np.uint32)
 
 
-def group_indices(block_groups, num_blocks, per_block, groups, layers=None):
-    """indices() of each group's blocks (`block_groups`, one list per group) in that group's
-    layers (`groups`, a describe()'s), only those among `layers` where given: group by group,
-    so that the same call on both sides pairs entry for entry."""
+def shared_layers(mine, theirs, layers=None):
+    """Per KV cache group of `mine` (a describe()), the (position here, position there) of
+    its layers that `theirs` holds too, in forward order; only the positions here in
+    `layers` where given. With pipeline parallelism one side holds a stage's layers only."""
+    there = {name: i for i, name in enumerate(theirs["layers"])}
     chosen = None if layers is None else set(layers)
-    parts = [indices(blocks, num_blocks, per_block,
-                     [layer for layer in group if chosen is None or layer in chosen])
-             for blocks, group in zip(block_groups, groups)]
-    return np.concatenate(parts).astype(np.uint32) if parts else np.zeros(0, np.uint32)
+    return [[(p, there[mine["layers"][p]]) for p in group
+             if mine["layers"][p] in there and (chosen is None or p in chosen)]
+            for group in mine["groups"]]
 
 
-def units(block_groups, groups, layers=None):
-    """(layer, block) pairs that group_indices() covers."""
-    chosen = None if layers is None else set(layers)
-    return sum(len(blocks) * sum(1 for layer in group if chosen is None or layer in chosen)
-               for blocks, group in zip(block_groups, groups))
+def pair_indices(blocks_here, blocks_there, mine, theirs, per_block, layers=None):
+    """(indices here, indices there, (layer, block) pairs): each group's blocks (a list per
+    group on each side) in the layers of that group both caches hold (shared_layers), so
+    that entry i here and entry i there cover the same layer and block."""
+    here, there, count = [], [], 0
+    for pairs, mine_blocks, their_blocks in zip(shared_layers(mine, theirs, layers),
+                                                 blocks_here, blocks_there):
+        if not pairs or not len(mine_blocks):
+            continue
+        here.append(indices(mine_blocks, mine["num_blocks"], per_block, [p for p, _ in pairs]))
+        there.append(indices(their_blocks, theirs["num_blocks"], per_block,
+                             [q for _, q in pairs]))
+        count += len(pairs) * len(mine_blocks)
+    if not here:
+        return np.zeros(0, np.uint32), np.zeros(0, np.uint32), 0
+    return np.concatenate(here), np.concatenate(there), count
 
 
 def check_compatible(mine, theirs):
@@ -183,8 +194,9 @@ def check_compatible(mine, theirs):
         raise kvx.InvalidArgument(
             f"the other instance's kvx vLLM connector speaks protocol {theirs.get('protocol')}, "
             f"this one {mine['protocol']}: run the same kvx on both")
-    for key in ("layers", "groups", "keep", "block_size", "blocks_per_block", "dtype",
-                "element", "total_heads"):
+    _check_description(theirs)
+    _check_layers(mine, theirs)
+    for key in ("block_size", "blocks_per_block", "dtype", "element", "total_heads"):
         if mine[key] != theirs.get(key):
             raise kvx.InvalidArgument(f"KV caches differ in {key}: {mine[key]} here, "
                                       f"{theirs.get(key)} there")
@@ -196,7 +208,31 @@ def check_compatible(mine, theirs):
             raise kvx.InvalidArgument(f"KV caches differ in their {dim} dimension: {here} "
                                       f"here ({mine['layout']}), {there} there "
                                       f"({theirs.get('layout')})")
-    _check_description(theirs)
+
+
+def _check_layers(mine, theirs):
+    """The same layers and KV cache groups, or (pipeline parallelism: a stage's layers on
+    one side) one side's layers among the other's, in one group."""
+    layers = theirs["layers"]
+    if not all(isinstance(n, str) for n in layers):
+        raise kvx.InvalidArgument(f"the other instance's KV cache layers are malformed: "
+                                  f"{str(layers)[:200]}")
+    if layers == mine["layers"]:
+        for key in ("groups", "keep"):
+            if mine[key] != theirs.get(key):
+                raise kvx.InvalidArgument(f"KV caches differ in {key}: {mine[key]} here, "
+                                          f"{theirs.get(key)} there")
+        return
+    ours, their_set = set(mine["layers"]), set(layers)
+    if not (ours <= their_set or their_set <= ours) or len(layers) != len(their_set):
+        raise kvx.InvalidArgument(
+            f"KV caches differ in layers: {len(mine['layers'])} here "
+            f"({mine['layers'][0]} ...), {len(layers)} there ({(layers or ['none'])[0]} ...), "
+            "and neither holds the other's (a pipeline stage's)")
+    if len(mine["groups"]) > 1 or len(theirs["groups"]) > 1:
+        raise kvx.InvalidArgument("pipeline stages with several KV cache groups (the hybrid "
+                                  "allocator) are not served: one side holds "
+                                  f"{len(mine['layers'])} layers, the other {len(layers)}")
 
 
 def _whole(value, low=0):
@@ -208,11 +244,15 @@ def _check_description(theirs):
     and pair() read (its offsets are checked against its regions when a list is made)."""
     dims, places = theirs.get("dims"), theirs.get("places")
     well_formed = (
+        isinstance(theirs.get("layers"), list) and
         isinstance(dims, dict) and set(dims) <= set(geometry.DIMENSIONS) and
         {"block", "token", "head", "chan"} <= set(dims) and
         all(isinstance(v, list) and len(v) == 2 and _whole(v[0], 1) and _whole(v[1])
             for v in dims.values()) and
         isinstance(places, list) and len(places) == len(theirs["layers"]) and
+        isinstance(theirs.get("groups"), list) and
+        all(isinstance(g, list) and all(_whole(p) and p < len(places) for p in g)
+            for g in theirs["groups"]) and
         _whole(theirs.get("buffers"), 1) and
         all(isinstance(p, list) and len(p) == 2 and _whole(p[0]) and
             p[0] < theirs["buffers"] and _whole(p[1]) for p in places) and

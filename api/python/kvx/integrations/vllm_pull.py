@@ -8,7 +8,7 @@ import kvx
 from kvx.integrations import vllm_messages as messages
 from kvx.integrations import vllm_heads as heads
 from kvx.integrations.vllm_groups import flat
-from kvx.integrations.vllm_layout import check_compatible, group_indices
+from kvx.integrations.vllm_layout import check_compatible, pair_indices
 from kvx.integrations.vllm_stats import TransferTally
 
 log = logging.getLogger("kvx.vllm")
@@ -35,7 +35,7 @@ class PullReader:
     def release(self, spec, sources):
         """Nothing to read (a whole prefix hit): the prefill workers may free the blocks."""
         try:
-            for address, source in sources:
+            for address, source, _ in sources:
                 self._agent.send_notification(self._links.connected(address),
                                               self.note(spec, source))
         except kvx.Error as error:  # the prefill is gone: its lease frees its blocks
@@ -52,29 +52,30 @@ class PullReader:
                     f"request {spec.request_id}: local blocks by KV cache group "
                     f"{[len(ids) for ids in spec.local_block_ids]} for remote ones "
                     f"{[len(ids) for ids in spec.remote_block_ids]}")
-            check_compatible(self._layout.describe(), spec.remote_layout)
-            theirs = spec.remote_layout
-            if theirs["tp_size"] != len(spec.remote_addresses):
-                raise kvx.InvalidArgument(
-                    f"request {spec.request_id}: the prefill's cache is of TP "
-                    f"{theirs['tp_size']}, its kv_transfer_params name "
-                    f"{len(spec.remote_addresses)} workers")
-            for address, source in sources:
+            mine = self._layout.describe()
+            for _, _, theirs in sources:  # theirs: that prefill stage's layout
+                check_compatible(mine, theirs)
+                if theirs["tp_size"] != len(spec.remote_addresses):
+                    raise kvx.InvalidArgument(
+                        f"request {spec.request_id}: the prefill's cache is of TP "
+                        f"{theirs['tp_size']}, its kv_transfer_params name "
+                        f"{len(spec.remote_addresses)} workers")
+            for address, source, theirs in sources:
                 peer = self._links.connected(address)
                 if not source.count:  # it holds none of this worker's heads
                     self._agent.send_notification(peer, self.note(spec, source))
                     continue
                 local, remote, per_block, length = self._links.lists(peer, theirs, source)
-                mine = group_indices(spec.local_block_ids, self._layout.num_blocks, per_block,
-                                     self._layout.groups)
-                transfer = self._agent.make_transfer(
-                    kvx.READ, local, mine, remote,
-                    group_indices(spec.remote_block_ids, theirs["num_blocks"], per_block,
-                                  theirs["groups"]),
-                    notification=self.note(spec, source))
+                here, there, _ = pair_indices(spec.local_block_ids, spec.remote_block_ids,
+                                              mine, theirs, per_block)
+                if not len(here):  # a pipeline stage without this worker's layers
+                    self._agent.send_notification(peer, self.note(spec, source))
+                    continue
+                transfer = self._agent.make_transfer(kvx.READ, local, here, remote, there,
+                                                     notification=self.note(spec, source))
                 transfers.append(transfer)
                 self._agent.post(transfer)
-                self.tally.posted(transfer, len(mine), length)
+                self.tally.posted(transfer, len(here), length)
             self._reading[spec.request_id] = (transfers, flat(spec.local_block_ids))
         except kvx.Error:
             for transfer in transfers:

@@ -32,7 +32,7 @@ from kvx.integrations import vllm_messages as messages
 from kvx.integrations.peer_process import PeerWriters
 from kvx.integrations import vllm_heads as heads
 from kvx.integrations.vllm_groups import as_groups, flat
-from kvx.integrations.vllm_layout import check_compatible, group_indices, units
+from kvx.integrations.vllm_layout import check_compatible, pair_indices
 from kvx.integrations.vllm_stats import TransferTally
 
 log = logging.getLogger("kvx.vllm")
@@ -225,7 +225,6 @@ class PushWriter:
             mine = [blocks[skip:skip + len(wanted)] for blocks, skip, wanted in
                     zip(save.blocks, _skips(dest), dest.blocks)]
             theirs = dest.layout
-            count = units(dest.blocks, self._layout.groups, layers)
             for source in heads.sources(dest.tp_rank, dest.tp_size, self._tp_size,
                                         self._layout.total_heads):
                 if source.rank != self._tp_rank:
@@ -235,14 +234,12 @@ class PushWriter:
                                         source.count)
                 local, remote, per_block, length = self._links.lists(reader.peer, theirs,
                                                                      mirrored)
-                here = group_indices(mine, self._layout.num_blocks, per_block,
-                                     self._layout.groups, layers)
+                here, there, count = pair_indices(mine, dest.blocks, self._layout.describe(),
+                                                  theirs, per_block, layers)
                 if not len(here):  # none of these layers' groups has blocks to write
                     continue
                 transfer = self._agent.make_transfer(
-                    kvx.WRITE, local, here, remote,
-                    group_indices(dest.blocks, theirs["num_blocks"], per_block,
-                                  theirs["groups"], layers),
+                    kvx.WRITE, local, here, remote, there,
                     notification=messages.pushed(count, dest.reply_to))
                 reader.transfers.append(transfer)
                 self._agent.post(transfer)
@@ -339,11 +336,18 @@ class PushReceiver:
         self._writers = PeerWriters(agent)
         self.tally = tally    # the worker's (shared with its PushWriter)
 
-    def expect(self, request_id, remote_request_id, blocks, peers):
-        """The dest went to `peers`: each writes every layer of `blocks` (its heads)."""
+    def expect(self, request_id, remote_request_id, blocks, writers):
+        """The dest went to `writers` ((peer, its cache's describe())): each writes its heads
+        of `blocks` in every layer of this cache it holds (a pipeline stage's)."""
         blocks = as_groups(blocks)
+        mine = self._layout.describe()
+        peers = [peer for peer, _ in writers]
+        # A writer whose cache is not known here (a proxy named only its address) holds
+        # every layer, as it does without pipeline parallelism.
+        expected = sum(pair_indices(blocks, blocks, mine, theirs or mine, 1)[2]
+                       for _, theirs in writers)
         self._arrivals[request_id] = _Arrival(
-            flat(blocks), list(peers), units(blocks, self._layout.groups) * len(peers),
+            flat(blocks), peers, expected,
             time.monotonic() + self._timeout, {peer: self._writers.of(peer) for peer in peers})
         self._remote[request_id] = remote_request_id
 
