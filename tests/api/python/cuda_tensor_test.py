@@ -10,11 +10,8 @@ import os
 import sys
 import unittest
 
-try:
-    import torch
-except ImportError:
-    print("kvx-test-skipped: python3-torch is not installed")
-    sys.exit(0)
+import require_torch  # noqa: F401 (skips the test without torch)
+import torch  # noqa: E402
 if not torch.cuda.is_available():
     print("kvx-test-skipped: torch sees no CUDA device")
     sys.exit(0)

@@ -22,12 +22,14 @@ class PrefillProcess(EngineProcess):
         self.address = self.expect("BOOTSTRAP", timeout=30).split()[1]
 
 
-def poll_until(receiver, states, timeout=20):
+def poll_until(party, states, timeout=20):
+    """Polls a sender or receiver until its state is one of `states` (or `timeout` s went):
+    the last state."""
     deadline = time.monotonic() + timeout
-    state = receiver.poll()
+    state = party.poll()
     while state not in states and time.monotonic() < deadline:
         time.sleep(0.002)
-        state = receiver.poll()
+        state = party.poll()
     return state
 
 

@@ -17,23 +17,14 @@ the bootstrap server listens on every interface and is named by the node's routa
 and the managers listen where the connector chooses by default."""
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_sglang import AUX_SLOTS, STATE_PAGES, STATE_SLOTS, manager  # noqa: E402
 from kvx.integrations import node_address  # noqa: E402
+from sglang_harness import poll_until  # noqa: E402
 from kvx.integrations.sglang import KVPoll, KvxKVBootstrapServer, KvxKVSender  # noqa: E402
 
 OWN_PAGES = 256
-
-
-def wait_for(sender, states, timeout=20):
-    deadline = time.monotonic() + timeout
-    state = sender.poll()
-    while state not in states and time.monotonic() < deadline:
-        time.sleep(0.002)
-        state = sender.poll()
-    return state
 
 
 def state_indices(room):
@@ -63,10 +54,10 @@ def main():
         senders = [KvxKVSender(mgr=mgr, bootstrap_addr=address, bootstrap_room=room,
                                dest_tp_ranks=[0], pp_rank=0) for _, mgr in ranks]
         if words[0] == "hold":
-            states = [wait_for(s, (KVPoll.WaitingForInput, KVPoll.Failed)) for s in senders]
+            states = [poll_until(s, (KVPoll.WaitingForInput, KVPoll.Failed)) for s in senders]
             if all(state == KVPoll.WaitingForInput for state in states):
                 print("WAITING", room, flush=True)
-                states = [wait_for(s, (KVPoll.Failed,)) for s in senders]
+                states = [poll_until(s, (KVPoll.Failed,)) for s in senders]
             print("SENT", room, " ".join(map(str, states)), flush=True)
             continue
         pages, seed, chunk = int(words[2]), int(words[3]), int(words[4])
@@ -74,7 +65,7 @@ def main():
         next_page = (next_page + pages) % (OWN_PAGES - 64)
         states = []
         for (buffers, _), sender in zip(ranks, senders):
-            state = wait_for(sender, (KVPoll.WaitingForInput, KVPoll.Failed))
+            state = poll_until(sender, (KVPoll.WaitingForInput, KVPoll.Failed))
             if state == KVPoll.WaitingForInput:
                 buffers.fill(own, seed)
                 buffers.fill_aux(room % AUX_SLOTS, seed)
@@ -86,7 +77,7 @@ def main():
                     sender.send(own[start:start + chunk], state_indices=state_indices(room)
                                 if last and state_used(buffers) else None)
             states.append(state)
-        states = [wait_for(s, (KVPoll.Success, KVPoll.Failed)) if state != KVPoll.Failed
+        states = [poll_until(s, (KVPoll.Success, KVPoll.Failed)) if state != KVPoll.Failed
                   else state for s, state in zip(senders, states)]
         for sender in senders:
             sender.clear()

@@ -12,11 +12,8 @@ import unittest
 
 os.environ["KVX_GPU_RUNTIME"] = "fake"  # before the first agent: every agent here uses it
 
-try:
-    import torch
-except ImportError:
-    print("kvx-test-skipped: python3-torch is not installed")
-    sys.exit(0)
+import require_torch  # noqa: F401 (skips the test without torch)
+import torch  # noqa: E402
 import numpy as np
 
 import kvx

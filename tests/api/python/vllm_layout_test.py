@@ -13,11 +13,8 @@ import os
 import sys
 import unittest
 
-try:
-    import torch
-except ImportError:
-    print("kvx-test-skipped: python3-torch is not installed")
-    sys.exit(0)
+import require_torch  # noqa: F401 (skips the test without torch)
+import torch  # noqa: E402
 import numpy as np
 
 import kvx

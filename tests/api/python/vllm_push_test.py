@@ -19,11 +19,7 @@ import sys
 import time
 import unittest
 
-try:
-    import torch  # noqa: F401
-except ImportError:
-    print("kvx-test-skipped: python3-torch is not installed")
-    sys.exit(0)
+import require_torch  # noqa: F401 (skips the test without torch)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
