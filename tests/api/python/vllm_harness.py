@@ -7,8 +7,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from engine_process import EngineProcess  # noqa: E402
-from fake_vllm import (BLOCK_SIZE, DEFAULT_LAYOUT, HEADS, Blocks, Engine, Request,  # noqa: E402
-                       blocks_for)
+from fake_vllm import (BLOCK_SIZE, DEFAULT_LAYOUT, HEADS, LAYERS, Blocks, Engine,  # noqa: E402
+                       Request, blocks_for)
+from kvx.integrations import vllm_heads as heads  # noqa: E402
 
 PREFILL_BLOCKS, DECODE_BLOCKS = 64, 48
 
@@ -106,6 +107,39 @@ class PullRequests:
                 decode.step()
         return new, failed
 
+    def short_pull(self, layout, prefill_tp=1, decode_tp=1, total_heads=HEADS):
+        """Two requests (whole, and a prefix hit) between caches of `layout`, over shm."""
+        prefill = PrefillProcess("shm", tp_size=prefill_tp, layout=layout,
+                                 total_heads=total_heads)
+        decode = Engine("kv_consumer", "decode-" + layout, DECODE_BLOCKS, tp_size=decode_tp,
+                        data_path="shm", layout=layout, total_heads=total_heads)
+        try:
+            blocks, failed = self.decode_request(decode, prefill, "whole", 5 * BLOCK_SIZE - 3,
+                                                 seed=3)
+            self.assertEqual((failed, len(blocks)), (set(), 5))
+            self.assertTrue(decode.matches(blocks, seed=3), layout)
+            prefill.expect("FREED p-whole")
+            blocks, failed = self.decode_request(decode, prefill, "hit", 4 * BLOCK_SIZE, seed=5,
+                                                 computed_blocks=1)
+            self.assertEqual((failed, len(blocks)), (set(), 3))
+            self.assertTrue(decode.matches(blocks, seed=5, first_position=1), layout)
+            prefill.expect("FREED p-hit")
+            # get_kv_connector_stats, aggregated over the decode workers: 8 blocks read, every
+            # layer, each decode worker its heads.
+            data = decode.stats.data
+            heads_read = decode_tp * max(1, decode.total_heads // decode_tp)
+            self.assertEqual(data["bytes"], 8 * LAYERS * BLOCK_SIZE * heads_read *
+                             decode.bytes_per_head(0))
+            self.assertEqual(data["failures"], 0)
+            readers = sum(len(heads.sources(r, decode_tp, prefill_tp, decode.total_heads))
+                          for r in range(decode_tp))
+            self.assertEqual(data["transfers"], 2 * readers)
+            self.assertEqual(sorted(data["ranks"]), [str(r) for r in range(decode_tp)])
+        finally:
+            decode.close()
+            prefill.stop()
+        self.assertEqual(prefill.process.returncode, 0)
+
 
 def push_params(prefill, request_id):
     """What a push proxy hands the decode with the request."""
@@ -147,3 +181,22 @@ class PushRequests:
         for _ in range(3 if not blocks else 0):
             decode.step()
         return blocks, failed
+
+    def short_push(self, layout, prefill_tp=1, decode_tp=1, total_heads=HEADS):
+        """Two requests pushed between caches of `layout` over shm: the decode's blocks known
+        before the prefill computes, and after."""
+        prefill = PrefillProcess("shm", tp_size=prefill_tp, mode="push", layout=layout,
+                                 total_heads=total_heads)
+        decode = decode_engine("push-" + layout, "shm", tp_size=decode_tp, layout=layout,
+                               total_heads=total_heads)
+        try:
+            for i, decode_first in enumerate((True, False)):
+                blocks, failed = self.push_request(decode, prefill, f"r{i}", 3 * BLOCK_SIZE + i,
+                                                   i + 1, decode_first=decode_first)
+                self.assertEqual(failed, set())
+                self.assertTrue(decode.matches(blocks, seed=i + 1), f"{layout} r{i}")
+                prefill.expect(f"FREED p-r{i}")
+        finally:
+            decode.close()
+            prefill.stop()
+        self.assertEqual(prefill.process.returncode, 0)

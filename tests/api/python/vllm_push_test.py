@@ -23,8 +23,7 @@ import require_torch  # noqa: F401 (skips the test without torch)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from fake_vllm import (BLOCK_SIZE, HEADS, Blocks, Engine, Request, RequestStatus,  # noqa: E402
-                       blocks_for)
+from fake_vllm import BLOCK_SIZE, Request, RequestStatus, blocks_for  # noqa: E402
 from engine_process import wait_stopped  # noqa: E402
 from vllm_harness import (PrefillProcess, PushRequests, decode_engine,  # noqa: E402
                           drop_before_allocation, push_params, run_until, wait_for_room)
@@ -52,25 +51,6 @@ class VllmPush(PushRequests, unittest.TestCase):
                                                computed_blocks=3, decode_first=False)
             self.assertEqual((blocks, failed), ([], set()))
             prefill.expect("FREED p-all")
-        finally:
-            decode.close()
-            prefill.stop()
-        self.assertEqual(prefill.process.returncode, 0)
-
-    def short_exchange(self, layout, prefill_tp=1, decode_tp=1, total_heads=HEADS):
-        """Two requests pushed between caches of `layout` over shm: the decode's blocks known
-        before the prefill computes, and after."""
-        prefill = PrefillProcess("shm", tp_size=prefill_tp, mode="push", layout=layout,
-                                 total_heads=total_heads)
-        decode = decode_engine("push-" + layout, "shm", tp_size=decode_tp, layout=layout,
-                               total_heads=total_heads)
-        try:
-            for i, decode_first in enumerate((True, False)):
-                blocks, failed = self.push_request(decode, prefill, f"r{i}", 3 * BLOCK_SIZE + i,
-                                                   i + 1, decode_first=decode_first)
-                self.assertEqual(failed, set())
-                self.assertTrue(decode.matches(blocks, seed=i + 1), f"{layout} r{i}")
-                prefill.expect(f"FREED p-r{i}")
         finally:
             decode.close()
             prefill.stop()
@@ -198,12 +178,12 @@ class VllmPush(PushRequests, unittest.TestCase):
     def test_layouts(self):
         for layout in ("kv-outer", "BLNHC", "mla"):
             with self.subTest(layout=layout):
-                self.short_exchange(layout)
+                self.short_push(layout)
 
     def test_replicated_heads(self):
         """2 KV heads at TP 4 (each on two ranks), from a prefill at TP 1 and to TP 2."""
-        self.short_exchange("LBHNC", prefill_tp=1, decode_tp=4, total_heads=2)
-        self.short_exchange("LBNHC", prefill_tp=4, decode_tp=2, total_heads=2)
+        self.short_push("LBHNC", prefill_tp=1, decode_tp=4, total_heads=2)
+        self.short_push("LBNHC", prefill_tp=4, decode_tp=2, total_heads=2)
 
     def test_shm(self):
         self.exchange("shm")
