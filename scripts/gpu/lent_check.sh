@@ -79,6 +79,12 @@ if [ -d "$pkg/kvx" ]; then
       >"$out/py-$ucx.log" 2>&1
     note "cuda_tensor_test (UCX $ucx): rc $? $(tail -1 "$out/py-$ucx.log")"
   done
+  if [ "$(left)" -gt 300 ]; then
+    log "the vLLM connector on CUDA caches, UCX 1.22"
+    env "${new_ucx[@]}" PYTHONPATH="$pkg" timeout 200 python3 tests/api/python/vllm_cuda_test.py \
+      -v >"$out/py-vllm.log" 2>&1
+    note "vllm_cuda_test (UCX new): rc $? $(tail -1 "$out/py-vllm.log")"
+  fi
 fi
 
 if [ "$(left)" -gt 240 ]; then

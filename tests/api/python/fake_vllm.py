@@ -101,10 +101,11 @@ class Engine:
     cache groups (fake_vllm_groups.py), a request's blocks a list per group. `pp_size`:
     pipeline stages, a worker per (stage, TP rank), each with its stage's layers only (a
     consecutive share of them, as vLLM's get_pp_indices splits them); workers are numbered
-    stage by stage."""
+    stage by stage. `device`: where the caches are ("cuda" on a GPU)."""
 
     def __init__(self, role, engine_id, num_blocks, tp_size=1, head_dim=HEAD_DIM,
-                 layout=DEFAULT_LAYOUT, total_heads=HEADS, hybrid=False, pp_size=1, **extra):
+                 layout=DEFAULT_LAYOUT, total_heads=HEADS, hybrid=False, pp_size=1,
+                 device="cpu", **extra):
         self.tp_size, self.layout, self.total_heads = tp_size, layout, total_heads
         self.pp_size = pp_size
         self.hybrid = hybrid
@@ -124,7 +125,8 @@ class Engine:
                                           tp_size=tp_size, pp_rank=stage, pp_size=pp_size,
                                           **extra), KVConnectorRole.WORKER, hybrid, names)
                 caches = allocate(layout, LAYERS, kernel_blocks, KERNEL_BLOCK,
-                                  held_heads(rank, tp_size, total_heads)[1], head_dim, DTYPE)
+                                  held_heads(rank, tp_size, total_heads)[1], head_dim, DTYPE,
+                                  device)
                 if hybrid:
                     caches = share_tensors(caches)
                 caches = {names[layer]: caches[names[layer]] for layer in held}
@@ -249,7 +251,7 @@ class Engine:
         """fill() of one worker's layer (`only`: of those block positions)."""
         for views, expected in self._positions(rank, layer, blocks, seed, 0, only):
             for view, values in zip(views, expected):
-                view[...] = torch.from_numpy(np.ascontiguousarray(values))
+                view.copy_(torch.from_numpy(np.ascontiguousarray(values)))
 
     def matches(self, blocks, seed, first_position=0):
         for rank, layers in enumerate(self.layers):
@@ -257,7 +259,7 @@ class Engine:
                 for views, expected in self._positions(rank, layer, blocks, seed,
                                                        first_position):
                     for view, values in zip(views, expected):
-                        if not np.array_equal(view.numpy(), values):
+                        if not np.array_equal(view.cpu().numpy(), values):
                             return False
         return True
 

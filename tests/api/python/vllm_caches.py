@@ -43,22 +43,24 @@ def layer_names(count):
     return [f"model.layers.{i}.self_attn.attn" for i in range(count)]
 
 
-def allocate(layout, layers, kernel_blocks, kernel_block_size, heads, head_dim, dtype):
-    """{layer name: tensor} of `layers` layers, in forward order."""
+def allocate(layout, layers, kernel_blocks, kernel_block_size, heads, head_dim, dtype,
+             device="cpu"):
+    """{layer name: tensor} of `layers` layers, in forward order, on `device`."""
     if layout in SHARED:
-        return _shared(layout, layers, kernel_blocks, kernel_block_size, heads, head_dim, dtype)
+        return _shared(layout, layers, kernel_blocks, kernel_block_size, heads, head_dim, dtype,
+                       device)
     shape, order = SPLIT[layout]
     sizes = {"B": kernel_blocks, "N": kernel_block_size, "H": heads, "D": head_dim,
              "C": 2 * head_dim, "M": MLA_WIDTH}
     logical = [sizes.get(dim, dim) for dim in shape]
     caches = {}
     for name in layer_names(layers):
-        physical = torch.zeros([logical[i] for i in order], dtype=dtype)
+        physical = torch.zeros([logical[i] for i in order], dtype=dtype, device=device)
         caches[name] = physical.permute(*[order.index(i) for i in range(len(order))])
     return caches
 
 
-def _shared(layout, layers, kernel_blocks, kernel_block_size, heads, head_dim, dtype):
+def _shared(layout, layers, kernel_blocks, kernel_block_size, heads, head_dim, dtype, device):
     element = torch.empty(0, dtype=dtype).element_size()
     sizes = {"L": layers, "B": kernel_blocks, "H": heads, "N": kernel_block_size,
              "C": 2 * head_dim * element}
@@ -66,7 +68,7 @@ def _shared(layout, layers, kernel_blocks, kernel_block_size, heads, head_dim, d
     for letter in reversed(layout):
         strides[letter] = step
         step *= sizes[letter]
-    raw = torch.zeros(step, dtype=torch.int8)
+    raw = torch.zeros(step, dtype=torch.int8, device=device)
     view = torch.as_strided(raw, [sizes[d] for d in "LBHNC"], [strides[d] for d in "LBHNC"])
     return {name: view[i].view(dtype) for i, name in enumerate(layer_names(layers))}
 

@@ -18,10 +18,12 @@ class PrefillProcess(EngineProcess):
     """vllm_prefill_engine.py: `addresses` are its workers' kvx addresses by TP rank."""
 
     def __init__(self, data_path, lease=30.0, tp_size=1, mode="pull", layout=DEFAULT_LAYOUT,
-                 total_heads=HEADS, prefix=(), env=None, hybrid=False, pp_size=1):
+                 total_heads=HEADS, prefix=(), env=None, hybrid=False, pp_size=1,
+                 device="cpu"):
         super().__init__("vllm_prefill_engine.py", data_path, PREFILL_BLOCKS, lease, tp_size,
                          mode, layout, total_heads, *(["hybrid"] if hybrid else []),
-                         prefix=prefix, env=dict(env or {}, KVX_TEST_PP_SIZE=str(pp_size)))
+                         prefix=prefix, env=dict(env or {}, KVX_TEST_PP_SIZE=str(pp_size),
+                                                 KVX_TEST_DEVICE=device))
         self.addresses = json.loads(self.expect("READY").split(" ", 1)[1])
 
     def prefill(self, request_id, tokens, seed):
@@ -107,12 +109,14 @@ class PullRequests:
                 decode.step()
         return new, failed
 
-    def short_pull(self, layout, prefill_tp=1, decode_tp=1, total_heads=HEADS):
-        """Two requests (whole, and a prefix hit) between caches of `layout`, over shm."""
-        prefill = PrefillProcess("shm", tp_size=prefill_tp, layout=layout,
-                                 total_heads=total_heads)
+    def short_pull(self, layout, prefill_tp=1, decode_tp=1, total_heads=HEADS, device="cpu",
+                   data_path="shm"):
+        """Two requests (whole, and a prefix hit) between caches of `layout` on `device`."""
+        prefill = PrefillProcess(data_path, tp_size=prefill_tp, layout=layout,
+                                 total_heads=total_heads, device=device)
         decode = Engine("kv_consumer", "decode-" + layout, DECODE_BLOCKS, tp_size=decode_tp,
-                        data_path="shm", layout=layout, total_heads=total_heads)
+                        data_path=data_path, layout=layout, total_heads=total_heads,
+                        device=device)
         try:
             blocks, failed = self.decode_request(decode, prefill, "whole", 5 * BLOCK_SIZE - 3,
                                                  seed=3)
@@ -182,13 +186,14 @@ class PushRequests:
             decode.step()
         return blocks, failed
 
-    def short_push(self, layout, prefill_tp=1, decode_tp=1, total_heads=HEADS):
-        """Two requests pushed between caches of `layout` over shm: the decode's blocks known
-        before the prefill computes, and after."""
-        prefill = PrefillProcess("shm", tp_size=prefill_tp, mode="push", layout=layout,
-                                 total_heads=total_heads)
-        decode = decode_engine("push-" + layout, "shm", tp_size=decode_tp, layout=layout,
-                               total_heads=total_heads)
+    def short_push(self, layout, prefill_tp=1, decode_tp=1, total_heads=HEADS, device="cpu",
+                   data_path="shm"):
+        """Two requests pushed between caches of `layout` on `device`: the decode's blocks
+        known before the prefill computes, and after."""
+        prefill = PrefillProcess(data_path, tp_size=prefill_tp, mode="push", layout=layout,
+                                 total_heads=total_heads, device=device)
+        decode = decode_engine("push-" + layout, data_path, tp_size=decode_tp, layout=layout,
+                               total_heads=total_heads, device=device)
         try:
             for i, decode_first in enumerate((True, False)):
                 blocks, failed = self.push_request(decode, prefill, f"r{i}", 3 * BLOCK_SIZE + i,

@@ -24,7 +24,8 @@ its lease ended).
 Usage: vllm_prefill_engine.py DATA_PATH NUM_BLOCKS LEASE_SECONDS [TP_SIZE [MODE [LAYOUT
 [TOTAL_HEADS [hybrid]]]]] (LAYOUT: one of vllm_caches.LAYOUTS; TOTAL_HEADS: the model's KV
 heads; hybrid: two KV cache groups, fake_vllm_groups.py, the connector called as vLLM calls
-a SupportsHMA one). KVX_TEST_PP_SIZE: pipeline stages (a worker per stage and TP rank).
+a SupportsHMA one). KVX_TEST_PP_SIZE: pipeline stages (a worker per stage and TP rank); KVX_TEST_DEVICE: where the
+caches are ("cuda" on a GPU).
 Its workers listen on 127.0.0.1, or with KVX_TEST_ROUTABLE=1 where the connector chooses by
 default (KVX_VLLM_HOST, else the node's routable address)."""
 import json
@@ -50,6 +51,7 @@ def main():
                     data_path=data_path, lease_seconds=lease, mode=mode, layout=layout,
                     total_heads=total_heads, hybrid=hybrid,
                     pp_size=int(os.environ.get("KVX_TEST_PP_SIZE", "1")),
+                    device=os.environ.get("KVX_TEST_DEVICE", "cpu"),
                     host=None if os.environ.get("KVX_TEST_ROUTABLE") == "1" else "127.0.0.1")
     held = {}  # internal request id -> (external id, blocks)
     commands = LineReader(sys.stdin.fileno())
