@@ -23,6 +23,26 @@ std::vector<MemoryRange> rangesInOrder(const PoolLayout& layout, const SegmentOr
   return out;
 }
 
+// Wrapped tensors whose sizes the caller gave must each hold a whole tensor of the layout.
+Status checkTensorBytes(const KvPoolSpec& spec, const PoolLayout& layout) {
+  if (spec.tensorBytes.empty()) return Status::ok();
+  if (spec.tensorBytes.size() != spec.tensors.size()) {
+    return invalidArgument("pool: " + std::to_string(spec.tensorBytes.size()) +
+                           " tensor sizes for " + std::to_string(spec.tensors.size()) +
+                           " tensors");
+  }
+  for (std::size_t t = 0; t < spec.tensorBytes.size(); ++t) {
+    if (spec.tensorBytes[t] < layout.tensorBytes()) {
+      return invalidArgument("pool tensor " + std::to_string(t) + " is " +
+                             std::to_string(spec.tensorBytes[t]) + " bytes; the pool needs " +
+                             std::to_string(layout.tensorBytes()) + " per tensor (" +
+                             std::to_string(spec.blocks) + " blocks): pass tensors that large, "
+                             "or fewer blocks");
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 KvPool::KvPool(Agent& agent, PoolLayout layout, KvPoolSpec spec)
@@ -69,6 +89,7 @@ Result<std::unique_ptr<KvPool>> KvPool::create(Agent& agent, const KvPoolSpec& s
                            std::to_string(layout.tensorBytes()) + " bytes; got " +
                            std::to_string(spec.tensors.size()));
   }
+  KVX_RETURN_IF_ERROR(checkTensorBytes(spec, layout));
   std::unique_ptr<KvPool> pool(new KvPool(agent, std::move(layout), spec));
   for (std::uint32_t t = 0; t < pool->layout_.tensorCount(); ++t) {
     const std::string name = regionName(t);

@@ -42,6 +42,10 @@ struct KvPoolSpec {
   // The caller keeps ownership and keeps it valid while the agent lives.
   // Empty: the agent allocates the pool itself.
   std::vector<void*> tensors;
+  // The bytes of each of `tensors`, where the caller knows them (one per tensor, or empty):
+  // a tensor shorter than KvPoolInfo::tensorBytes is refused (INVALID_ARGUMENT naming both
+  // sizes) before anything is registered, since peers would write past its end.
+  std::vector<std::uint64_t> tensorBytes;
   MemoryKind kind = MemoryKind::kHost;
   int device = -1;
   // A pool the agent allocates: populate its pages at start-up (AllocationSpec::populate).

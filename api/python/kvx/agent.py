@@ -54,14 +54,19 @@ class Agent:
 
     # ---- memory ----
     def register_memory(self, obj, name=None, exposed=True):
-        """Registers the memory of `obj` (see kvx.describe_memory) and returns its region id."""
+        """Registers the memory of `obj` (see kvx.describe_memory) and returns its region id.
+        Until it is deregistered, `obj` is kept alive and a buffer (a bytearray, a numpy
+        array) holds an export, so that it refuses to resize (BufferError, ValueError); a
+        torch tensor cannot be held so: do not resize_() it or free its storage meanwhile."""
         memory = describe_memory(obj)
         if name is None:
             name = f"py.{next(self._names)}"
         region = self._agent.register_memory(name, memory.address, memory.nbytes, memory.kind,
                                              memory.device, exposed)
         with self._lock:
-            self._held[region] = obj
+            # The object and, for a buffer, an export of it: while registered it can neither
+            # be freed nor (a bytearray) move its bytes to grow.
+            self._held[region] = (obj, memory.pin)
         return region
 
     def allocate_memory(self, name, nbytes, kind="host", device=-1, exposed=True, populate=True):

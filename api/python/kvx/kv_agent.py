@@ -29,11 +29,13 @@ class KvAgent:
 
     `tensors`: the server's own KV tensors to use as the pool (one per tensor of the layout,
     each pool()["tensor_bytes"] long; torch tensors, numpy arrays, ... as kvx.describe_memory
-    takes them); they are kept alive while the agent lives. Without them the agent allocates
+    takes them; a shorter one is refused with kvx.InvalidArgument); they are kept alive while
+    the agent lives, and must not be resized or freed meanwhile. Without them the agent allocates
     the pool. Times are in seconds. Block ids and segment tables are numpy arrays."""
 
     def __init__(self, name, role, tensors=None, **options):
         self._tensors = list(tensors or [])
+        self._pins = []
         if self._tensors:
             memories = [describe_memory(t) for t in self._tensors]
             kinds = {(m.kind, m.device) for m in memories}
@@ -43,6 +45,8 @@ class KvAgent:
             options.setdefault("kind", kind)
             options.setdefault("device", device)
             options["tensors"] = [m.address for m in memories]
+            options["tensor_bytes"] = [m.nbytes for m in memories]  # each checked: no overflow
+            self._pins = [m.pin for m in memories]  # buffers cannot resize meanwhile
         self._agent = _kvx.KvAgent(name, role, **options)
         self._pool = self._agent.pool()
 
@@ -70,7 +74,7 @@ class KvAgent:
         released is released, a layer-wise request waiting for layer_ready fails (CANCELLED).
         """
         self._agent.close()
-        self._tensors = []
+        self._tensors = self._pins = []
 
     def __enter__(self):
         return self

@@ -1,5 +1,5 @@
 """Where an object's bytes are: address, size, memory kind and device, taken from the object."""
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import _kvx
 
@@ -10,6 +10,9 @@ class Memory:
     nbytes: int
     kind: str  # "host" or "cuda"
     device: int  # CUDA ordinal; -1 for host memory
+    # A buffer export (memoryview) of the object while this is held: an object that would
+    # move its bytes to grow (a bytearray) refuses to resize while an export exists.
+    pin: object = field(default=None, compare=False, repr=False)
 
 
 def _torch_like(obj):
@@ -79,7 +82,7 @@ def describe_memory(obj):
         if iface["data"][1]:
             raise ValueError("the array is read-only: kvx may write into registered memory")
         nbytes = _contiguous_interface(iface, "array")
-        return Memory(int(iface["data"][0]), nbytes, "host", -1)
+        return Memory(int(iface["data"][0]), nbytes, "host", -1, _export(obj))
     if hasattr(obj, "__dlpack__"):
         address, nbytes, kind, device = _kvx.dlpack_memory(obj)
         return Memory(address, nbytes, kind, device)
@@ -94,4 +97,12 @@ def describe_memory(obj):
         raise ValueError("the buffer is not C-contiguous")
     import ctypes
     address = ctypes.addressof(ctypes.c_char.from_buffer(view))
-    return Memory(address, view.nbytes, "host", -1)
+    return Memory(address, view.nbytes, "host", -1, view)
+
+
+def _export(obj):
+    """A memoryview of `obj` (it then cannot resize while the view lives), or None."""
+    try:
+        return memoryview(obj)
+    except TypeError:
+        return None

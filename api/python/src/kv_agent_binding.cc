@@ -42,6 +42,9 @@ std::unique_ptr<PyKvAgent> makeKvAgent(const std::string& name, const std::strin
       kv.pool.tensors.push_back(reinterpret_cast<void*>(address));
     }
   }
+  if (auto v = popOption(options, "tensor_bytes")) {
+    kv.pool.tensorBytes = v->cast<std::vector<std::uint64_t>>();
+  }
   if (auto v = popOption(options, "kind")) kv.pool.kind = kindFrom(v->cast<std::string>());
   if (auto v = popOption(options, "device")) kv.pool.device = v->cast<int>();
   if (auto v = popOption(options, "populate")) kv.pool.populate = v->cast<bool>();

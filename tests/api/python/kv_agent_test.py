@@ -2,7 +2,8 @@
 """kvx.KvAgent from Python: a prefill and a decode agent with pools of a small model shape,
 over UCX shm, UCX tcp and the socket transport; requests pushed and pulled, whole and layer by
 layer, every byte of every segment compared; a decode pool over torch tensors the test owns
-(the bytes land in them); a cancelled request; and bad input, each raising the exception of
+(the bytes land in them); tensors shorter than the pool refused, and buffers held against
+resizing while the agent uses them; a cancelled request; and bad input, each raising the exception of
 its StatusCode while the agents keep working."""
 import json
 import unittest
@@ -92,6 +93,24 @@ class KvAgentPair(unittest.TestCase):
         # The bytes are in the test's tensors: nonzero where the blocks are.
         self.assertTrue(any(bool(t.any()) for t in tensors))
         self.assertEqual(len(arrival["blocks"]), 3)
+
+    def test_tensors_shorter_than_the_pool_are_refused(self):
+        """Tensors a peer would write past the end of (two of 16 bytes for a pool of 4 KiB
+        each) are refused at construction, naming both sizes; the right ones are taken."""
+        probe = kvx.KvAgent("py-probe-short", "decode", model=TINY, blocks=8)
+        pool = probe.pool()
+        probe.close()
+        short = [np.zeros(16, dtype=np.uint8) for _ in range(pool["tensors"])]
+        with self.assertRaisesRegex(kvx.InvalidArgument,
+                                    f"pool tensor 0 is 16 bytes; the pool needs "
+                                    f"{pool['tensor_bytes']} per tensor"):
+            kvx.KvAgent("py-short", "decode", model=TINY, blocks=8, tensors=short)
+        right = [bytearray(pool["tensor_bytes"]) for _ in range(pool["tensors"])]
+        agent = kvx.KvAgent("py-right", "decode", model=TINY, blocks=8, tensors=right)
+        with self.assertRaises(BufferError):  # held: its bytes cannot move under the pool
+            right[0].extend(b"more")
+        agent.close()
+        right[0].extend(b"more")  # released with the agent
 
     def test_failed_layerwise_request_keeps_source_for_its_producer(self):
         prefill, decode = self.make("tcp")

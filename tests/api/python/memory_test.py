@@ -80,6 +80,23 @@ class DescribeMemory(unittest.TestCase):
             with self.assertRaises(kvx.NotFound):
                 agent.deregister_memory(region)
 
+    def test_a_registered_buffer_cannot_move(self):
+        """A bytearray moves its bytes when it grows: while registered it refuses to (the
+        agent holds an export of it), so a peer's write cannot land in memory it no longer
+        owns; deregistered (or with the agent closed), it may grow again."""
+        buffer = bytearray(4096)
+        array = np.zeros(4096, dtype=np.uint8)
+        with kvx.Agent("py-pinned", data_path="tcp", listen_address="") as agent:
+            region = agent.register_memory(buffer, name="pinned")
+            agent.register_memory(array, name="array")
+            with self.assertRaises(BufferError):
+                buffer.extend(b"x" * 4096)
+            with self.assertRaises(ValueError):
+                array.resize(8192)
+            agent.deregister_memory(region)
+            buffer.extend(b"x" * 4096)
+        array.resize(8192, refcheck=False)  # the agent let it go when it closed
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -184,6 +184,25 @@ TEST_CASE("segment() refuses indices outside the pool", "[kv]") {
   CHECK((*pool)->segment(0, 0, 2).status().code() == StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("tensors shorter than the pool needs are refused before registration", "[kv]") {
+  auto agent = kvx::test::makeAgent("pool-short", "inproc");
+  KvPoolSpec s = spec("nhd", 4);
+  const std::uint64_t needed = 4 * 2 * kTinySegment;
+  auto tensors = ownTensors(s, 3, needed);
+  s.tensorBytes = {needed, 16, needed};
+  auto pool = KvPool::create(*agent, s);
+  REQUIRE_FALSE(pool.isOk());
+  CHECK(pool.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(pool.status().message(),
+             Catch::Contains("pool tensor 1 is 16 bytes; the pool needs 512 per tensor"));
+  s.tensorBytes = {needed, needed};  // not one size per tensor
+  CHECK(KvPool::create(*agent, s).status().code() == StatusCode::kInvalidArgument);
+  // Large enough: taken, under region names that the refusals left free (a region they had
+  // registered would make this ALREADY_EXISTS).
+  s.tensorBytes = {needed, needed + 1, needed};
+  REQUIRE(KvPool::create(*agent, s).isOk());
+}
+
 TEST_CASE("the wrong number of tensors is refused naming both counts", "[kv]") {
   auto agent = kvx::test::makeAgent("pool-count", "inproc");
   KvPoolSpec s = spec("nhd", 4);
