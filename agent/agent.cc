@@ -30,13 +30,26 @@ Result<bool> Agent::peerWritesDirectly(const std::string& peer) const {
   return impl_->engine->peerWritesDirectly(peer);
 }
 
+namespace {
+
+// A name every peer's handshake would refuse (agent/metadata) is refused at registration.
+Status checkRegionName(const std::string& name) {
+  Status status = agent::metadata::validateRegionName(name, "region name");
+  if (status.isOk()) return status;
+  return invalidArgument(status.message() + " (every peer's handshake would refuse it)");
+}
+
+}  // namespace
+
 Result<RegionId> Agent::registerMemory(const MemoryRegionSpec& spec) {
+  KVX_RETURN_IF_ERROR(checkRegionName(spec.name));
   KVX_ASSIGN_OR_RETURN(RegionId id, impl_->engine->registerMemory(spec));
   if (spec.exposed) impl_->publishMetadata();
   return id;
 }
 
 Result<AllocatedRegion> Agent::allocateMemory(const AllocationSpec& spec) {
+  KVX_RETURN_IF_ERROR(checkRegionName(spec.name));
   KVX_ASSIGN_OR_RETURN(AllocatedRegion region, impl_->engine->allocateMemory(spec));
   if (spec.exposed) impl_->publishMetadata();
   return region;

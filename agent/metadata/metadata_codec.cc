@@ -33,15 +33,6 @@ Status validateToken(std::string_view text, std::string_view path, std::size_t m
       jsonio::quoteForError(text) + " (" + std::to_string(text.size()) + " bytes)");
 }
 
-Status validateRegionName(std::string_view name, std::string_view path) {
-  bool ok = !name.empty() && name.size() <= kMaxRegionNameBytes;
-  for (char c : name) ok = ok && static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
-  if (ok) return Status::ok();
-  return jsonio::fieldError(
-      path, "1.." + std::to_string(kMaxRegionNameBytes) + " bytes without control characters",
-      jsonio::quoteForError(name) + " (" + std::to_string(name.size()) + " bytes)");
-}
-
 std::string regionPath(std::string_view path, std::size_t index) {
   return std::string(path) + ".regions[" + std::to_string(index) + "]";
 }
@@ -101,6 +92,15 @@ Result<engine::RegionMetadata> regionFromJson(const json& value, std::string pat
 }
 
 }  // namespace
+
+Status validateRegionName(std::string_view name, std::string_view path) {
+  bool ok = !name.empty() && name.size() <= kMaxRegionNameBytes;
+  for (char c : name) ok = ok && static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
+  if (ok) return Status::ok();
+  return jsonio::fieldError(
+      path, "1.." + std::to_string(kMaxRegionNameBytes) + " bytes without control characters",
+      jsonio::quoteForError(name) + " (" + std::to_string(name.size()) + " bytes)");
+}
 
 Status validateAgentName(std::string_view name, std::string_view path) {
   return validateToken(name, path, 1, kMaxAgentNameBytes);

@@ -44,6 +44,11 @@ inline constexpr std::uint64_t kMaxWindowSlotBytes = std::uint64_t{1} << 30;
 // Checks an agent name: 1..256 bytes of [A-Za-z0-9._-]. `path` prefixes the error.
 Status validateAgentName(std::string_view name, std::string_view path);
 
+// Checks a region name as a peer's handshake checks it: 1..kMaxRegionNameBytes bytes without
+// control characters. `path` prefixes the error. Registration applies it too, so that a
+// name every peer would refuse is refused where it is given.
+Status validateRegionName(std::string_view name, std::string_view path);
+
 // Checks an application's description of its agent (AgentOptions::applicationInfo): at
 // most kMaxApplicationInfoBytes of valid UTF-8. `path` prefixes the error.
 Status validateApplicationInfo(std::string_view info, std::string_view path);

@@ -64,6 +64,28 @@ TEST_CASE("region changes reach connected peers", "[agent]") {
   CHECK(eventually([&] { return a->peerInfo("b")->regions.empty(); }));
 }
 
+TEST_CASE("a region name every handshake would refuse is refused at registration",
+          "[agent]") {
+  auto a = makeAgent("names-a", "inproc");
+  auto b = makeAgent("names-b", "inproc");
+  std::vector<std::uint8_t> buffer(4096);
+  const std::string bad[] = {"line\nbreak", std::string("nul\0byte", 8),
+                             std::string(100000, 'x'), ""};
+  for (const std::string& name : bad) {
+    auto region = a->registerMemory({name, buffer.data(), buffer.size()});
+    REQUIRE_FALSE(region.isOk());
+    CHECK(region.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(region.status().message(), Catch::Contains("region name: expected 1..256 bytes"));
+    auto allocated = a->allocateMemory({name, 4096});
+    CHECK(allocated.status().code() == StatusCode::kInvalidArgument);
+  }
+  // Nothing half-registered: the agent's metadata still passes a peer's handshake.
+  REQUIRE(a->registerMemory({"fine", buffer.data(), buffer.size()}).isOk());
+  auto peer = b->connect(a->listenAddress());
+  REQUIRE(peer.isOk());
+  CHECK(*peer == "names-a");
+}
+
 TEST_CASE("metadata blobs connect agents without a channel", "[agent]") {
   auto a = makeAgent("blob-a", "tcp");
   auto b = makeAgent("blob-b", "tcp");

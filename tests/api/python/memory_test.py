@@ -80,6 +80,13 @@ class DescribeMemory(unittest.TestCase):
             with self.assertRaises(kvx.NotFound):
                 agent.deregister_memory(region)
 
+    def test_names_a_peer_would_refuse_are_refused(self):
+        with kvx.Agent("py-names", data_path="tcp", listen_address="") as agent:
+            for name in ("line\nbreak", "nul\0byte", "x" * 100000):
+                with self.assertRaisesRegex(kvx.InvalidArgument, "region name"):
+                    agent.register_memory(np.zeros(64, dtype=np.uint8), name=name)
+            agent.register_memory(np.zeros(64, dtype=np.uint8), name="fine")
+
     def test_a_registered_buffer_cannot_move(self):
         """A bytearray moves its bytes when it grows: while registered it refuses to (the
         agent holds an export of it), so a peer's write cannot land in memory it no longer
