@@ -10,6 +10,7 @@
 #include "engine/memory/page_population.h"
 #include "engine/memory/staged_only_memory.h"
 #include "kvx/host_memory.h"
+#include "sync/process_counter.h"
 
 namespace kvx::engine {
 
@@ -63,7 +64,7 @@ Status MemoryRegistry::checkNewRegion(const std::string& name, std::uint64_t add
 }
 
 RegionId MemoryRegistry::insert(RegionInfo info, std::unique_ptr<TransportMemory> memory) {
-  info.id = RegionId(nextId_++);
+  info.id = RegionId(sync::nextInProcess<RegionId>());
   auto region = std::make_shared<LocalRegion>();
   region->info = std::move(info);
   region->memory = std::move(memory);

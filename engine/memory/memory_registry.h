@@ -103,7 +103,6 @@ class MemoryRegistry {
       std::make_shared<std::atomic<int>>(-1);
   mutable sync::Mutex mutex_;
   HostRoomReader hostRoom_ KVX_GUARDED_BY(mutex_) = [] { return readHostMemoryRoom(); };
-  std::uint64_t nextId_ KVX_GUARDED_BY(mutex_) = 1;
   std::unordered_map<RegionId, std::shared_ptr<LocalRegion>> regions_ KVX_GUARDED_BY(mutex_);
   // Host regions the transport allocated without populating them: their bytes by region.
   std::unordered_map<RegionId, std::uint64_t> unpopulatedHost_ KVX_GUARDED_BY(mutex_);

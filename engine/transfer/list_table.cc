@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "sync/process_counter.h"
+
 namespace kvx::engine {
 namespace {
 
@@ -76,7 +78,7 @@ void ListTable::clear() {
 
 ListId ListTable::add(std::shared_ptr<PreparedList> list) {
   sync::MutexLock lock(mutex_);
-  const ListId id(nextId_++);
+  const ListId id(sync::nextInProcess<ListId>());
   lists_.emplace(id, std::move(list));
   return id;
 }

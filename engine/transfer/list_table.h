@@ -46,7 +46,6 @@ class ListTable {
 
   mutable sync::Mutex mutex_;
   std::unordered_map<ListId, std::shared_ptr<PreparedList>> lists_ KVX_GUARDED_BY(mutex_);
-  std::uint64_t nextId_ KVX_GUARDED_BY(mutex_) = 1;
 };
 
 }  // namespace kvx::engine

@@ -1,5 +1,7 @@
 #include "engine/transfer/transfer_table.h"
 
+#include "sync/process_counter.h"
+
 namespace kvx::engine {
 namespace {
 
@@ -9,10 +11,7 @@ Status unknownTransfer(TransferId id) {
 
 }  // namespace
 
-TransferId TransferTable::nextId() {
-  sync::MutexLock lock(mutex_);
-  return TransferId(nextId_++);
-}
+TransferId TransferTable::nextId() { return TransferId(sync::nextInProcess<TransferId>()); }
 
 void TransferTable::insert(std::shared_ptr<Transfer> transfer) {
   sync::MutexLock lock(mutex_);

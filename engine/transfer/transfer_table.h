@@ -44,7 +44,6 @@ class TransferTable final : public TransferListener {
 
  private:
   mutable sync::Mutex mutex_;
-  std::uint64_t nextId_ KVX_GUARDED_BY(mutex_) = 1;
   std::unordered_map<TransferId, std::shared_ptr<Transfer>> transfers_ KVX_GUARDED_BY(mutex_);
 
   sync::Mutex attentionMutex_;  // leaf lock, taken in completion context

@@ -28,15 +28,15 @@ Status checkTensorBytes(const KvPoolSpec& spec, const PoolLayout& layout) {
   if (spec.tensorBytes.empty()) return Status::ok();
   if (spec.tensorBytes.size() != spec.tensors.size()) {
     return invalidArgument("pool: " + std::to_string(spec.tensorBytes.size()) +
-                           " tensor sizes for " + std::to_string(spec.tensors.size()) +
-                           " tensors");
+                           " tensor sizes for " + std::to_string(spec.tensors.size()) + " tensors");
   }
   for (std::size_t t = 0; t < spec.tensorBytes.size(); ++t) {
     if (spec.tensorBytes[t] < layout.tensorBytes()) {
       return invalidArgument("pool tensor " + std::to_string(t) + " is " +
                              std::to_string(spec.tensorBytes[t]) + " bytes; the pool needs " +
                              std::to_string(layout.tensorBytes()) + " per tensor (" +
-                             std::to_string(spec.blocks) + " blocks): pass tensors that large, "
+                             std::to_string(spec.blocks) +
+                             " blocks): pass tensors that large, "
                              "or fewer blocks");
     }
   }

@@ -64,13 +64,12 @@ TEST_CASE("region changes reach connected peers", "[agent]") {
   CHECK(eventually([&] { return a->peerInfo("b")->regions.empty(); }));
 }
 
-TEST_CASE("a region name every handshake would refuse is refused at registration",
-          "[agent]") {
+TEST_CASE("a region name every handshake would refuse is refused at registration", "[agent]") {
   auto a = makeAgent("names-a", "inproc");
   auto b = makeAgent("names-b", "inproc");
   std::vector<std::uint8_t> buffer(4096);
-  const std::string bad[] = {"line\nbreak", std::string("nul\0byte", 8),
-                             std::string(100000, 'x'), ""};
+  const std::string bad[] = {"line\nbreak", std::string("nul\0byte", 8), std::string(100000, 'x'),
+                             ""};
   for (const std::string& name : bad) {
     auto region = a->registerMemory({name, buffer.data(), buffer.size()});
     REQUIRE_FALSE(region.isOk());

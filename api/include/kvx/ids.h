@@ -20,7 +20,9 @@ struct StrongId {
   friend constexpr auto operator<=>(StrongId, StrongId) = default;
 };
 
-// A memory region registered with an agent; ids are unique within that agent and never reused.
+// Ids are unique among all the agents of a process and never reused: an id of one agent
+// given to another is NOT_FOUND there.
+// A memory region registered with an agent.
 using RegionId = StrongId<struct RegionIdTag>;
 // A transfer created by an agent; may be posted again once it has finished.
 using TransferId = StrongId<struct TransferIdTag>;

@@ -245,3 +245,28 @@ TEST_CASE("C API: agents that cannot be made say why", "[c_api]") {
   kvx_agent_destroy(nullptr);
   kvx_agent_destroy(&agent);  // NULL inside: nothing
 }
+
+TEST_CASE("C API: one agent's ids are NOT_FOUND at another", "[c_api]") {
+  std::vector<std::uint8_t> bytes(kBlock), other(kBlock);
+  CAgent a("c-ids-a", "shm");
+  CAgent b("c-ids-b", "shm");
+  kvx_region_id regionA = 0, regionB = 0;
+  REQUIRE(kvx_register_memory(a.agent, "kv", bytes.data(), bytes.size(), KVX_MEMORY_HOST, -1, 1,
+                              &regionA) == KVX_OK);
+  REQUIRE(kvx_register_memory(b.agent, "kv", other.data(), other.size(), KVX_MEMORY_HOST, -1, 1,
+                              &regionB) == KVX_OK);
+  CHECK(regionA != regionB);  // unique in the process, not counted per agent
+  const kvx_range rangeA{regionA, 0, kBlock};
+  const kvx_range rangeB{regionB, 0, kBlock};
+  kvx_list_id listA = 0, listB = 0;
+  REQUIRE(kvx_prepare_local_list(a.agent, &rangeA, 1, &listA) == KVX_OK);
+  REQUIRE(kvx_prepare_local_list(b.agent, &rangeB, 1, &listB) == KVX_OK);
+  CHECK(listA != listB);
+  // b's ids at a: NOT_FOUND, and a's own list and region are untouched.
+  CHECK(kvx_release_list(a.agent, listB) == KVX_NOT_FOUND);
+  CHECK(kvx_deregister_memory(a.agent, regionB) == KVX_NOT_FOUND);
+  CHECK(kvx_release_list(a.agent, listA) == KVX_OK);
+  CHECK(kvx_deregister_memory(a.agent, regionA) == KVX_OK);
+  CHECK(kvx_release_list(b.agent, listB) == KVX_OK);
+  CHECK(kvx_deregister_memory(b.agent, regionB) == KVX_OK);
+}
