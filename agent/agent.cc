@@ -190,6 +190,8 @@ Result<Notification> Agent::waitNotification(Deadline deadline) {
   return impl_->engine->waitNotification(deadline);
 }
 
+void Agent::cancelWaits() { impl_->engine->cancelNotificationWaits(); }
+
 void Agent::setNotificationHandler(NotificationHandler handler) {
   impl_->engine->setNotificationHandler(std::move(handler));
 }

@@ -292,4 +292,6 @@ Result<Notification> Engine::waitNotification(Deadline deadline) {
   return notifications_->wait(deadline);
 }
 
+void Engine::cancelNotificationWaits() { notifications_->inbox().close(); }
+
 }  // namespace kvx::engine

@@ -176,6 +176,8 @@ class Engine {
   // waitNotification. Null restores queueing.
   void setNotificationHandler(std::function<void(Notification)> handler);
   Result<Notification> waitNotification(Deadline deadline);
+  // Wakes every waitNotification with CANCELLED, now and later (Agent::cancelWaits).
+  void cancelNotificationWaits();
 
   // One round of progress (caller-driven mode, or from the progress thread).
   bool progress();

@@ -31,12 +31,26 @@ std::optional<Notification> NotificationInbox::tryTake() {
 Result<Notification> NotificationInbox::waitTake(Deadline deadline) {
   sync::UniqueLock lock(mutex_);
   if (!arrived_.wait_until(lock.native(), deadline,
-                           [&]() KVX_REQUIRES(mutex_) { return !queue_.empty(); })) {
+                           [&]() KVX_REQUIRES(mutex_) { return !queue_.empty() || closed_; })) {
     return timedOut("no notification arrived before the deadline");
   }
+  if (queue_.empty()) return cancelled("the agent is closing: no notification will be waited for");
   Notification n = std::move(queue_.front());
   queue_.pop_front();
   return n;
+}
+
+void NotificationInbox::close() {
+  {
+    sync::MutexLock lock(mutex_);
+    closed_ = true;
+  }
+  arrived_.notify_all();
+}
+
+bool NotificationInbox::closed() const {
+  sync::MutexLock lock(mutex_);
+  return closed_;
 }
 
 std::size_t NotificationInbox::size() const {

@@ -19,14 +19,20 @@ class NotificationInbox {
   std::vector<Notification> take(std::size_t max);
   // The oldest notification, or nothing if none is there now.
   std::optional<Notification> tryTake();
-  // Waits until one arrives or the deadline passes (TIMED_OUT).
+  // Waits until one arrives or the deadline passes (TIMED_OUT); CANCELLED once closed with
+  // none queued.
   Result<Notification> waitTake(Deadline deadline);
   std::size_t size() const;
+  // Wakes every waitTake in progress, and makes later ones return at once (CANCELLED when
+  // nothing is queued). Idempotent.
+  void close();
+  bool closed() const;
 
  private:
   mutable sync::Mutex mutex_;
   std::condition_variable arrived_;
   std::deque<Notification> queue_ KVX_GUARDED_BY(mutex_);
+  bool closed_ KVX_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace kvx::engine

@@ -36,6 +36,8 @@ Result<Notification> NotificationRouter::wait(Deadline deadline) {
   if (!progress_.callerDriven()) return inbox_.waitTake(deadline);
   while (true) {
     if (auto n = inbox_.tryTake()) return std::move(*n);
+    if (inbox_.closed())
+      return cancelled("the agent is closing: no notification will be waited for");
     if (Clock::now() >= deadline) return timedOut("no notification arrived before the deadline");
     progress_.step();
   }

@@ -150,8 +150,13 @@ class Agent final {
   Status sendNotification(const std::string& peer, std::string payload);
   // Received notifications, oldest first; at most `max`.
   std::vector<Notification> takeNotifications(std::size_t max = SIZE_MAX);
-  // Waits for one notification until the deadline (TIMED_OUT if none arrived).
+  // Waits for one notification until the deadline (TIMED_OUT if none arrived; CANCELLED once
+  // cancelWaits() was called and none is queued).
   Result<Notification> waitNotification(Deadline deadline);
+  // Wakes every waitNotification in progress with CANCELLED, and makes later ones return at
+  // once: for an owner about to destroy the agent while other threads wait on it (Python's
+  // close()). Queued notifications can still be taken. Idempotent; any thread.
+  void cancelWaits();
   // From now on hands every notification to `handler` instead of queueing it for
   // takeNotifications/waitNotification (already queued ones are handed over too). It runs
   // on the progress thread (in caller mode: the thread calling progress or wait), outside

@@ -9,8 +9,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "api/python/src/status_errors.h"
+#include "kvx/agent.h"
 #include "kvx/agent_options.h"
 #include "kvx/memory.h"
 #include "sync/mutex.h"
@@ -64,6 +66,9 @@ class AgentHandle {
       last = std::move(agent_);
     }
     pybind11::gil_scoped_release released;
+    if constexpr (std::is_same_v<T, Agent>) {
+      if (last) last->cancelWaits();  // a thread in wait_notification returns now (CANCELLED)
+    }
     last.reset();  // joins kvx's threads (unless a call in flight still holds it)
   }
 

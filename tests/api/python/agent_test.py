@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -209,6 +210,28 @@ class HandshakeInfo(unittest.TestCase):
             self.assertEqual(a.peer_info("py-app-b")["application_info"], "")
             with self.assertRaises(kvx.NotFound):
                 b.peer_info("nobody")
+
+    def test_close_wakes_a_thread_waiting_for_a_notification(self):
+        agent = kvx.Agent("py-waiter", data_path="socket")
+        outcome = []
+
+        def wait():
+            started = time.monotonic()
+            try:
+                agent.wait_notification(timeout=60)
+                outcome.append(("returned", time.monotonic() - started))
+            except kvx.Error as error:
+                outcome.append((type(error).__name__, time.monotonic() - started))
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        time.sleep(0.2)
+        agent.close()
+        waiter.join(timeout=10)
+        self.assertFalse(waiter.is_alive(), "the wait went on after close()")
+        self.assertEqual(outcome[0][0], "Cancelled")
+        self.assertLess(outcome[0][1], 10)
+        with self.assertRaises(kvx.FailedPrecondition):
+            agent.wait_notification(timeout=1)
 
     def test_application_info_over_64_kib_is_refused(self):
         with self.assertRaises(kvx.InvalidArgument) as raised:
