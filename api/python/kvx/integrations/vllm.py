@@ -43,10 +43,9 @@ Both:
     KV heads and the layout of a block; a request between caches that do not fails with
     kvx.InvalidArgument, naming both sides' values, in the log and its blocks reported
     failed.
-vLLM itself is optional: without it the classes below stand in for its base classes, which is
+vLLM itself is optional: without it vllm_upstream.py stands in for its base classes, which is
 how the tests drive the exact call order vLLM uses (tests/api/python/vllm_connector_test.py).
 """
-import dataclasses
 import logging
 import time
 
@@ -62,103 +61,13 @@ from kvx.integrations.vllm_links import PeerLinks
 from kvx.integrations.vllm_node import worker_address
 from kvx.integrations.vllm_pull import PullReader, ReadLease
 from kvx.integrations.vllm_push import PushReceiver, PushWriter
+from kvx.integrations.vllm_metadata import (KvxConnectorMetadata, KvxHandshake,  # noqa: F401
+                                            KvxWorkerMetadata, ReadSpec)
 from kvx.integrations.vllm_stats import KvxConnectorStats
-
-try:  # vLLM's own base classes, when vLLM is installed
-    from vllm.distributed.kv_transfer.kv_connector.v1.base import (
-        KVConnectorBase_V1, KVConnectorHandshakeMetadata, KVConnectorMetadata, KVConnectorRole)
-except ImportError:  # stand-ins with the same names and the members this module uses
-    import enum
-
-    class KVConnectorRole(enum.Enum):
-        SCHEDULER = 0
-        WORKER = 1
-
-    class KVConnectorMetadata:
-        pass
-
-    class KVConnectorHandshakeMetadata:
-        pass
-
-    class KVConnectorBase_V1:
-        def __init__(self, vllm_config, role, kv_cache_config=None):
-            self._connector_metadata = None
-            self._vllm_config = vllm_config
-            self._kv_transfer_config = vllm_config.kv_transfer_config
-            self._role = role
-
-        @property
-        def role(self):
-            return self._role
-
-        def bind_connector_metadata(self, connector_metadata):
-            self._connector_metadata = connector_metadata
-
-        def clear_connector_metadata(self):
-            self._connector_metadata = None
-
-        def _get_connector_metadata(self):
-            assert self._connector_metadata is not None
-            return self._connector_metadata
-
-try:  # vLLM with the hybrid allocator: a connector that moves several KV cache groups
-    from vllm.distributed.kv_transfer.kv_connector.v1.base import SupportsHMA
-except ImportError:
-    class SupportsHMA:
-        pass
-
-try:  # newer vLLM: what workers tell the scheduler each step
-    from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorWorkerMetadata
-except ImportError:
-    class KVConnectorWorkerMetadata:
-        pass
+from kvx.integrations.vllm_upstream import (KVConnectorBase_V1, KVConnectorRole,  # noqa: F401
+                                            KVConnectorWorkerMetadata, SupportsHMA)
 
 log = logging.getLogger("kvx.vllm")
-
-
-@dataclasses.dataclass
-class KvxHandshake(KVConnectorHandshakeMetadata):
-    """A worker's kvx address and KV cache layout, for the scheduler (and peers) to know."""
-    engine_id: str
-    tp_rank: int
-    address: str
-    layout: dict
-    pp_rank: int = 0
-
-
-@dataclasses.dataclass
-class ReadSpec:
-    """A decode request's blocks, a list per KV cache group (vllm_groups.py)."""
-    request_id: str
-    local_block_ids: list
-    remote_block_ids: list
-    remote_addresses: list  # the prefill workers' kvx addresses, by TP rank
-    remote_request_id: str
-    remote_layout: dict = None  # a prefill worker's KvLayout.describe() (pull)
-    skip: list = None           # push: per group, the prefill's blocks already here
-    remote_stages: list = None  # the prefill's pipeline stages (vllm_stages.Stage)
-
-
-@dataclasses.dataclass
-class KvxConnectorMetadata(KVConnectorMetadata):
-    """Scheduler -> worker, once per step."""
-    reads: list = dataclasses.field(default_factory=list)     # ReadSpec: decode reads
-    releases: list = dataclasses.field(default_factory=list)  # ReadSpec without local blocks
-    sends: dict = dataclasses.field(default_factory=dict)     # request id -> lease deadline
-    saves: dict = dataclasses.field(default_factory=dict)     # push: request id -> block ids
-    #                                                           (a list per group)
-    aborts: list = dataclasses.field(default_factory=list)    # push: requests not to write
-    heartbeats: dict = dataclasses.field(default_factory=dict)  # prefill request -> workers
-
-
-@dataclasses.dataclass
-class KvxWorkerMetadata(KVConnectorWorkerMetadata):
-    """Worker -> scheduler, once per step (aggregated over the workers by vLLM)."""
-    pending: bool = False  # work that needs steps: an aborted push settling, a release or
-    #                         read waiting for its connect
-
-    def aggregate(self, other):
-        return KvxWorkerMetadata(self.pending or getattr(other, "pending", False))
 
 
 def _extra(vllm_config):
