@@ -47,6 +47,10 @@ Status MemoryRegistry::checkNewRegion(const std::string& name, std::uint64_t add
   if (kind == MemoryKind::kCuda && device < 0) {
     return invalidArgument("CUDA region '" + name + "' needs a device ordinal");
   }
+  if (kind == MemoryKind::kHost && device != -1) {
+    return invalidArgument("host region '" + name + "' names device " + std::to_string(device) +
+                           "; host memory takes device -1");
+  }
   for (const auto& [id, region] : regions_) {
     const RegionInfo& other = region->info;
     if (other.name == name) {

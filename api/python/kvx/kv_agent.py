@@ -10,6 +10,8 @@ block placement (contiguous where it can) and request life cycle.
     arrival = decode.next_arrival(timeout=10)         # {"id", "blocks", "tokens", ...}
     decode.consume(arrival["id"]); ...; decode.release(arrival["id"])
 """
+import json
+
 import numpy as np
 
 from . import _kvx
@@ -34,6 +36,8 @@ class KvAgent:
     the pool. Times are in seconds. Block ids and segment tables are numpy arrays."""
 
     def __init__(self, name, role, tensors=None, **options):
+        if isinstance(options.get("model"), dict):  # a JSON object, as the docstring says
+            options["model"] = json.dumps(options["model"])
         self._tensors = list(tensors or [])
         self._pins = []
         if self._tensors:

@@ -94,6 +94,11 @@ class KvAgentPair(unittest.TestCase):
         self.assertTrue(any(bool(t.any()) for t in tensors))
         self.assertEqual(len(arrival["blocks"]), 3)
 
+    def test_a_model_given_as_a_json_object(self):
+        agent = kvx.KvAgent("py-dict-model", "decode", model=json.loads(TINY), blocks=8)
+        self.assertEqual(agent.pool()["layers"], 4)
+        agent.close()
+
     def test_tensors_shorter_than_the_pool_are_refused(self):
         """Tensors a peer would write past the end of (two of 16 bytes for a pool of 4 KiB
         each) are refused at construction, naming both sizes; the right ones are taken."""

@@ -45,6 +45,19 @@ TEST_CASE("registry assigns ids and rejects overlaps and duplicate names", "[reg
   CHECK(f.registry.size() == 2);
 }
 
+TEST_CASE("host memory that names a device is refused", "[registry]") {
+  Fixture f;
+  MemoryRegionSpec spec = f.spec("host", 0, 4096);
+  spec.device = 5;
+  auto region = f.registry.add(spec);
+  REQUIRE_FALSE(region.isOk());
+  CHECK(region.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(region.status().message(),
+             Catch::Contains("host region 'host' names device 5; host memory takes device -1"));
+  spec.device = -1;
+  CHECK(f.registry.add(spec).isOk());
+}
+
 TEST_CASE("registry bounds-checks descriptors with a message naming the range", "[registry]") {
   Fixture f;
   RegionId id = f.registry.add(f.spec("kv.layer3", 0, 32768)).value();
