@@ -88,6 +88,18 @@ def interface_of(host):
     return None
 
 
+def listen_options(host, port=0):
+    """kvx.Agent options for an agent that peers reach at `host`: it listens there where
+    `host` is an address of this node, else (a name, or an address translated on the way) on
+    every interface; its data path uses the interface that holds `host`, so that it publishes
+    the address the control channel does (none named for loopback)."""
+    interface = interface_of(host)
+    options = {"listen_address": f"{host if interface is not None else '0.0.0.0'}:{port}"}
+    if interface not in (None, "lo"):
+        options["net_devices"] = interface
+    return options
+
+
 def split(address):
     """("host", port) of "host:port"."""
     host, _, port = address.rpartition(":")

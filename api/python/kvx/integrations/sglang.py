@@ -108,12 +108,8 @@ class KvxKVManager(BaseKVManager):
         self.host = _advertised_host(server_args)
         # The process, so that a decode receiver can tell when a lost prefill copying into its
         # pages itself (shared memory) can write no more (sglang_receiver.py).
-        interface = node_address.interface_of(self.host)
-        # A host that is not this node's (translated on the way): listen everywhere.
-        bind = self.host if interface is not None else "0.0.0.0"
-        options = {"listen_address": f"{bind}:0", "application_info": with_this_process()}
-        if interface not in (None, "lo"):
-            options["net_devices"] = interface  # the data path publishes what peers reach
+        options = dict(node_address.listen_options(self.host),
+                       application_info=with_this_process())
         if data_path:
             options["data_path"] = data_path
         rank = getattr(args, "engine_rank", 0)

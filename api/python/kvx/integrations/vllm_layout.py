@@ -155,33 +155,40 @@ def indices(blocks, num_blocks, per_block, layers):
     return (first[:, None] + entries[None, :]).reshape(-1).astype(np.uint32)
 
 
-def shared_layers(mine, theirs, layers=None):
-    """Per KV cache group of `mine` (a describe()), the (position here, position there) of
-    its layers that `theirs` holds too, in forward order; only the positions here in
-    `layers` where given. With pipeline parallelism one side holds a stage's layers only."""
+def layer_map(mine, theirs):
+    """Per KV cache group of `mine` (a describe()), {position here: position there} of its
+    layers that `theirs` holds too, in forward order. With pipeline parallelism one side
+    holds a stage's layers only. Made once per peer cache, so that a write of a few layers
+    costs only those (pair_indices)."""
     there = {name: i for i, name in enumerate(theirs["layers"])}
-    chosen = None if layers is None else set(layers)
-    return [[(p, there[mine["layers"][p]]) for p in group
-             if mine["layers"][p] in there and (chosen is None or p in chosen)]
+    return [{p: there[mine["layers"][p]] for p in group if mine["layers"][p] in there}
             for group in mine["groups"]]
 
 
-def pair_indices(blocks_here, blocks_there, mine, theirs, per_block, layers=None):
+def pair_indices(blocks_here, blocks_there, maps, blocks, their_blocks, per_block,
+                 layers=None):
     """(indices here, indices there, (layer, block) pairs): each group's blocks (a list per
-    group on each side) in the layers of that group both caches hold (shared_layers), so
-    that entry i here and entry i there cover the same layer and block."""
+    group on each side) in the layers of that group both caches hold (`maps`, a layer_map()),
+    only those among `layers` (positions here) where given, so that entry i here and entry i
+    there cover the same layer and block. `blocks`, `their_blocks`: each cache's blocks a
+    layer."""
     here, there, count = [], [], 0
-    for pairs, mine_blocks, their_blocks in zip(shared_layers(mine, theirs, layers),
-                                                 blocks_here, blocks_there):
-        if not pairs or not len(mine_blocks):
+    for pairs, mine_blocks, theirs_blocks in zip(maps, blocks_here, blocks_there):
+        chosen = list(pairs) if layers is None else [p for p in layers if p in pairs]
+        if not chosen or not len(mine_blocks):
             continue
-        here.append(indices(mine_blocks, mine["num_blocks"], per_block, [p for p, _ in pairs]))
-        there.append(indices(their_blocks, theirs["num_blocks"], per_block,
-                             [q for _, q in pairs]))
-        count += len(pairs) * len(mine_blocks)
+        here.append(indices(mine_blocks, blocks, per_block, chosen))
+        there.append(indices(theirs_blocks, their_blocks, per_block,
+                             [pairs[p] for p in chosen]))
+        count += len(chosen) * len(mine_blocks)
     if not here:
         return np.zeros(0, np.uint32), np.zeros(0, np.uint32), 0
     return np.concatenate(here), np.concatenate(there), count
+
+
+def shared_units(maps, block_groups):
+    """(layer, block) pairs a transfer of `block_groups` over `maps` (layer_map) covers."""
+    return sum(len(pairs) * len(blocks) for pairs, blocks in zip(maps, block_groups))
 
 
 def check_compatible(mine, theirs):

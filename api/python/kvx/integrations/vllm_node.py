@@ -54,26 +54,20 @@ def _port_base(extra):
     return port
 
 
-def _devices(extra, interface):
-    if extra.get("net_devices"):
-        return extra["net_devices"]
-    return interface if interface not in (None, "lo") else None
-
-
 def worker_address(extra, rank_offset):
     """The WorkerAddress of the worker `rank_offset` places on this node (data-parallel rank
     x TP size + TP rank), from the environment and the extra config."""
     given = os.environ.get(HOST_VARIABLE) or extra.get("host")
     if extra.get("listen_address"):
         bound_host, _ = node_address.split(extra["listen_address"])
-        interface = node_address.interface_of(given or bound_host)
-        return WorkerAddress(extra["listen_address"], given, _devices(extra, interface))
+        found = node_address.listen_options(given or bound_host)
+        return WorkerAddress(extra["listen_address"], given,
+                             extra.get("net_devices") or found.get("net_devices"))
     host = given or node_address.default_host()
-    interface = node_address.interface_of(host)
-    devices = _devices(extra, interface)
     base = _port_base(extra)
     port = base + rank_offset if base else 0
     if port >= 65536:
         raise ValueError(f"kvx's port base {base} + worker {rank_offset} is past 65535")
-    bind_host = host if interface is not None else "0.0.0.0"
-    return WorkerAddress(f"{bind_host}:{port}", host, devices)
+    found = node_address.listen_options(host, port)
+    return WorkerAddress(found["listen_address"], host,
+                         extra.get("net_devices") or found.get("net_devices"))

@@ -8,7 +8,7 @@ import kvx
 from kvx.integrations import vllm_messages as messages
 from kvx.integrations import vllm_heads as heads
 from kvx.integrations.vllm_groups import flat
-from kvx.integrations.vllm_layout import check_compatible, pair_indices
+from kvx.integrations.vllm_layout import check_compatible, layer_map, pair_indices
 from kvx.integrations.vllm_stats import TransferTally
 
 log = logging.getLogger("kvx.vllm")
@@ -67,7 +67,8 @@ class PullReader:
                     continue
                 local, remote, per_block, length = self._links.lists(peer, theirs, source)
                 here, there, _ = pair_indices(spec.local_block_ids, spec.remote_block_ids,
-                                              mine, theirs, per_block)
+                                              layer_map(mine, theirs), mine["num_blocks"],
+                                              theirs["num_blocks"], per_block)
                 if not len(here):  # a pipeline stage without this worker's layers
                     self._agent.send_notification(peer, self.note(spec, source))
                     continue

@@ -32,7 +32,8 @@ from kvx.integrations import vllm_messages as messages
 from kvx.integrations.peer_process import PeerWriters
 from kvx.integrations import vllm_heads as heads
 from kvx.integrations.vllm_groups import as_groups, flat
-from kvx.integrations.vllm_layout import check_compatible, pair_indices
+from kvx.integrations.vllm_layout import (check_compatible, layer_map, pair_indices,
+                                           shared_units)
 from kvx.integrations.vllm_stats import TransferTally
 
 log = logging.getLogger("kvx.vllm")
@@ -54,6 +55,7 @@ class _Reader:
     transfers: list = dataclasses.field(default_factory=list)
     failure: str = None
     told: bool = False        # the decode was told the outcome (failure or cancel)
+    maps: list = None         # layer_map() of this cache to the decode's, once checked
 
 
 def _skips(dest):
@@ -201,6 +203,7 @@ class PushWriter:
                                            self._layout.total_heads)
         try:
             check_compatible(self._layout.describe(), dest.layout)
+            reader.maps = layer_map(self._layout.describe(), dest.layout)
             dest.blocks = as_groups(dest.blocks)
             if flat(dest.blocks) and (len(dest.blocks) != len(save.blocks) or any(
                     skip + len(theirs) > len(mine) for skip, theirs, mine in
@@ -234,8 +237,9 @@ class PushWriter:
                                         source.count)
                 local, remote, per_block, length = self._links.lists(reader.peer, theirs,
                                                                      mirrored)
-                here, there, count = pair_indices(mine, dest.blocks, self._layout.describe(),
-                                                  theirs, per_block, layers)
+                here, there, count = pair_indices(mine, dest.blocks, reader.maps,
+                                                  self._layout.num_blocks,
+                                                  theirs["num_blocks"], per_block, layers)
                 if not len(here):  # none of these layers' groups has blocks to write
                     continue
                 transfer = self._agent.make_transfer(
@@ -344,7 +348,7 @@ class PushReceiver:
         peers = [peer for peer, _ in writers]
         # A writer whose cache is not known here (a proxy named only its address) holds
         # every layer, as it does without pipeline parallelism.
-        expected = sum(pair_indices(blocks, blocks, mine, theirs or mine, 1)[2]
+        expected = sum(shared_units(layer_map(mine, theirs or mine), blocks)
                        for _, theirs in writers)
         self._arrivals[request_id] = _Arrival(
             flat(blocks), peers, expected,
