@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <thread>
 
 #include "agent/channel/auth_token.h"
@@ -9,6 +10,26 @@
 #include "agent/metadata/metadata_codec.h"
 
 namespace kvx {
+
+namespace {
+
+// What the socket transport protects (AgentOptions::dataProtection, never kAuto);
+// INVALID_ARGUMENT for a KVX_DATA_PROTECTION that names no protection.
+Result<DataProtection> dataProtectionFor(DataProtection chosen, bool remotePeers) {
+  const DataProtection automatic =
+      remotePeers ? DataProtection::kEncrypted : DataProtection::kHeaders;
+  if (chosen != DataProtection::kAuto) return chosen;
+  const char* fromEnvironment = std::getenv("KVX_DATA_PROTECTION");
+  if (fromEnvironment == nullptr || *fromEnvironment == '\0') return automatic;
+  const std::optional<DataProtection> named = parseDataProtection(fromEnvironment);
+  if (!named) {
+    return invalidArgument(std::string("KVX_DATA_PROTECTION='") + fromEnvironment +
+                           "' is not auto, headers, authenticated or encrypted");
+  }
+  return *named == DataProtection::kAuto ? automatic : *named;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
   agent::configureLogging();
@@ -65,6 +86,9 @@ Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
   engineOptions.transportOptions.loopbackPeersOnly = channelOptions.authToken.empty() &&
                                                      !impl->options.tls.enabled &&
                                                      !impl->options.allowUnauthenticated;
+  KVX_ASSIGN_OR_RETURN(engineOptions.transportOptions.dataProtection,
+                       dataProtectionFor(impl->options.dataProtection,
+                                         !engineOptions.transportOptions.loopbackPeersOnly));
   engineOptions.progressMode = impl->options.progressMode;
   engineOptions.progressSpin = impl->options.progressSpin;
   engineOptions.cancelGrace = impl->options.cancelGrace;

@@ -131,7 +131,8 @@ void addAgentOptions(CLI::App& app, AgentConfig& c) {
   addOption(app, "--layout", c.layout, "pool layout", pool)
       ->check(CLI::IsMember({"nhd", "hnd", "blocks-first", "cross-layer"}));
   addOption(app, "--blocks", c.blocks,
-            "KV blocks in the pool (required; a llama3-8b block is 16 tokens = 2 MiB)", pool);
+            "KV blocks in the pool (required; a llama3-8b block is 16 tokens = 2 MiB)", pool)
+      ->check(CLI::PositiveNumber);
   addFlag(app, "--no-populate", c.noPopulate,
           "do not populate the pool's pages at start-up: first transfers fault them in (for "
           "pools far larger than what will be used at once)",
@@ -169,6 +170,13 @@ void addAgentOptions(CLI::App& app, AgentConfig& c) {
             "prefill: a decode agent's HOST:PORT to connect to (repeat, or comma-separate)",
             transfer)
       ->delimiter(',');
+  addOption(app, "--data-protection", c.dataProtection,
+            "socket transport: headers (every request authenticated, its header encrypted; "
+            "blocks in clear), authenticated (blocks tagged too), encrypted (blocks encrypted "
+            "too), or auto (KVX_DATA_PROTECTION if set, else encrypted when a token or TLS "
+            "lets peers be on other hosts, headers otherwise)",
+            transfer)
+      ->check(CLI::IsMember({"auto", "headers", "authenticated", "encrypted"}));
   addOption(app, "--transport", c.transport,
             "data path: shm or tcp (UCX over shared memory or tcp), or socket (kvx's own TCP "
             "transport, no UCX)",
@@ -202,6 +210,11 @@ void addAgentOptions(CLI::App& app, AgentConfig& c) {
             "after its data path closed (0: return them at once; fault drills)",
             decode)
       ->capture_default_str();
+  addOption(app, "--max-push-blocks-per-peer", c.maxPushBlocksPerPeer,
+            "decode: the most blocks one prefill agent may be pushing into, or have held for it "
+            "after it was lost; a request beyond it is refused at placement (0: no cap). "
+            "SIGUSR1 gives back the blocks held for lost agents that never proved they stopped",
+            decode);
 
   daemon::WorkloadConfig& w = c.workload;
   const std::string workload = "Prefill workload";

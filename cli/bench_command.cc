@@ -2,10 +2,12 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <utility>
 
 #include "bench/kv/scenarios.h"
 #include "cli/agents_gpu_options.h"
 #include "daemon/gpu_memory_options.h"
+#include "daemon/prefill_report.h"
 
 namespace kvx::cli {
 
@@ -70,7 +72,13 @@ void addBenchOptions(CLI::App& app, BenchOptions& o) {
 }
 
 Status validateBenchOptions(const BenchOptions& o) {
-  return daemon::validateGpuMemoryOptions(o.memory, o.device, o.gpuPath, "this run's pools are");
+  KVX_RETURN_IF_ERROR(
+      daemon::validateGpuMemoryOptions(o.memory, o.device, o.gpuPath, "this run's pools are"));
+  // Output files are tried before the run, not found unwritable after minutes of it.
+  for (const auto& [path, option] : {std::pair{o.json, "--json"}, std::pair{o.csv, "--csv"}}) {
+    if (!path.empty()) KVX_RETURN_IF_ERROR(daemon::prepareOutputFile(path, option));
+  }
+  return Status::ok();
 }
 
 int runBenchCommand(const BenchOptions& o, const std::string& commandLine,

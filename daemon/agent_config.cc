@@ -163,10 +163,13 @@ Result<KvAgentOptions> toKvAgentOptions(const AgentConfig& c) {
   options.pool.kind = parseMemoryKind(c.memory).value_or(MemoryKind::kHost);
   options.pool.device = options.pool.kind == MemoryKind::kCuda ? std::max(c.device, 0) : -1;
   options.agent.gpuPath = parseGpuPath(c.gpuPath).value_or(GpuPath::kAuto);
+  options.agent.dataProtection =
+      parseDataProtection(c.dataProtection).value_or(DataProtection::kAuto);
   options.defaultMode = c.mode == "pull" ? KvMode::kPull : KvMode::kPush;
   options.requestTimeout = std::chrono::milliseconds(c.timeoutMs);
   options.leaseTimeout = std::chrono::milliseconds(c.leaseMs);
   options.maxInFlightBytesPerPeer = c.maxInflightBytes;
+  options.maxPushBlocksPerPeer = c.maxPushBlocksPerPeer;
   options.prefixCacheBlocks = c.prefixCacheBlocks;
   options.checkFreeBlocks = c.checkFreeBlocks;
   options.lostPushHold = std::chrono::milliseconds(c.lostPushHoldMs);

@@ -58,12 +58,16 @@ struct AgentConfig {
   std::string gpuPath = "auto";
   std::vector<std::string> peers;  // prefill: decode agents to connect to
   std::string transport = "shm";   // shm | tcp | socket
-  std::string mode = "push";       // push | pull | mixed (prefill workloads alternate)
+  // socket transport: auto | headers | authenticated | encrypted
+  // (AgentOptions::dataProtection).
+  std::string dataProtection = "auto";
+  std::string mode = "push";  // push | pull | mixed (prefill workloads alternate)
   std::uint64_t leaseMs = 30000;
   std::uint64_t timeoutMs = 30000;
   std::uint64_t connectTimeoutMs = 30000;  // prefill: how long to retry --peer
   std::uint64_t prefixCacheBlocks = 0;
   std::uint64_t maxInflightBytes = 1ull << 30;
+  std::uint64_t maxPushBlocksPerPeer = 0;  // decode: KvAgentOptions::maxPushBlocksPerPeer
   std::string logLevel = "info";
   // Control channel: the shared secret's file (else KVX_AUTH_TOKEN; kvx::AgentOptions),
   // whether a non-loopback --listen may go unauthenticated, and peer liveness.

@@ -63,6 +63,15 @@ int runDecode(KvAgent& agent, const AgentConfig& config, const TpPlan& tp, StopS
   std::int64_t readyCpuUs = 0;
   std::thread stopper([&] {
     while (!stop.waitFor(std::chrono::seconds(1))) {
+      if (stop.takeGiveBackRequests() == 0) continue;
+      // SIGUSR1: the operator gives back what lost prefill agents hold without proof.
+      Result<std::uint64_t> given = agent.giveBackHeldBlocks("");
+      if (given.isOk()) {
+        spdlog::warn("SIGUSR1: {} held blocks given back; {} still held", *given,
+                     agent.usage().heldBlocks);
+      } else {
+        spdlog::warn("SIGUSR1: {}", given.status().toString());
+      }
     }
     readyCpuUs = peersReadyCpuUs(agent.usage());
     spdlog::info("{}: shutting down", stopReason(stop));

@@ -19,6 +19,7 @@ sigset_t stopSignals() {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);
   return set;
 }
 
@@ -27,7 +28,8 @@ sigset_t stopSignals() {
 Result<std::unique_ptr<StopSignal>> StopSignal::install() {
   const sigset_t set = stopSignals();
   if (const int rc = pthread_sigmask(SIG_BLOCK, &set, nullptr); rc != 0) {
-    return internalError(std::string("blocking SIGINT/SIGTERM failed: ") + std::strerror(rc));
+    return internalError(std::string("blocking SIGINT/SIGTERM/SIGUSR1 failed: ") +
+                         std::strerror(rc));
   }
   const int signalFd = ::signalfd(-1, &set, SFD_CLOEXEC);
   if (signalFd < 0) return internalError(std::string("signalfd: ") + std::strerror(errno));
@@ -64,6 +66,10 @@ void StopSignal::watch() {
     signalfd_siginfo info{};
     if (::read(signalFd_, &info, sizeof(info)) != static_cast<ssize_t>(sizeof(info))) continue;
     const int number = static_cast<int>(info.ssi_signo);
+    if (number == SIGUSR1) {
+      giveBacks_.fetch_add(1);
+      continue;
+    }
     // Ctrl-C pressed twice: the operator does not want to wait for a graceful shutdown. A
     // SIGTERM while stopping is not that: a supervisor (or `kvx demo`) may send one to a
     // process that the terminal's SIGINT already stopped.

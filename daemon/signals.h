@@ -6,11 +6,15 @@
 // other thread starts: threads (and child processes) inherit the blocked mask. A second SIGINT
 // (Ctrl-C pressed again) ends the process at once with exit code 130; further SIGTERMs are
 // ignored while it stops.
+// SIGUSR1 is the operator's other word: give back the blocks a decode agent holds for lost
+// prefill agents that never proved they stopped (KvAgent::giveBackHeldBlocks); it is counted,
+// and the daemon acts on it (takeGiveBackRequests) without stopping.
 // Thread safety: every member may be called from any thread.
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
@@ -35,6 +39,8 @@ class StopSignal {
   void request(const std::string& why);
   // "SIGTERM", "SIGINT", the text given to request(), or "" while nobody asked to stop.
   std::string reason() const;
+  // The SIGUSR1s received since the last call.
+  std::uint64_t takeGiveBackRequests() { return giveBacks_.exchange(0); }
 
  private:
   StopSignal(int signalFd, int wakeFd);
@@ -43,6 +49,7 @@ class StopSignal {
   const int signalFd_;
   const int wakeFd_;  // eventfd: the destructor's way to end watch()
   std::atomic<bool> requested_{false};
+  std::atomic<std::uint64_t> giveBacks_{0};
   mutable sync::Mutex mutex_;
   std::condition_variable changed_;
   std::string reason_ KVX_GUARDED_BY(mutex_);

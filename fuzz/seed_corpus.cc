@@ -319,7 +319,10 @@ void socketWire() {
     const EncodedHeader encoded = encodeFrameHeader(h);
     return Bytes(encoded.begin(), encoded.end());
   };
-  write("socket_wire", "hello", header({FrameType::kHello, 0, 0, 0x1234, 0x5678, 0, 0}));
+  write("socket_wire", "hello",
+        header({FrameType::kHello, kProtectEncrypted, 0, 0x1234, 0x5678, 0, kNonceBytes}));
+  write("socket_wire", "welcome",
+        header({FrameType::kWelcome, 0, 0, 0x5678, 0x1234, 0, kNonceBytes}));
   write("socket_wire", "put", header({FrameType::kPut, 0, 7, 3, 0xfeed, 0x7f0000001000, 4096}));
   write("socket_wire", "message", header({FrameType::kMessage, 5, 9, 0, 0, 0, 105}));
   write("socket_wire", "error", header({FrameType::kError, 9, 2, 0, 0, 0, 20}));

@@ -39,9 +39,10 @@ void checkHeader(std::span<const std::uint8_t> bytes) {
     KVX_FUZZ_CHECK(following <= kMaxMessageBytes && header->aux <= following);
   }
   if (header->type == FrameType::kError) KVX_FUZZ_CHECK(following <= kMaxErrorTextBytes);
-  if (header->type == FrameType::kHello || header->type == FrameType::kDone) {
-    KVX_FUZZ_CHECK(following == 0);
+  if (header->type == FrameType::kHello || header->type == FrameType::kWelcome) {
+    KVX_FUZZ_CHECK(following == kNonceBytes);
   }
+  if (header->type == FrameType::kDone) KVX_FUZZ_CHECK(following == 0);
 }
 
 void checkAddress(std::span<const std::uint8_t> bytes) {

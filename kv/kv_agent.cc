@@ -157,6 +157,16 @@ Result<KvRequestStatus> KvAgent::wait(const std::string& id, Deadline deadline) 
   return s;
 }
 
+Result<std::uint64_t> KvAgent::giveBackHeldBlocks(const std::string& peer) {
+  if (!impl_->sides->decode()) return wrongRole("giveBackHeldBlocks", role());
+  return impl_->call<std::uint64_t>(
+      [this, peer]() { return impl_->sides->decode()->giveBackHeld(peer); });
+}
+
+void KvAgent::cancelWaits() {
+  impl_->sides->board().cancelWaits(cancelled("the agent is closing"));
+}
+
 Result<KvArrival> KvAgent::nextArrival(Deadline deadline) {
   if (!impl_->sides->decode()) return wrongRole("nextArrival", role());
   return impl_->sides->board().nextArrival(deadline);

@@ -8,7 +8,7 @@
 // The labels keep a proof from being reflected back as the other side's; the fresh nonces
 // keep a proof seen on one connection from being replayed on another.
 //
-// Stateless and thread-safe (OpenSSL libcrypto). The token is never logged or copied out.
+// Stateless and thread-safe (crypto/: OpenSSL libcrypto). The token is never logged or copied out.
 
 #include <cstdint>
 #include <span>
@@ -18,10 +18,6 @@
 #include "kvx/result.h"
 
 namespace kvx::agent::channel {
-
-// HMAC-SHA256 of `data` under `key`; all zero in the one case it cannot be made (allocation
-// failure inside OpenSSL), which then simply fails to match on the other side.
-AuthBytes hmacSha256(std::span<const std::uint8_t> key, std::span<const std::uint8_t> data);
 
 // HMAC-SHA256(token, label | first | second): the shape of every value the channel derives
 // from the token and a connection's nonces (the proofs below, the frame keys of frame_seal.h).

@@ -32,8 +32,9 @@
 // client sends none to a listener, that has not proved it holds the same token. A missing or
 // wrong proof ends the connection with UNAUTHENTICATED on both sides ("peer at X requires
 // authentication", "peer at X did not authenticate", "... failed authentication"); the
-// listener's other connections are unaffected. Without a token or TLS the channel listens
-// only on loopback addresses unless allowUnauthenticated is set.
+// listener's other connections are unaffected. After it every frame is encrypted and
+// authenticated (frame_seal.h): an observer on the path reads no metadata. Without a token or TLS
+// the channel listens only on loopback addresses unless allowUnauthenticated is set.
 //
 // TLS: with options.tls enabled every connection runs over TLS (1.2 at least) with mutual
 // certificate authentication against the configured CA and no host name check (policy:

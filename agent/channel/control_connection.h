@@ -75,9 +75,9 @@ class ControlConnection : public std::enable_shared_from_this<ControlConnection>
   // yet): the channel keeps it small until a peer has authenticated.
   void setMaxFrameBytes(std::uint32_t maxFrameBytes);
 
-  // From now on every frame sent carries an integrity tag made with `sendKey`, and every
-  // frame received must carry one made with `receiveKey` (frame_seal.h); a frame without a
-  // matching tag fails the read with UNAUTHENTICATED and is not delivered. Call once, when
+  // From now on every frame sent is encrypted and tagged with `sendKey`, and every frame
+  // received must be sealed with `receiveKey` (frame_seal.h); a frame without a matching
+  // tag fails the read with UNAUTHENTICATED and is not delivered. Call once, when
   // the peers have authenticated each other.
   void sealFrames(const AuthBytes& sendKey, const AuthBytes& receiveKey);
 

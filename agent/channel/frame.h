@@ -32,8 +32,9 @@
 namespace kvx::agent::channel {
 
 inline constexpr std::uint32_t kFrameMagic = 0x4B565843;  // "KVXC"
-// 2: with a token, frames after authentication carry an integrity tag (frame_seal.h).
-inline constexpr std::uint16_t kProtocolVersion = 2;
+// 3: with a token, frames after authentication are encrypted and carry an integrity tag
+// (frame_seal.h); the socket transport's address carries its data path key.
+inline constexpr std::uint16_t kProtocolVersion = 3;
 inline constexpr std::size_t kFrameHeaderBytes = 12;
 inline constexpr std::uint32_t kDefaultMaxFrameBytes = 16u << 20;
 

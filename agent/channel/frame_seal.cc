@@ -1,7 +1,6 @@
 #include "agent/channel/frame_seal.h"
 
-#include <openssl/crypto.h>
-
+#include <algorithm>
 #include <string>
 
 #include "agent/channel/auth_proof.h"
@@ -24,22 +23,27 @@ FrameKeys frameKeys(std::string_view token, const AuthBytes& clientNonce,
                    tokenHmac(token, "kvx-frames-s2c", clientNonce, serverNonce)};
 }
 
-AuthBytes FrameSeal::tag(std::uint16_t type, std::span<const std::uint8_t> payload) const {
-  std::vector<std::uint8_t> data(10 + payload.size());
-  putBigEndian(data.data(), sequence_, 8);
-  putBigEndian(data.data() + 8, type, 2);
-  std::copy(payload.begin(), payload.end(), data.begin() + 10);
-  return hmacSha256(key_, data);
+FrameSeal::FrameSeal(const AuthBytes& key) {
+  Result<crypto::AesGcm> cipher = crypto::AesGcm::create(key);
+  if (cipher.isOk()) cipher_.emplace(std::move(*cipher));
 }
 
 std::vector<std::uint8_t> FrameSeal::seal(std::span<const std::uint8_t> frame) {
   const auto type = static_cast<std::uint16_t>((frame[6] << 8) | frame[7]);
   const std::span<const std::uint8_t> payload = frame.subspan(kFrameHeaderBytes);
-  const AuthBytes mac = tag(type, payload);
-  ++sequence_;
-  std::vector<std::uint8_t> out(frame.begin(), frame.end());
-  out.insert(out.end(), mac.begin(), mac.end());
+  std::vector<std::uint8_t> out(frame.size() + kFrameTagBytes, 0);
+  std::copy(frame.begin(), frame.begin() + kFrameHeaderBytes, out.begin());
   putBigEndian(out.data() + 8, payload.size() + kFrameTagBytes, 4);
+  if (cipher_) {
+    std::uint8_t associated[2];
+    putBigEndian(associated, type, 2);
+    cipher_->begin(crypto::AesGcm::Mode::kSeal, 0, sequence_);
+    cipher_->authenticate(associated);
+    cipher_->crypt(payload, out.data() + kFrameHeaderBytes);
+    const crypto::GcmTag tag = cipher_->sealTag();
+    std::copy(tag.begin(), tag.end(), out.end() - kFrameTagBytes);
+  }
+  ++sequence_;
   return out;
 }
 
@@ -51,17 +55,27 @@ Status FrameSeal::open(Frame& frame) {
                            "token)");
   }
   const std::size_t bodyBytes = frame.payload.size() - kFrameTagBytes;
-  const std::span<const std::uint8_t> body(
-      reinterpret_cast<const std::uint8_t*>(frame.payload.data()), bodyBytes);
-  const AuthBytes expected = tag(frame.type, body);
-  if (CRYPTO_memcmp(expected.data(), frame.payload.data() + bodyBytes, kFrameTagBytes) != 0) {
+  const auto* sealed = reinterpret_cast<const std::uint8_t*>(frame.payload.data());
+  std::string plain(bodyBytes, '\0');
+  crypto::GcmTag tag{};
+  std::copy(sealed + bodyBytes, sealed + frame.payload.size(), tag.begin());
+  bool opened = false;
+  if (cipher_) {
+    std::uint8_t associated[2];
+    putBigEndian(associated, frame.type, 2);
+    cipher_->begin(crypto::AesGcm::Mode::kOpen, 0, sequence_);
+    cipher_->authenticate(associated);
+    cipher_->crypt({sealed, bodyBytes}, reinterpret_cast<std::uint8_t*>(plain.data()));
+    opened = cipher_->openTag(tag);
+  }
+  if (!opened) {
     return unauthenticated("frame " + std::to_string(sequence_) + " (type " +
                            std::to_string(frame.type) +
                            ") failed its integrity check: changed on the way, replayed, or "
                            "made without the token");
   }
   ++sequence_;
-  frame.payload.resize(bodyBytes);
+  frame.payload = std::move(plain);
   return Status::ok();
 }
 

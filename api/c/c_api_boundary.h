@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
@@ -41,11 +42,14 @@ int rawValue(const Enum& value) {
   return raw;
 }
 
-// Runs `body` (returning a Status); an exception becomes INTERNAL with its text.
+// Runs `body` (returning a Status); running out of memory becomes RESOURCE_EXHAUSTED, any
+// other exception INTERNAL, with its text.
 template <typename Body>
 kvx_status guarded(std::string_view function, Body&& body) noexcept {
   try {
     return report(body());
+  } catch (const std::bad_alloc& e) {
+    return report(resourceExhausted(std::string(function) + ": out of memory (" + e.what() + ")"));
   } catch (const std::exception& e) {
     return report(internalError(std::string(function) + ": " + e.what()));
   } catch (...) {

@@ -1,6 +1,8 @@
 // kvx/kvx.h: prepared lists, transfers and notifications.
 #include <chrono>
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "api/c/c_api_boundary.h"
@@ -11,6 +13,14 @@ using kvx::c_api::guarded;
 using kvx::c_api::nullArgument;
 
 namespace {
+
+// A transfer names a list's ranges by 32-bit index: a longer list could not be used.
+kvx::Status checkListCount(std::string_view function, size_t count) {
+  if (count <= UINT32_MAX) return kvx::Status::ok();
+  return kvx::invalidArgument(std::string(function) + ": count " + std::to_string(count) +
+                              " is more ranges than a list can hold (" +
+                              std::to_string(UINT32_MAX) + ": transfers index them in 32 bits)");
+}
 
 std::vector<kvx::MemoryRange> rangesFrom(const kvx_range* ranges, size_t count) {
   std::vector<kvx::MemoryRange> out;
@@ -33,6 +43,7 @@ kvx_status kvx_prepare_local_list(kvx_agent* agent, const kvx_range* ranges, siz
   if (ranges == nullptr && count != 0) return nullArgument(__func__, "ranges");
   if (list == nullptr) return nullArgument(__func__, "list");
   return guarded(__func__, [&]() -> kvx::Status {
+    KVX_RETURN_IF_ERROR(checkListCount(__func__, count));
     KVX_ASSIGN_OR_RETURN(kvx::ListId id, agent->agent->prepareLocalList(rangesFrom(ranges, count)));
     *list = id.value;
     return kvx::Status::ok();
@@ -46,6 +57,7 @@ kvx_status kvx_prepare_remote_list(kvx_agent* agent, const char* peer, const kvx
   if (ranges == nullptr && count != 0) return nullArgument(__func__, "ranges");
   if (list == nullptr) return nullArgument(__func__, "list");
   return guarded(__func__, [&]() -> kvx::Status {
+    KVX_RETURN_IF_ERROR(checkListCount(__func__, count));
     KVX_ASSIGN_OR_RETURN(kvx::ListId id,
                          agent->agent->prepareRemoteList(peer, rangesFrom(ranges, count)));
     *list = id.value;

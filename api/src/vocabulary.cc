@@ -27,6 +27,24 @@ std::string_view toString(GpuPath path) {
   return "unknown";
 }
 
+std::string_view toString(DataProtection protection) {
+  switch (protection) {
+    case DataProtection::kAuto: return "auto";
+    case DataProtection::kHeaders: return "headers";
+    case DataProtection::kAuthenticated: return "authenticated";
+    case DataProtection::kEncrypted: return "encrypted";
+  }
+  return "unknown";
+}
+
+std::optional<DataProtection> parseDataProtection(std::string_view text) {
+  if (text == "auto") return DataProtection::kAuto;
+  if (text == "headers") return DataProtection::kHeaders;
+  if (text == "authenticated") return DataProtection::kAuthenticated;
+  if (text == "encrypted") return DataProtection::kEncrypted;
+  return std::nullopt;
+}
+
 std::optional<GpuPath> parseGpuPath(std::string_view text) {
   if (text == "auto") return GpuPath::kAuto;
   if (text == "direct") return GpuPath::kDirect;

@@ -15,6 +15,7 @@
 
 #include "engine/transport/endpoint.h"
 #include "engine/transport/transport_memory.h"
+#include "kvx/agent_options.h"
 #include "kvx/memory.h"
 #include "kvx/result.h"
 
@@ -38,6 +39,9 @@ struct TransportOptions {
   // addresses are plain host and port (socket): set where peers are not authenticated, so
   // that an unauthenticated hello cannot make the agent dial any address and port it names.
   bool loopbackPeersOnly = false;
+  // What a backend that protects its own connections (socket: frame_protection.h) protects
+  // at least (kvx/agent_options.h, DataProtection; kAuto counts as kHeaders).
+  DataProtection dataProtection = DataProtection::kHeaders;
 };
 
 // A packed remote key from a peer's metadata, and the kind of memory it reaches.

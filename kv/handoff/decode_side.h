@@ -71,6 +71,11 @@ class DecodeSide {
   void releaseHeld(Clock::time_point now);
   // Blocks out of the pool until a lost prefill agent's writes can no longer land.
   std::uint64_t heldBlocks() const { return held_.blocks(); }
+  // The operator's word that `peer` (empty: every lost writer not joined now) will write no
+  // more (KvAgent::giveBackHeldBlocks): the blocks held for it go back once their timers end.
+  // Returns how many waited for it; NOT_FOUND for a peer joined now (its writes are not
+  // lost: abort its requests instead).
+  Result<std::uint64_t> giveBackHeld(const std::string& peer);
   const kv::PrefixCache& prefixCache() const { return cache_; }
 
  private:
@@ -122,6 +127,8 @@ class DecodeSide {
   void askHeldWriters();
   void onPlace(const std::string& peer, const PlaceMsg& m);
   Status checkPlace(const PlaceMsg& m) const;
+  // RESOURCE_EXHAUSTED (retryable) when `m` would put `peer` over maxPushBlocksPerPeer.
+  Status checkPushCap(const std::string& peer, const PlaceMsg& m) const;
   Result<Group*> createGroup(const std::string& peer, const PlaceMsg& m);
   Status joinGroup(Group& g, const PlaceMsg& m) const;
   void refuse(const std::string& peer, const PlaceMsg& place, Status why, bool retryable);

@@ -137,6 +137,29 @@ void DecodeSide::onTick() {
   }
 }
 
+Result<std::uint64_t> DecodeSide::giveBackHeld(const std::string& peer) {
+  if (peer.empty()) {  // every lost writer that is not joined now
+    std::uint64_t blocks = 0;
+    for (const std::string& writer : held_.writers()) {
+      if (!writers_.contains(writer)) blocks += giveBackHeld(writer).valueOr(0);
+    }
+    return blocks;
+  }
+  if (writers_.contains(peer)) {
+    return notFound("'" + peer +
+                    "' is joined now: its writes are not lost (abort its requests "
+                    "instead)");
+  }
+  const std::uint64_t blocks = held_.forgetWriter(peer);
+  if (blocks == 0) return blocks;
+  spdlog::warn(
+      "{}: the operator gave back {} blocks held for '{}' without proof that it "
+      "stopped writing: if it still runs, its late writes may land in other requests",
+      context_.name, blocks, peer);
+  releaseHeld(Clock::now());
+  return blocks;
+}
+
 void DecodeSide::releaseHeld(Clock::time_point now) {
   const std::vector<HeldBlocks::Released> released = held_.takeReleasable(now);
   for (const HeldBlocks::Released& r : released) {

@@ -27,6 +27,9 @@ void DecodeSide::onPlace(const std::string& peer, const PlaceMsg& m) {
         false);
   }
   if (Status valid = checkPlace(m); !valid.isOk()) return refuse(peer, m, valid, false);
+  if (Status capped = checkPushCap(peer, m); !capped.isOk()) {
+    return refuse(peer, m, capped, capped.code() == StatusCode::kResourceExhausted);
+  }
   Group* g = findGroup(m.groupId());
   if (g != nullptr) {
     if (Status joined = joinGroup(*g, m); !joined.isOk()) {
@@ -55,6 +58,29 @@ void DecodeSide::onPlace(const std::string& peer, const PlaceMsg& m) {
                   m.attempt};
   Status sent = context_.port.send(peer, reply);
   if (!sent.isOk()) failGroup(*g, sent, &key, false);
+}
+
+Status DecodeSide::checkPushCap(const std::string& peer, const PlaceMsg& m) const {
+  const std::uint64_t cap = context_.options.maxPushBlocksPerPeer;
+  if (cap == 0 || m.mode != KvMode::kPush) return Status::ok();
+  if (m.blocks > cap) {
+    return invalidArgument("request needs " + std::to_string(m.blocks) +
+                           " blocks, more than one prefill agent may write here at once "
+                           "(maxPushBlocksPerPeer " +
+                           std::to_string(cap) + ")");
+  }
+  std::uint64_t exposed = held_.blocksOf(peer);
+  for (const auto& [key, part] : parts_) {
+    if (key.first == peer && part.place.mode == KvMode::kPush && !part.confirmed) {
+      exposed += part.place.blocks;
+    }
+  }
+  if (exposed + m.blocks > cap) {
+    return resourceExhausted("'" + peer + "' has " + std::to_string(exposed) +
+                             " blocks being written or held here; " + std::to_string(m.blocks) +
+                             " more would pass maxPushBlocksPerPeer " + std::to_string(cap));
+  }
+  return Status::ok();
 }
 
 Status DecodeSide::checkPlace(const PlaceMsg& m) const {

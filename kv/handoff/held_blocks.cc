@@ -82,4 +82,35 @@ std::uint64_t HeldBlocks::blocks() const {
   return n;
 }
 
+std::vector<std::string> HeldBlocks::writers() const {
+  std::vector<std::string> out;
+  for (const Entry& e : held_) {
+    for (const LostWriter& w : e.writers) {
+      if (std::find(out.begin(), out.end(), w.peer) == out.end()) out.push_back(w.peer);
+    }
+  }
+  return out;
+}
+
+std::uint64_t HeldBlocks::blocksOf(const std::string& peer) const {
+  std::uint64_t count = 0;
+  for (const Entry& e : held_) {
+    if (std::any_of(e.writers.begin(), e.writers.end(),
+                    [&](const LostWriter& w) { return w.peer == peer; })) {
+      count += kv::totalBlocks(e.extents);
+    }
+  }
+  return count;
+}
+
+std::uint64_t HeldBlocks::forgetWriter(const std::string& peer) {
+  std::uint64_t count = 0;
+  for (Entry& e : held_) {
+    if (std::erase_if(e.writers, [&](const LostWriter& w) { return w.peer == peer; }) > 0) {
+      count += kv::totalBlocks(e.extents);
+    }
+  }
+  return count;
+}
+
 }  // namespace kvx::kv::handoff

@@ -68,6 +68,13 @@ class HeldBlocks {
   std::vector<Released> takeReleasable(Clock::time_point now);
 
   std::uint64_t blocks() const;
+  // The lost agents that may still write into held blocks.
+  std::vector<std::string> writers() const;
+  // The blocks held for requests `peer` may still write into.
+  std::uint64_t blocksOf(const std::string& peer) const;
+  // The operator gave up on `peer` (KvAgent::giveBackHeldBlocks): no block waits for proof
+  // that it stopped any more (the timers still run). Returns the blocks that waited for it.
+  std::uint64_t forgetWriter(const std::string& peer);
   bool empty() const { return held_.empty(); }
 
  private:

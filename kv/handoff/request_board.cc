@@ -64,16 +64,18 @@ std::optional<KvRequestStatus> RequestBoard::get(const std::string& id) const {
 
 Result<KvRequestStatus> RequestBoard::waitTerminal(const std::string& id, Deadline deadline) const {
   sync::UniqueLock lock(mutex_);
-  auto terminal = [&]() KVX_REQUIRES(mutex_) {
+  auto isDone = [&]() KVX_REQUIRES(mutex_) {
     auto it = entries_.find(id);
     return it != entries_.end() && isTerminal(it->second.status.state);
   };
+  auto terminal = [&]() KVX_REQUIRES(mutex_) { return isDone() || waitsCancelled_.has_value(); };
   if (!waitOn(lock, id, deadline, terminal)) {
     auto it = entries_.find(id);
     if (it == entries_.end()) return notFound("request '" + id + "' is not known");
     return timedOut("request '" + id + "' is still " +
                     std::string(toString(it->second.status.state)) + " at the deadline");
   }
+  if (!isDone()) return *waitsCancelled_;
   return entries_.at(id).status;
 }
 
@@ -84,6 +86,10 @@ Status RequestBoard::waitLayer(const std::string& id, std::uint32_t layer,
                             "' was not in place by the deadline");
   auto ready = [&]() KVX_REQUIRES(mutex_) {
     auto it = entries_.find(id);
+    if (it == entries_.end() && waitsCancelled_) {
+      outcome = *waitsCancelled_;
+      return true;
+    }
     if (it == entries_.end()) return false;
     const Entry& e = it->second;
     if (e.status.state == KvRequestState::kFailed) {
@@ -99,6 +105,10 @@ Status RequestBoard::waitLayer(const std::string& id, std::uint32_t layer,
       outcome = Status::ok();
       return true;
     }
+    if (waitsCancelled_) {
+      outcome = *waitsCancelled_;
+      return true;
+    }
     return false;
   };
   waitOn(lock, id, deadline, ready);
@@ -108,10 +118,11 @@ Status RequestBoard::waitLayer(const std::string& id, std::uint32_t layer,
 Result<KvArrival> RequestBoard::nextArrival(Deadline deadline) {
   sync::UniqueLock lock(mutex_);
   if (!arrived_.wait_until(lock.native(), deadline, [&]() KVX_REQUIRES(mutex_) {
-        return !arrivals_.empty() || closed_.has_value();
+        return !arrivals_.empty() || closed_.has_value() || waitsCancelled_.has_value();
       })) {
     return timedOut("no request arrived before the deadline");
   }
+  if (waitsCancelled_) return *waitsCancelled_;
   if (arrivals_.empty()) return *closed_;
   KvArrival out = std::move(arrivals_.front());
   arrivals_.pop_front();
@@ -122,6 +133,14 @@ void RequestBoard::close(Status why) {
   {
     sync::MutexLock lock(mutex_);
     closed_ = std::move(why);
+  }
+  wakeAll();
+}
+
+void RequestBoard::cancelWaits(Status why) {
+  {
+    sync::MutexLock lock(mutex_);
+    waitsCancelled_ = std::move(why);
   }
   wakeAll();
 }

@@ -51,6 +51,9 @@ class RequestBoard {
   void close(Status why);
   // Wakes every waiter (shutdown); waits then return what they see.
   void wakeAll();
+  // The application is going (KvAgent::cancelWaits): every wait, now or later, returns `why`
+  // at once unless what it waits for is already there.
+  void cancelWaits(Status why);
 
  private:
   struct Entry {
@@ -78,6 +81,7 @@ class RequestBoard {
   std::deque<std::string> terminalOrder_ KVX_GUARDED_BY(mutex_);
   std::deque<KvArrival> arrivals_ KVX_GUARDED_BY(mutex_);
   std::optional<Status> closed_ KVX_GUARDED_BY(mutex_);
+  std::optional<Status> waitsCancelled_ KVX_GUARDED_BY(mutex_);
 };
 
 }  // namespace kvx::kv::handoff

@@ -13,7 +13,7 @@ import sys
 LAYERS = [
     ("api/include/", "public"), ("api/src/", "public"),
     ("api/c/", "c_api"), ("api/python/", "python"), ("api/shared_library/", "shared_library"),
-    ("files/", "files"), ("json/", "json"), ("sync/", "sync"),
+    ("files/", "files"), ("json/", "json"), ("sync/", "sync"), ("crypto/", "crypto"),
     ("engine/gpu/", "gpu"), ("engine/", "engine"),
     ("kv/", "kv"),  # the KV layer: pools, placement, hand-off, KvAgent, the peer reconnector
     ("agent/", "control"),  # the control channel, metadata and the Agent facade
@@ -25,11 +25,12 @@ LAYERS = [
 ALLOWED = {
     "public": set(),
     "sync": set(),  # header-only, links nothing; never used by the public API
+    "crypto": {"public"},  # HMAC, AES-GCM, the CSPRNG (OpenSSL)
     "files": {"public"},
     "json": {"public"},
     "gpu": {"public", "sync"},
-    "engine": {"public", "gpu", "sync"},
-    "control": {"public", "engine", "gpu", "files", "json", "sync"},
+    "engine": {"public", "gpu", "sync", "crypto"},
+    "control": {"public", "engine", "gpu", "files", "json", "sync", "crypto"},
     "kv": {"public", "json", "files", "sync"},
     "c_api": {"public"},
     "python": {"public", "sync"},
@@ -41,7 +42,7 @@ ALLOWED = {
     "daemon": {"public", "kv", "control", "gpu", "files", "workload", "process", "sync"},
     "demo": {"public", "daemon", "workload", "process"},
     "cli": {"public", "daemon", "demo", "bench", "doctor", "files", "json", "workload", "process"},
-    "bench": {"public", "kv", "control", "engine", "gpu", "files", "json", "workload",
+    "bench": {"public", "kv", "control", "engine", "gpu", "files", "json", "workload", "crypto",
               "doctor", "process", "sync"},
     "tests": None,  # tests and fuzz targets may reach anything they test
     "fuzz": None,

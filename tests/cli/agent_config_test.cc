@@ -462,3 +462,23 @@ TEST_CASE("control channel options: token file, --insecure, liveness", "[agent_c
     CHECK_FALSE(parseAgentConfig(with(kDecode, {"--heartbeat-interval-ms", "5"})).isOk());
   }
 }
+
+TEST_CASE("a negative or zero --blocks is refused as such, not as a huge count", "[agent_config]") {
+  CleanEnvironment env;
+  for (const char* blocks : {"-1", "0"}) {
+    auto config = parseAgentConfig({"--role", "decode", "--name", "d0", "--blocks", blocks});
+    REQUIRE_FALSE(config.isOk());
+    INFO(config.status().message());
+    CHECK_THAT(config.status().message(),
+               Catch::Contains("--blocks") && !Catch::Contains("18446744073709551615"));
+  }
+}
+
+TEST_CASE("--data-protection takes auto, authenticated or encrypted", "[agent_config]") {
+  CleanEnvironment env;
+  auto config = parseAgentConfig(with(kDecode, {"--data-protection", "authenticated"}));
+  REQUIRE(config.isOk());
+  CHECK(config->dataProtection == "authenticated");
+  auto refused = parseAgentConfig(with(kDecode, {"--data-protection", "rot13"}));
+  CHECK_FALSE(refused.isOk());
+}

@@ -4,11 +4,13 @@
 // --report files that `kvx bench` reads. The binary is $KVX_CLI, or cli/kvx next to this
 // test's build directory.
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -413,4 +415,26 @@ TEST_CASE("agent reports for benchmarks: timing, CPU time, arrivals; random bloc
   }
   CHECK(d["verifiedBlocks"] == blocks);
   CHECK(d["corruptBlocks"] == 0);
+}
+
+TEST_CASE("kvx bench refuses an output file it cannot write before it runs a case",
+          "[multiprocess]") {
+  // It was found only after the whole run.
+  const auto began = std::chrono::steady_clock::now();
+  for (const std::string option : {"--json", "--csv"}) {
+    const std::string command = "timeout 60 " + kvxBinary() + " bench --scenario llama8b " +
+                                option + " /nonexistent-dir/out 2>&1";
+    FILE* pipe = ::popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string output;
+    char buffer[4096];
+    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+    const int status = ::pclose(pipe);
+    INFO(output);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 2);
+    CHECK_THAT(output, Catch::Contains(option + " '/nonexistent-dir/out' cannot be written"));
+    CHECK_THAT(output, !Catch::Contains("GB/s"));
+  }
+  CHECK(std::chrono::steady_clock::now() - began < seconds(30));
 }

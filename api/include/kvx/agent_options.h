@@ -55,6 +55,35 @@ enum class GpuPath : std::uint8_t { kAuto = 0, kDirect = 1, kStaged = 2 };
 std::string_view toString(GpuPath path);  // "auto", "direct", "staged"
 std::optional<GpuPath> parseGpuPath(std::string_view text);
 
+// How kvx's socket transport (`transport` "socket") protects what its data connections
+// carry. Every request is authenticated and its header encrypted whatever the choice: the
+// connection's keys come from a secret each agent draws at start-up and hands its peers only
+// inside the control channel's handshake (encrypted when the agents authenticate with a
+// token or TLS), so a party on the path can neither make a request the target takes nor
+// change, move or replay one, nor read a region's keys.
+//   kHeaders:       only that: the blocks cross in clear and unauthenticated (a party on
+//                   the path can read them, and change them on the way undetected); costs
+//                   next to nothing;
+//   kAuthenticated: the blocks carry a tag too: a block changed on the way fails its
+//                   request instead of landing (an observer can still read them);
+//   kEncrypted:     the blocks are encrypted too (AES-256-GCM);
+//   kAuto:          the KVX_DATA_PROTECTION environment variable ("headers",
+//                   "authenticated" or "encrypted") if set, else encrypted where peers may
+//                   be on other hosts (a token, TLS or allowUnauthenticated) and headers
+//                   where they are this host's processes (loopback only).
+// Protecting the blocks costs CPU on both sides (docs/benchmarks.md). A connection gets the
+// stronger of what its two ends ask for. UCX's transports protect nothing of their own
+// (docs/reliability.md).
+enum class DataProtection : std::uint8_t {
+  kAuto = 0,
+  kHeaders = 1,
+  kAuthenticated = 2,
+  kEncrypted = 3
+};
+// "auto", "headers", "authenticated", "encrypted"
+std::string_view toString(DataProtection protection);
+std::optional<DataProtection> parseDataProtection(std::string_view text);
+
 struct AgentOptions {
   // Unique name of this agent among the agents it talks to.
   std::string name;
@@ -127,6 +156,9 @@ struct AgentOptions {
 
   // How this agent's GPU memory moves (see GpuPath).
   GpuPath gpuPath = GpuPath::kAuto;
+
+  // How the socket transport's data connections are protected (see DataProtection).
+  DataProtection dataProtection = DataProtection::kAuto;
 
   // How many RMA operations one transfer keeps in flight at a time.
   std::uint32_t maxOpsInFlight = 256;

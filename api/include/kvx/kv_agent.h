@@ -45,6 +45,19 @@ class KvAgent final {
   // Stops taking new requests; lets in-flight requests finish until `deadline`, then fails
   // the rest with CANCELLED(`reason`) (telling their peers). Idempotent.
   Status shutdown(Deadline deadline, const std::string& reason);
+  // Decode: the operator's word that the prefill agent `peer` (empty: every lost one not
+  // joined now), lost, will write no more: the blocks held for it without proof that it
+  // stopped (KvPoolUsage::heldBlocks; a process that neither rejoins nor ends) go back to the
+  // pool (`kvx agent`: SIGUSR1). Returns how many blocks waited for it.
+  // The risk is the operator's: if that agent still runs and resumes, its late writes land
+  // in blocks other requests have by then. NOT_FOUND for a peer joined now;
+  // FAILED_PRECONDITION on a prefill agent.
+  Result<std::uint64_t> giveBackHeldBlocks(const std::string& peer);
+  // The application is about to destroy the agent: every thread waiting in nextArrival(),
+  // waitLayer() or wait(), now or later, returns CANCELLED at once ("the agent is
+  // closing") instead of sleeping out its deadline. Requests go on; the destructor then
+  // ends them as it says.
+  void cancelWaits();
 
   const std::string& name() const;
   KvRole role() const;

@@ -114,6 +114,13 @@ struct KvAgentOptions {
   std::chrono::milliseconds leaseTimeout{30000};
   // Prefill: admission control per decode agent.
   std::uint64_t maxInFlightBytesPerPeer = 1ull << 30;
+  // Decode: the most blocks one prefill agent may have here at once for PUSH writes (placed
+  // and not yet confirmed, plus those held for it after it was lost: heldBlocks), so that a
+  // writer that stops, and so holds what it was writing, can hold no more. A request beyond
+  // it is refused at placement (RESOURCE_EXHAUSTED, retryable: the prefill agent tries
+  // again when room frees, or another decode agent); one that alone needs more is refused
+  // for good (INVALID_ARGUMENT). 0: no cap.
+  std::uint64_t maxPushBlocksPerPeer = 0;
   // Prefill: requests waiting for room beyond this are refused.
   std::size_t queueCapacity = 1024;
   // Decode: blocks kept after release for prefix reuse (0: no prefix cache).

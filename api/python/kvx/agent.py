@@ -15,9 +15,14 @@ class Agent:
     """One kvx agent: its control channel, its data path, its registered memory.
 
     Agent(name, listen_address="127.0.0.1:0", data_path=None ("shm", "tcp" or "socket"),
-          net_devices=None, auth_token=None, gpu_path=None, caller_progress=False,
-          connect_timeout=None, peer_timeout=None, heartbeat_interval=None,
-          application_info=None)
+          net_devices=None, auth_token=None, gpu_path=None, data_protection=None,
+          caller_progress=False, connect_timeout=None, peer_timeout=None,
+          heartbeat_interval=None, application_info=None)
+
+    data_protection: for data_path "socket", "headers" (every request authenticated, the
+    blocks in clear), "authenticated" (the blocks tagged too), "encrypted", or "auto" (the
+    default: KVX_DATA_PROTECTION if set, else encrypted when a token lets peers be on other
+    hosts, headers otherwise).
 
     application_info: a str (at most 64 KiB of UTF-8) that peers read in peer_info(); a
     server puts its own handshake metadata there (its KV layout, its engine id).

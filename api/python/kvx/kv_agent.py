@@ -24,10 +24,11 @@ class KvAgent:
     """KvAgent(name, role ("prefill" | "decode"), model="llama3-8b" (a built-in shape or a
     JSON object), layout="nhd", blocks, tensors=None, kind="host", device=-1,
     populate=True, mode="push" | "pull", request_timeout=30, lease_timeout=30,
-    max_in_flight_bytes_per_peer, queue_capacity, prefix_cache_blocks=0,
-    prefix_chunk_tokens=512, reconnect=True, check_free_blocks=False, and kvx.Agent's options:
-    listen_address, data_path, net_devices, auth_token, gpu_path, connect_timeout,
-    peer_timeout, heartbeat_interval).
+    max_in_flight_bytes_per_peer, max_push_blocks_per_peer (decode: 0 = no cap),
+    queue_capacity, prefix_cache_blocks=0, prefix_chunk_tokens=512, reconnect=True,
+    check_free_blocks=False, and kvx.Agent's options:
+    listen_address, data_path, net_devices, auth_token, gpu_path, data_protection,
+    connect_timeout, peer_timeout, heartbeat_interval).
 
     `tensors`: the server's own KV tensors to use as the pool (one per tensor of the layout,
     each pool()["tensor_bytes"] long; torch tensors, numpy arrays, ... as kvx.describe_memory
@@ -173,6 +174,13 @@ class KvAgent:
         return self._agent.wait(request_id, timeout)
 
     # ---- decode side ----
+    def give_back_held_blocks(self, peer=""):
+        """Decode: the operator's word that the lost prefill agent `peer` ("" : every lost one
+        not connected now) will write no more: the blocks held for it without proof that it
+        stopped go back to the pool. Returns how many. If that agent was only stopped, its
+        late writes land in blocks other requests have by then: the risk is the caller's."""
+        return self._agent.give_back_held_blocks(peer)
+
     def next_arrival(self, timeout=_DEFAULT_WAIT):
         """The next request whose data is in place: {"id", "peer", "peers", "tokens",
         "blocks" (uint64 array), "prefix_blocks", "prefix_hashes"}; kvx.TimedOut if none;

@@ -51,6 +51,15 @@ AgentOptions takeAgentOptions(const std::string& name, py::dict& options) {
     if (!path) raise(invalidArgument("GPU path '" + text + "' is not auto, direct or staged"));
     out.gpuPath = *path;
   }
+  if (auto v = popOption(options, "data_protection")) {
+    const std::string text = v->cast<std::string>();
+    std::optional<DataProtection> protection = parseDataProtection(text);
+    if (!protection) {
+      raise(invalidArgument("data protection '" + text +
+                            "' is not auto, headers, authenticated or encrypted"));
+    }
+    out.dataProtection = *protection;
+  }
   if (auto v = popOption(options, "caller_progress"); v && v->cast<bool>()) {
     out.progressMode = ProgressMode::kCaller;
   }

@@ -66,9 +66,9 @@ class AgentHandle {
       last = std::move(agent_);
     }
     pybind11::gil_scoped_release released;
-    if constexpr (std::is_same_v<T, Agent>) {
-      if (last) last->cancelWaits();  // a thread in wait_notification returns now (CANCELLED)
-    }
+    // A thread waiting in wait_notification, next_arrival or wait_layer returns now
+    // (CANCELLED), letting go of the agent so that it can be destroyed.
+    if (last) last->cancelWaits();
     last.reset();  // joins kvx's threads (unless a call in flight still holds it)
   }
 

@@ -58,6 +58,9 @@ std::unique_ptr<PyKvAgent> makeKvAgent(const std::string& name, const std::strin
   if (auto v = popOption(options, "max_in_flight_bytes_per_peer")) {
     kv.maxInFlightBytesPerPeer = v->cast<std::uint64_t>();
   }
+  if (auto v = popOption(options, "max_push_blocks_per_peer")) {
+    kv.maxPushBlocksPerPeer = v->cast<std::uint64_t>();
+  }
   if (auto v = popOption(options, "queue_capacity")) kv.queueCapacity = v->cast<std::size_t>();
   if (auto v = popOption(options, "prefix_cache_blocks")) {
     kv.prefixCacheBlocks = v->cast<std::uint64_t>();
@@ -222,6 +225,11 @@ void addKvAgent(py::module_& module) {
            })
       .def("pool", [](const PyKvAgent& a) { return poolDict(a.get()->pool()); })
       .def("usage", [](const PyKvAgent& a) { return usageDict(a.get()->usage()); })
+      .def("give_back_held_blocks",
+           [](const PyKvAgent& a, const std::string& peer) {
+             std::shared_ptr<KvAgent> agent = a.get();
+             return take(unlocked([&] { return agent->giveBackHeldBlocks(peer); }));
+           })
       .def("write_segments",
            [](const PyKvAgent& a, const py::handle& refs, const py::handle& bytes, double timeout) {
              std::shared_ptr<KvAgent> agent = a.get();

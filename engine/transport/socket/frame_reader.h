@@ -2,14 +2,19 @@
 
 // FrameReader: turns a SocketStream's input into frames for a FrameHandler, one header at a
 // time, each body delivered where the handler says (straight into registered memory, into a
-// buffer it keeps, or dropped).
+// buffer it keeps, or dropped). Once protect() gave it the connection's receiving keys, every
+// frame must be protected (frame_protection.h): a header whose tag does not match ends the
+// connection before the handler sees it, a body is decrypted where it lands, and a body whose
+// tag does not match ends the connection before the handler is told the frame arrived.
 //
 // Thread safety: none of its own; the connection that owns it calls it under the
 // transport's lock.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "engine/transport/socket/frame_protection.h"
 #include "engine/transport/socket/socket_stream.h"
 #include "engine/transport/socket/socket_wire.h"
 #include "kvx/result.h"
@@ -49,8 +54,17 @@ class FrameReader {
   // True between a header and the end of its body.
   bool inBody() const { return inBody_; }
 
+  // From the next frame on, frames are protected with `receiving`.
+  void protect(FrameProtection receiving) { protection_.emplace(std::move(receiving)); }
+
  private:
+  Status integrityFailure(SocketStream& stream, const char* part) const;
+
+  std::optional<FrameProtection> protection_;
   bool inBody_ = false;
+  bool checkBody_ = false;  // the body lands somewhere: its tag is checked
+  std::uint64_t tagRemaining_ = 0;
+  crypto::GcmTag bodyTag_{};
   FrameHeader header_;
   BodySink sink_;
   std::uint64_t offset_ = 0;

@@ -13,8 +13,12 @@ namespace kvx::engine::socket {
 namespace {
 
 constexpr std::uint32_t kAddressMagic = 0x7358564b;  // the bytes "KVXs" (little-endian)
-constexpr std::uint8_t kAddressVersion = 1;
-constexpr std::size_t kFixedBytes = 4 + 1 + 1 + 2 + 8;
+constexpr std::uint8_t kAddressVersion = 2;
+constexpr std::size_t kKeyOffset = 4 + 1 + 1 + 2 + 8 + 1;
+constexpr std::size_t kFixedBytes = kKeyOffset + crypto::kKeyBytes;
+// The protection levels of socket_wire.h (kProtectHeaders to kProtectEncrypted).
+constexpr std::uint8_t kLeastProtection = 1;
+constexpr std::uint8_t kMostProtection = 3;
 
 struct InterfaceAddress {
   std::string name;
@@ -62,6 +66,8 @@ std::vector<std::uint8_t> packSocketAddress(const SocketAddress& address) {
   out[5] = countByte;
   std::memcpy(out.data() + 6, &address.port, 2);
   std::memcpy(out.data() + 8, &address.instance, 8);
+  out[16] = static_cast<std::uint8_t>(address.protection);
+  std::memcpy(out.data() + kKeyOffset, address.dataKey.data(), crypto::kKeyBytes);
   for (std::size_t i = 0; i < count; ++i) {
     std::memcpy(out.data() + kFixedBytes + 4 * i, &address.addresses[i], 4);
   }
@@ -95,6 +101,12 @@ Result<SocketAddress> parseSocketAddress(std::span<const std::uint8_t> packed) {
   std::memcpy(&address.port, packed.data() + 6, 2);
   std::memcpy(&address.instance, packed.data() + 8, 8);
   if (address.port == 0) return invalidArgument(what + " has port 0");
+  if (packed[16] < kLeastProtection || packed[16] > kMostProtection) {
+    return invalidArgument(what + " asks for protection " + std::to_string(packed[16]) +
+                           ", which this build does not know");
+  }
+  address.protection = packed[16];
+  std::memcpy(address.dataKey.data(), packed.data() + kKeyOffset, crypto::kKeyBytes);
   address.addresses.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
     std::memcpy(&address.addresses[i], packed.data() + kFixedBytes + 4 * i, 4);

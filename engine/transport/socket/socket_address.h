@@ -4,15 +4,22 @@
 // interface lookup behind it.
 //
 // Packed form (native byte order, like the frames):
-//   u32 magic "KVXs" | u8 version | u8 count | u16 port | u64 instance | count x u32 IPv4
+//   u32 magic "KVXs" | u8 version | u8 count | u16 port | u64 instance | u8 protection |
+//   32 bytes data key | count x u32 IPv4
 // `instance` is a random id drawn when the transport starts: an endpoint that reaches a
 // different instance on the same address and port (the peer restarted) is refused there.
+// The data key, drawn with it, is what every data connection to this transport derives its
+// keys from (frame_protection.h): the packed address is a secret, handed to peers only inside
+// the control channel's handshake (encrypted when the peers authenticate) or an exported
+// metadata blob. `protection`: the least this transport accepts of a data connection
+// (kProtectHeaders to kProtectEncrypted, socket_wire.h).
 
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "crypto/key_bytes.h"
 #include "kvx/result.h"
 
 namespace kvx::engine::socket {
@@ -23,6 +30,8 @@ struct SocketAddress {
   std::uint64_t instance = 0;
   std::uint16_t port = 0;                // host byte order
   std::vector<std::uint32_t> addresses;  // IPv4, network byte order, in the order to try
+  crypto::Key256 dataKey{};
+  std::uint32_t protection = 1;  // kProtectHeaders: what data connections to it must have
 };
 
 std::vector<std::uint8_t> packSocketAddress(const SocketAddress& address);

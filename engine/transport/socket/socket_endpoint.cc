@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -27,13 +28,17 @@ SocketEndpoint::SocketEndpoint(SocketTransport& transport, SocketAddress peer,
                                EndpointErrorHandler onError)
     : transport_(transport),
       peer_(std::move(peer)),
+      protection_(std::max(transport.leastProtection(), peer_.protection)),
+      nonce_(freshNonce()),
       onError_(std::move(onError)),
       stream_(-1, formatIpv4(peer_.addresses.front(), peer_.port)) {
   FrameHeader hello;
   hello.type = FrameType::kHello;
+  hello.aux = protection_;
   hello.region = peer_.instance;
   hello.key = transport_.instance();
-  stream_.queue(hello);
+  hello.length = kNonceBytes;
+  if (nonce_.isOk()) stream_.queuePlain(hello, std::string(nonce_->begin(), nonce_->end()));
 }
 
 SocketEndpoint::~SocketEndpoint() {
@@ -44,6 +49,7 @@ SocketEndpoint::~SocketEndpoint() {
 Status SocketEndpoint::startLocked(Clock::time_point now) {
   transport_.mutex().assumeHeld();
   connectDeadline_ = now + transport_.connectTimeout();
+  if (!nonce_.isOk()) return nonce_.status();
   if (!tryNextAddressLocked()) {
     return peerFailed("cannot start a socket data connection to " + stream_.peer() + ":" +
                       connectErrors_);
@@ -79,7 +85,7 @@ bool SocketEndpoint::tryNextAddressLocked() {
     watchingWrite_ = true;
     stream_.adoptSocket(fd, name);
     sync::MutexLock lock(descriptionMutex_);
-    description_ = "socket/tcp " + name;
+    description_ = "socket/tcp " + name + " (" + std::string(describeProtection(protection_)) + ")";
     return true;
   }
   return false;
@@ -285,6 +291,12 @@ bool SocketEndpoint::onEventsLocked(std::uint32_t events) {
 }
 
 void SocketEndpoint::onTickLocked(Clock::time_point now) {
+  if (state_ == State::kOpen && !welcomed_ && now >= connectDeadline_) {
+    failLocked(peerFailed("the socket data path to " + stream_.peer() +
+                          " connected but did not answer its hello within " +
+                          std::to_string(transport_.connectTimeout().count()) + " ms"));
+    return;
+  }
   if (state_ == State::kConnecting && now >= connectDeadline_) {
     failLocked(peerFailed("the socket data path to " + stream_.peer() + " did not connect within " +
                           std::to_string(transport_.connectTimeout().count()) + " ms" +
@@ -295,6 +307,15 @@ void SocketEndpoint::onTickLocked(Clock::time_point now) {
 Result<BodySink> SocketEndpoint::onHeader(const FrameHeader& header) {
   if (header.type == FrameType::kError && header.sequence == 0) {
     return BodySink{nullptr, true, false};  // the peer refused the connection itself
+  }
+  if (!welcomed_) {
+    if (header.type == FrameType::kWelcome && header.region == transport_.instance() &&
+        header.key == peer_.instance) {
+      return BodySink{nullptr, true, false};  // the peer's nonce
+    }
+    return protocolError("socket data path to " + stream_.peer() + ": a " +
+                         std::string(toString(header.type)) +
+                         " frame where the welcome to this endpoint's hello was due");
   }
   if (pending_.empty() || pending_.front().sequence != header.sequence) {
     return protocolError(
@@ -328,6 +349,7 @@ Status SocketEndpoint::onFrame(const FrameHeader& header, std::vector<std::uint8
     return Status(static_cast<StatusCode>(header.aux),
                   "the socket data path to " + stream_.peer() + " was refused: " + text);
   }
+  if (header.type == FrameType::kWelcome) return welcomedLocked(body);
   Pending done = pending_.front();
   pending_.pop_front();
   Status status;
@@ -342,6 +364,24 @@ Status SocketEndpoint::onFrame(const FrameHeader& header, std::vector<std::uint8
   }
   done.completion->onComplete(status);
   completeFlushesLocked();
+  return Status::ok();
+}
+
+Status SocketEndpoint::welcomedLocked(std::span<const std::uint8_t> targetNonce) {
+  ConnectionIdentity identity;
+  identity.protection = protection_;
+  identity.initiatorNonce = *nonce_;
+  std::copy(targetNonce.begin(), targetNonce.end(), identity.targetNonce.begin());
+  identity.initiatorInstance = transport_.instance();
+  identity.targetInstance = peer_.instance;
+  const ConnectionKeys keys = connectionKeys(peer_.dataKey, identity);
+  KVX_ASSIGN_OR_RETURN(FrameProtection sending,
+                       FrameProtection::create(keys.initiatorToTarget, protection_));
+  KVX_ASSIGN_OR_RETURN(FrameProtection receiving,
+                       FrameProtection::create(keys.targetToInitiator, protection_));
+  stream_.protect(std::move(sending));
+  reader_.protect(std::move(receiving));
+  welcomed_ = true;
   return Status::ok();
 }
 

@@ -7,7 +7,9 @@
 //
 // Connecting runs in the background: connect() returns at once, operations queue behind the
 // hello, and the transport's progress() finishes the connect (each published address in
-// turn) or fails the endpoint when connectTimeout passes.
+// turn) and reads the peer's welcome, or fails the endpoint when connectTimeout passes. The
+// queued operations go out, protected with the connection's keys (frame_protection.h), once
+// the welcome is in.
 //
 // Thread safety: every member may be called from any thread; each takes the transport's lock.
 
@@ -91,8 +93,13 @@ class SocketEndpoint final : public Endpoint, public SocketConnection, private F
   void completeFlushesLocked() KVX_REQUIRES(transport_.mutex());
   void updateWatchLocked() KVX_REQUIRES(transport_.mutex());
 
+  // Takes the connection's keys from the peer's welcome.
+  Status welcomedLocked(std::span<const std::uint8_t> targetNonce) KVX_REQUIRES(transport_.mutex());
+
   SocketTransport& transport_;
   SocketAddress peer_;
+  std::uint32_t protection_;  // what the hello asks for
+  Result<Nonce> nonce_;       // this side's, sent in the hello
   // failed() and description() take no transport lock: callers ask while holding locks that
   // completions (which run under it) take too.
   std::atomic<bool> failed_{false};
@@ -103,6 +110,7 @@ class SocketEndpoint final : public Endpoint, public SocketConnection, private F
   SocketStream stream_ KVX_GUARDED_BY(transport_.mutex());
   FrameReader reader_ KVX_GUARDED_BY(transport_.mutex());
   State state_ KVX_GUARDED_BY(transport_.mutex()) = State::kConnecting;
+  bool welcomed_ KVX_GUARDED_BY(transport_.mutex()) = false;
   std::uint64_t id_ KVX_GUARDED_BY(transport_.mutex()) = 0;
   std::size_t nextAddress_ KVX_GUARDED_BY(transport_.mutex()) = 0;
   std::string connectErrors_ KVX_GUARDED_BY(transport_.mutex());

@@ -79,7 +79,8 @@ void InboundConnection::endLocked(const Status& why) {
   transport_.mutex().assumeHeld();
   if (ended_) return;
   ended_ = true;
-  if (why.code() == StatusCode::kProtocolError || why.code() == StatusCode::kTimedOut) {
+  if (why.code() == StatusCode::kProtocolError || why.code() == StatusCode::kTimedOut ||
+      why.code() == StatusCode::kUnauthenticated) {
     spdlog::warn("[{}] closing a socket data connection: {}", transport_.agentName(),
                  why.toString());
   } else {
@@ -104,8 +105,13 @@ Result<BodySink> InboundConnection::onHeader(const FrameHeader& header) {
                             " is not running here any more (this is instance " +
                             hex(transport_.instance()) +
                             "): the agent restarted; fetch its metadata again");
+    } else if (header.aux < transport_.leastProtection()) {
+      refusal_ = unauthenticated("the data connection from " + stream_.peer() + " asked for " +
+                                 std::string(describeProtection(header.aux)) +
+                                 "; this agent's data path takes no less than " +
+                                 std::string(describeProtection(transport_.leastProtection())));
     }
-    return BodySink{};
+    return BodySink{nullptr, true, false};  // the initiator's nonce
   }
   switch (header.type) {
     case FrameType::kPut:
@@ -138,9 +144,7 @@ Status InboundConnection::onFrame(const FrameHeader& header, std::vector<std::ui
         (void)stream_.writeSome();  // best effort: the initiator reads it before the reset
         return refusal_;
       }
-      greeted_ = true;
-      initiator_ = header.key;
-      return Status::ok();
+      return welcome(header, body);
     case FrameType::kPut:
       placingRegion_ = 0;
       if (refusal_.isOk() && access_.device >= 0) {
@@ -185,6 +189,31 @@ Status InboundConnection::onFrame(const FrameHeader& header, std::vector<std::ui
   }
 }
 
+Status InboundConnection::welcome(const FrameHeader& hello, std::span<const std::uint8_t> nonce) {
+  ConnectionIdentity identity;
+  identity.protection = hello.aux;
+  std::copy(nonce.begin(), nonce.end(), identity.initiatorNonce.begin());
+  KVX_ASSIGN_OR_RETURN(identity.targetNonce, freshNonce());
+  identity.initiatorInstance = hello.key;
+  identity.targetInstance = transport_.instance();
+  const ConnectionKeys keys = connectionKeys(transport_.dataKey(), identity);
+  KVX_ASSIGN_OR_RETURN(FrameProtection sending,
+                       FrameProtection::create(keys.targetToInitiator, hello.aux));
+  KVX_ASSIGN_OR_RETURN(FrameProtection receiving,
+                       FrameProtection::create(keys.initiatorToTarget, hello.aux));
+  FrameHeader answer;
+  answer.type = FrameType::kWelcome;
+  answer.region = hello.key;
+  answer.key = transport_.instance();
+  answer.length = kNonceBytes;
+  stream_.queuePlain(answer, std::string(identity.targetNonce.begin(), identity.targetNonce.end()));
+  stream_.protect(std::move(sending));
+  reader_.protect(std::move(receiving));
+  greeted_ = true;
+  initiator_ = hello.key;
+  return Status::ok();
+}
+
 void InboundConnection::reply(const FrameHeader& request, const Status& status) {
   FrameHeader answer;
   answer.sequence = request.sequence;
@@ -197,7 +226,11 @@ void InboundConnection::reply(const FrameHeader& request, const Status& status) 
   answer.type = FrameType::kError;
   answer.aux = static_cast<std::uint32_t>(status.code());
   answer.length = text.size();
-  stream_.queueOwned(answer, std::move(text));
+  if (greeted_) {
+    stream_.queueOwned(answer, std::move(text));
+  } else {
+    stream_.queuePlain(answer, std::move(text));  // a refused hello: there are no keys
+  }
 }
 
 void InboundConnection::updateWatch() {

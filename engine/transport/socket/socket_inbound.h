@@ -63,6 +63,9 @@ class InboundConnection final : public SocketConnection, private FrameHandler {
   Status onFrame(const FrameHeader& header, std::vector<std::uint8_t> body) override
       KVX_REQUIRES(transport_.mutex());
   void reply(const FrameHeader& request, const Status& status) KVX_REQUIRES(transport_.mutex());
+  // Answers a hello with a welcome and takes the connection's keys (frame_protection.h).
+  Status welcome(const FrameHeader& hello, std::span<const std::uint8_t> nonce)
+      KVX_REQUIRES(transport_.mutex());
   // Writes queued answers, unless the initiator is gone (PEER_FAILED: they are dropped).
   Status writeAnswers() KVX_REQUIRES(transport_.mutex());
   void updateWatch() KVX_REQUIRES(transport_.mutex());

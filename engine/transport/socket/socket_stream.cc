@@ -19,6 +19,7 @@ constexpr std::size_t kInputBytes = 64u << 10;
 constexpr std::uint64_t kDirectReadBytes = 16u << 10;
 constexpr std::uint64_t kMaxReadBytes = 8u << 20;
 constexpr int kMaxIovecs = 64;
+constexpr int kMaxIovecsPerFrame = 6;  // header, its tag, 3 body parts, the body's tag
 
 bool wouldBlock(int error) { return error == EAGAIN || error == EWOULDBLOCK; }
 
@@ -68,13 +69,72 @@ void SocketStream::queueOwned(const FrameHeader& header, std::string body) {
   output_.push_back(std::move(frame));
 }
 
+void SocketStream::queuePlain(const FrameHeader& header, std::string body) {
+  OutFrame frame;
+  frame.header = encodeFrameHeader(header);
+  frame.owned = std::move(body);
+  frame.plain = true;
+  output_.push_back(std::move(frame));
+}
+
 bool SocketStream::hasQueuedTag(std::uint64_t tag) const {
   return std::any_of(output_.begin(), output_.end(),
                      [tag](const OutFrame& frame) { return frame.tag == tag; });
 }
 
+std::uint64_t SocketStream::bodyBytes(const OutFrame& frame) {
+  return frame.first.size() + frame.second.size() + frame.owned.size();
+}
+
 std::uint64_t SocketStream::frameBytes(const OutFrame& frame) {
-  return kFrameHeaderBytes + frame.first.size() + frame.second.size() + frame.owned.size();
+  const std::uint64_t body = bodyBytes(frame);
+  if (frame.plain) return kFrameHeaderBytes + body;
+  return kFrameHeaderBytes + kTagBytes + body + (frame.bodyTagged ? kTagBytes : 0);
+}
+
+void SocketStream::sealHeader(OutFrame& frame) {
+  frame.headerTag = protection_->sealHeader(frame.header);
+  frame.headerSealed = true;
+  frame.bodyTagged = protection_->tagsBodies() && bodyBytes(frame) > 0;
+  if (!frame.bodyTagged) {  // the body, if any, goes out as it is
+    frame.processed = bodyBytes(frame);
+    frame.tagReady = true;
+    protection_->finishFrame();
+  }
+}
+
+void SocketStream::sealPiece(OutFrame& frame) {
+  const std::uint64_t body = bodyBytes(frame);
+  const std::uint64_t from = frame.processed;
+  const std::uint64_t size = std::min(kSealPieceBytes, body - from);
+  if (from == 0) protection_->beginBody();
+  if (protection_->encrypts() && !inCallerMemory(frame)) {
+    auto* owned = reinterpret_cast<std::uint8_t*>(frame.owned.data()) + from;
+    protection_->sealBody({owned, size}, owned);  // a buffer of the stream's own: in place
+  } else {
+    if (protection_->encrypts()) {
+      frame.staged.resize(size);
+      frame.stagedFrom = from;
+    }
+    auto* out = reinterpret_cast<std::uint8_t*>(frame.staged.data());
+    // The piece's bytes across the body's parts, in order.
+    std::uint64_t at = 0;  // body offset of the part
+    for (const std::span<const std::uint8_t> part : {frame.first, frame.second}) {
+      const std::uint64_t begin = std::max(from, at);
+      const std::uint64_t end = std::min(from + size, at + part.size());
+      if (begin < end) {
+        protection_->sealBody(part.subspan(begin - at, end - begin),
+                              protection_->encrypts() ? out + (begin - from) : nullptr);
+      }
+      at += part.size();
+    }
+  }
+  frame.processed += size;
+  if (frame.processed == body) {
+    frame.bodyTag = protection_->sealBodyTag();
+    frame.tagReady = true;
+    protection_->finishFrame();
+  }
 }
 
 Status SocketStream::failure(const char* what, int error) const {
@@ -86,8 +146,12 @@ Status SocketStream::writeSome() {
   while (!output_.empty()) {
     iovec vectors[kMaxIovecs];
     int count = 0;
-    for (const OutFrame& frame : output_) {
-      if (count + 4 > kMaxIovecs) break;
+    for (OutFrame& frame : output_) {
+      if (count + kMaxIovecsPerFrame > kMaxIovecs) break;
+      if (!frame.plain && !frame.headerSealed) {
+        if (!protection_) break;  // held until the connection has its keys
+        sealHeader(frame);
+      }
       std::uint64_t skip = frame.written;
       auto add = [&](const std::uint8_t* data, std::uint64_t size) {
         if (skip >= size) {
@@ -99,11 +163,38 @@ Status SocketStream::writeSome() {
         skip = 0;
         ++count;
       };
+      const std::uint64_t body = bodyBytes(frame);
       add(frame.header.data(), frame.header.size());
-      add(frame.first.data(), frame.first.size());
-      add(frame.second.data(), frame.second.size());
-      add(reinterpret_cast<const std::uint8_t*>(frame.owned.data()), frame.owned.size());
+      if (frame.plain) {
+        add(frame.first.data(), frame.first.size());
+        add(frame.second.data(), frame.second.size());
+        add(reinterpret_cast<const std::uint8_t*>(frame.owned.data()), frame.owned.size());
+        continue;
+      }
+      add(frame.headerTag.data(), frame.headerTag.size());
+      if (body == 0) continue;
+      const std::uint64_t bodySent =
+          std::min(body, frame.written -
+                             std::min<std::uint64_t>(frame.written, kFrameHeaderBytes + kTagBytes));
+      if (bodySent == frame.processed && !frame.tagReady) sealPiece(frame);
+      if (protection_->encrypts() && inCallerMemory(frame)) {
+        skip -= std::min(skip, frame.stagedFrom);  // the pieces before this one went out
+        add(reinterpret_cast<const std::uint8_t*>(frame.staged.data()), frame.staged.size());
+      } else {
+        std::uint64_t sealedLeft = frame.processed;  // only sealed bytes go out
+        for (const std::span<const std::uint8_t> part :
+             {frame.first, frame.second,
+              std::span<const std::uint8_t>(
+                  reinterpret_cast<const std::uint8_t*>(frame.owned.data()), frame.owned.size())}) {
+          const std::uint64_t take = std::min<std::uint64_t>(part.size(), sealedLeft);
+          add(part.data(), take);
+          sealedLeft -= take;
+        }
+      }
+      if (!frame.tagReady) break;  // the next frames follow this body's tag
+      if (frame.bodyTagged) add(frame.bodyTag.data(), frame.bodyTag.size());
     }
+    if (count == 0) return Status::ok();  // what is queued waits for the connection's keys
     msghdr message{};
     message.msg_iov = vectors;
     message.msg_iovlen = static_cast<std::size_t>(count);

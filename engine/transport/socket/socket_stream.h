@@ -12,13 +12,19 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
+#include "engine/transport/socket/frame_protection.h"
 #include "engine/transport/socket/socket_wire.h"
 #include "kvx/result.h"
 
 namespace kvx::engine::socket {
+
+// A protected body is sealed (and opened) this much at a time, so that the cipher reads bytes
+// the socket's copy has just touched.
+inline constexpr std::uint64_t kSealPieceBytes = 256u << 10;
 
 class SocketStream {
  public:
@@ -44,7 +50,19 @@ class SocketStream {
              std::span<const std::uint8_t> second = {}, std::uint64_t tag = 0);
   // A frame whose body (an error's text, bytes copied out of GPU memory) the stream keeps.
   void queueOwned(const FrameHeader& header, std::string body);
-  bool hasOutput() const { return !output_.empty(); }
+  // A frame that goes out as it is, before the connection's keys exist: a hello, a welcome,
+  // the refusal of a hello. Every other frame is protected (frame_protection.h): it is held
+  // until protect() gives the stream its sending keys, and sealed as it is written: a body
+  // in pieces of kSealPieceBytes, each sealed just before it goes out (while the bytes are
+  // in cache for the socket's copy), encrypted into a buffer of one piece when it lies in
+  // the caller's memory.
+  void queuePlain(const FrameHeader& header, std::string body);
+  void protect(FrameProtection sending) { protection_.emplace(std::move(sending)); }
+  // Whether there is output to write now (frames held for the keys do not count).
+  bool hasOutput() const {
+    return !output_.empty() &&
+           (protection_ || output_.front().plain || output_.front().headerSealed);
+  }
   std::size_t queuedFrames() const { return output_.size(); }
   bool hasQueuedTag(std::uint64_t tag) const;
   // Writes what the socket takes now. PEER_FAILED when the connection failed.
@@ -84,15 +102,37 @@ class SocketStream {
     std::span<const std::uint8_t> second;
     std::string owned;
     std::uint64_t tag = 0;
-    std::uint64_t written = 0;  // bytes of header + body already sent
+    std::uint64_t written = 0;    // bytes of the frame already sent
+    bool plain = false;           // sent without tags (queuePlain)
+    bool headerSealed = false;    // its header is encrypted and `headerTag` made
+    std::uint64_t processed = 0;  // body bytes sealed so far (a frame body may only go out
+                                  // sealed)
+    bool tagReady = false;        // the whole body is sealed and `bodyTag` made
+    bool bodyTagged = false;      // a body tag follows the body (FrameProtection::tagsBodies)
+    crypto::GcmTag headerTag{};
+    crypto::GcmTag bodyTag{};
+    // Encrypted, a body in the caller's memory: the ciphertext of body bytes
+    // [stagedFrom, processed).
+    std::string staged;
+    std::uint64_t stagedFrom = 0;
   };
 
   Status failure(const char* what, int error) const;
+  static std::uint64_t bodyBytes(const OutFrame& frame);
   static std::uint64_t frameBytes(const OutFrame& frame);
+  // Whether a frame's body lies in the caller's memory (first, second) rather than `owned`.
+  static bool inCallerMemory(const OutFrame& frame) {
+    return !frame.first.empty() || !frame.second.empty();
+  }
+  // Seals the frame's header (and finishes a frame without body).
+  void sealHeader(OutFrame& frame);
+  // Seals the next piece of the frame's body; with the last one, its tag.
+  void sealPiece(OutFrame& frame);
 
   int fd_;
   std::string peer_;
   std::deque<OutFrame> output_;
+  std::optional<FrameProtection> protection_;
   std::unique_ptr<std::uint8_t[]> input_;
   std::size_t begin_ = 0;
   std::size_t end_ = 0;

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <new>
 
+#include "crypto/random_bytes.h"
 #include "engine/memory/address_range.h"
 #include "engine/transport/socket/socket_endpoint.h"
 #include "engine/transport/socket/socket_inbound.h"
@@ -59,10 +60,15 @@ SocketTransport::SocketTransport(const TransportOptions& options)
       loopbackPeersOnly_(options.loopbackPeersOnly),
       deviceCopies_(options.gpuRuntime) {
   address_.instance = randomWord();
+  address_.protection = options.dataProtection == DataProtection::kAuto
+                            ? kProtectHeaders
+                            : static_cast<std::uint32_t>(options.dataProtection);
 }
 
 Result<std::unique_ptr<Transport>> SocketTransport::create(const TransportOptions& options) {
   std::unique_ptr<SocketTransport> transport(new SocketTransport(options));
+  KVX_RETURN_IF_ERROR(
+      crypto::randomBytes(transport->address_.dataKey, "the socket transport's data key"));
   transport->epollFd_ = ::epoll_create1(EPOLL_CLOEXEC);
   if (transport->epollFd_ < 0) return systemError("epoll_create1");
   transport->wakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -87,6 +87,11 @@ class SocketTransport final : public Transport {
   // caller through CallerLock (ahead of the progress thread, see CallerFirstMutex).
   CallerFirstMutex& mutex() KVX_RETURN_CAPABILITY(mutex_) { return mutex_; }
   std::uint64_t instance() const { return address_.instance; }
+  // The key this transport's data connections derive theirs from (socket_address.h), and
+  // the least protection it takes of them (TransportOptions::dataProtection, as
+  // socket_wire.h's kProtect* values).
+  const crypto::Key256& dataKey() const { return address_.dataKey; }
+  std::uint32_t leastProtection() const { return address_.protection; }
   std::chrono::milliseconds connectTimeout() const { return connectTimeout_; }
   const std::string& agentName() const { return agentName_; }
   // REQUIRES: mutex(). Watches `fd` for `connection`; returns its id.

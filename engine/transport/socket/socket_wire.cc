@@ -22,7 +22,7 @@ T get(std::span<const std::uint8_t> in, std::size_t offset) {
 
 bool knownType(std::uint8_t type) {
   return type >= static_cast<std::uint8_t>(FrameType::kHello) &&
-         type <= static_cast<std::uint8_t>(FrameType::kError);
+         type <= static_cast<std::uint8_t>(FrameType::kWelcome);
 }
 
 }  // namespace
@@ -36,8 +36,18 @@ std::string_view toString(FrameType type) {
     case FrameType::kDone: return "done";
     case FrameType::kData: return "data";
     case FrameType::kError: return "error";
+    case FrameType::kWelcome: return "welcome";
   }
   return "unknown";
+}
+
+std::string_view describeProtection(std::uint32_t protection) {
+  switch (protection) {
+    case kProtectHeaders: return "headers authenticated, blocks in clear";
+    case kProtectAuthenticated: return "blocks authenticated, in clear";
+    case kProtectEncrypted: return "encrypted";
+    default: return "unknown protection";
+  }
 }
 
 EncodedHeader encodeFrameHeader(const FrameHeader& header) {
@@ -85,6 +95,16 @@ Result<FrameHeader> decodeFrameHeader(std::span<const std::uint8_t> bytes) {
   const std::string what = "socket " + std::string(toString(header.type)) + " frame";
   switch (header.type) {
     case FrameType::kHello:
+      if (header.aux < kProtectHeaders || header.aux > kProtectEncrypted) {
+        return protocolError(what + " asking for protection " + std::to_string(header.aux));
+      }
+      [[fallthrough]];
+    case FrameType::kWelcome:
+      if (header.length != kNonceBytes) {
+        return protocolError(what + " of " + std::to_string(header.length) + " bytes, not a " +
+                             std::to_string(kNonceBytes) + "-byte nonce");
+      }
+      break;
     case FrameType::kDone:
       if (header.length != 0) return protocolError(what + " with a length");
       break;
@@ -120,6 +140,8 @@ Result<FrameHeader> decodeFrameHeader(std::span<const std::uint8_t> bytes) {
 
 std::uint64_t followingBytes(const FrameHeader& header) {
   switch (header.type) {
+    case FrameType::kHello:
+    case FrameType::kWelcome:
     case FrameType::kPut:
     case FrameType::kMessage:
     case FrameType::kData:

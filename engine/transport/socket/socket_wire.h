@@ -6,10 +6,18 @@
 //   u32 magic "KVXS" | u8 version | u8 type | u16 zero | u32 aux | u32 zero |
 //   u64 sequence | u64 region | u64 key | u64 address | u64 length
 //
+// A connection opens with two plain frames, then every frame is protected (frame_protection.h):
+//   hello    initiator -> target: region = the target's instance id, key = the initiator's,
+//            aux = the protection asked for (kProtectHeaders to kProtectEncrypted);
+//            kNonceBytes follow (the initiator's nonce). Reply: welcome, or error if refused.
+//   welcome  target -> initiator: kNonceBytes follow (the target's nonce).
+// Both ends then derive the connection's keys from the target's data key and both nonces
+// (frame_protection.h); a protected frame is its header, encrypted, a 16-byte tag of the
+// header, its body (encrypted or in clear) and, where there is a body, a 16-byte tag of the
+// body.
+//
 // Requests go from the endpoint (initiator) to the peer transport (target), which answers
 // each one, in order, with exactly one reply:
-//   hello    region = the target's instance id, key = the initiator's; nothing follows; no reply
-//            unless refused (error).
 //   put      region/key/address name the target range; `length` data bytes follow. Reply: done.
 //   get      region/key/address name the source range, `length` bytes wanted; nothing
 //            follows. Reply: data, `length` bytes.
@@ -28,7 +36,14 @@
 namespace kvx::engine::socket {
 
 inline constexpr std::size_t kFrameHeaderBytes = 56;
-inline constexpr std::uint8_t kWireVersion = 1;
+inline constexpr std::uint8_t kWireVersion = 2;
+// The bytes of a hello's or welcome's nonce.
+inline constexpr std::uint64_t kNonceBytes = 32;
+// A hello's aux: what the initiator's frames after it are.
+// (The values of DataProtection, kvx/agent_options.h.)
+inline constexpr std::uint32_t kProtectHeaders = 1;        // bodies in clear, untagged
+inline constexpr std::uint32_t kProtectAuthenticated = 2;  // bodies in clear, tagged
+inline constexpr std::uint32_t kProtectEncrypted = 3;      // bodies encrypted, tagged
 // The largest message (header + payload) and error text a peer may send.
 inline constexpr std::uint64_t kMaxMessageBytes = 64ull << 20;
 inline constexpr std::uint64_t kMaxErrorTextBytes = 1024;
@@ -41,9 +56,12 @@ enum class FrameType : std::uint8_t {
   kDone = 5,
   kData = 6,
   kError = 7,
+  kWelcome = 8,
 };
 
 std::string_view toString(FrameType type);
+// "headers authenticated, blocks in clear", "blocks authenticated, in clear", "encrypted".
+std::string_view describeProtection(std::uint32_t protection);
 
 struct FrameHeader {
   FrameType type = FrameType::kHello;

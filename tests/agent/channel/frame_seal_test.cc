@@ -35,6 +35,9 @@ TEST_CASE("frame seal: sealed frames open in order, with their payload and type 
     const std::string payload = R"({"n":)" + std::to_string(i) + "}";
     const auto sealed = sender.seal(encodeFrame(std::uint16_t{7}, payload));
     CHECK(sealed.size() == kFrameHeaderBytes + payload.size() + kFrameTagBytes);
+    // The payload is not on the wire in clear.
+    const std::string wire(sealed.begin(), sealed.end());
+    CHECK(wire.find(payload) == std::string::npos);
     Frame frame = delivered(sealed);
     REQUIRE(receiver.open(frame).isOk());
     CHECK(frame.type == 7);

@@ -270,3 +270,21 @@ TEST_CASE("C API: one agent's ids are NOT_FOUND at another", "[c_api]") {
   CHECK(kvx_release_list(b.agent, listB) == KVX_OK);
   CHECK(kvx_deregister_memory(b.agent, regionB) == KVX_OK);
 }
+
+TEST_CASE("C API: a list longer than 32-bit indices reach is INVALID_ARGUMENT, not INTERNAL",
+          "[c_api]") {
+  std::vector<std::uint8_t> bytes(kBlock);
+  CAgent a("c-count", "shm");
+  kvx_region_id region = 0;
+  REQUIRE(kvx_register_memory(a.agent, "kv", bytes.data(), bytes.size(), KVX_MEMORY_HOST, -1, 1,
+                              &region) == KVX_OK);
+  const kvx_range range{region, 0, kBlock};
+  kvx_list_id list = 0;
+  for (const size_t count : {SIZE_MAX, size_t{UINT32_MAX} + 1}) {
+    CHECK(kvx_prepare_local_list(a.agent, &range, count, &list) == KVX_INVALID_ARGUMENT);
+    CHECK(std::string(kvx_last_error()).find("more ranges than a list can hold") !=
+          std::string::npos);
+    CHECK(kvx_prepare_remote_list(a.agent, "nobody", &range, count, &list) == KVX_INVALID_ARGUMENT);
+  }
+  CHECK(kvx_deregister_memory(a.agent, region) == KVX_OK);
+}

@@ -6,6 +6,8 @@ layer, every byte of every segment compared; a decode pool over torch tensors th
 resizing while the agent uses them; a cancelled request; and bad input, each raising the exception of
 its StatusCode while the agents keep working."""
 import json
+import threading
+import time
 import unittest
 
 import numpy as np
@@ -93,6 +95,47 @@ class KvAgentPair(unittest.TestCase):
         # The bytes are in the test's tensors: nonzero where the blocks are.
         self.assertTrue(any(bool(t.any()) for t in tensors))
         self.assertEqual(len(arrival["blocks"]), 3)
+
+    def test_close_wakes_threads_waiting_for_an_arrival_or_a_layer(self):
+        agent = kvx.KvAgent("py-kv-waiter", "decode", model=TINY, blocks=8)
+        outcome = {}
+
+        def wait(name, call):
+            started = time.monotonic()
+            try:
+                call()
+                outcome[name] = ("returned", time.monotonic() - started)
+            except kvx.Error as error:
+                outcome[name] = (type(error).__name__, time.monotonic() - started)
+        waiters = [threading.Thread(target=wait, args=("arrival",
+                                                       lambda: agent.next_arrival(timeout=60))),
+                   threading.Thread(target=wait, args=("layer",
+                                                       lambda: agent.wait_layer("r", 0, 60)))]
+        for waiter in waiters:
+            waiter.start()
+        time.sleep(0.2)
+        agent.close()
+        for waiter in waiters:
+            waiter.join(timeout=20)
+            self.assertFalse(waiter.is_alive(), "a wait went on after close()")
+        for name in ("arrival", "layer"):
+            self.assertEqual(outcome[name][0], "Cancelled", name)
+            self.assertLess(outcome[name][1], 20, name)
+        with self.assertRaises(kvx.FailedPrecondition):
+            agent.next_arrival(timeout=1)
+
+    def test_give_back_held_blocks_and_the_push_cap(self):
+        decode = kvx.KvAgent("py-give-back", "decode", model=TINY, blocks=8,
+                             max_push_blocks_per_peer=4)
+        prefill = kvx.KvAgent("py-give-back-p", "prefill", model=TINY, blocks=8)
+        try:
+            self.assertEqual(decode.give_back_held_blocks(""), 0)  # nothing held
+            self.assertEqual(decode.usage()["held_blocks"], 0)
+            with self.assertRaises(kvx.FailedPrecondition):
+                prefill.give_back_held_blocks("")
+        finally:
+            decode.close()
+            prefill.close()
 
     def test_a_model_given_as_a_json_object(self):
         agent = kvx.KvAgent("py-dict-model", "decode", model=json.loads(TINY), blocks=8)

@@ -197,3 +197,68 @@ TEST_CASE("an abort of a held request crossing a new placement of its id fails n
   CHECK(d.decode->heldBlocks() == 0);
   h.expectNoViolations();
 }
+
+TEST_CASE("the operator gives back a lost writer's held blocks; never a joined writer's",
+          "[handoff]") {
+  HandoffHarness h;
+  Side& d = h.addDecode("d", 32);
+  Side& p = h.addPrefill("p", 32);
+  const std::uint64_t reserved = loseWriterMidPush(h, p, d);
+  h.tick();  // the prefill side cancels its write: the operator's word will be true
+  h.net().holdLandings(false);
+  REQUIRE(h.settle());
+  CHECK(d.decode->heldBlocks() == reserved);
+  auto given = d.decode->giveBackHeld("");  // every lost writer
+  REQUIRE(given.isOk());
+  CHECK(*given == reserved);
+  CHECK(d.decode->heldBlocks() == 0);
+  CHECK(d.pool.allocator().freeBlocks() == d.pool.blocks());
+  h.expectNoViolations();
+  // Joined again, a writer's blocks are not the operator's to give back.
+  h.net().link("p", "d");
+  h.connect("p", "d");
+  REQUIRE(h.settle());
+  CHECK(d.decode->giveBackHeld("p").status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE(
+    "a prefill agent over maxPushBlocksPerPeer waits at placement; one request over it "
+    "alone is refused",
+    "[handoff]") {
+  HandoffHarness h;
+  KvAgentOptions options = HandoffHarness::defaultOptions();
+  options.maxPushBlocksPerPeer = 5;  // one request of kTokens
+  Side& d = h.addDecode("d", 32, options);
+  Side& p = h.addPrefill("p", 32);
+  h.net().writeDirectly("p", "d");
+  pushAndHold(h, p);  // "a": 5 blocks being written
+  KvRequestSpec b = h.request(p, "b", kTokens);
+  b.mode = KvMode::kPush;
+  REQUIRE(p.prefill->submit(b).isOk());
+  REQUIRE(h.settle());
+  // "b" was not placed: the decode side reserved only "a"'s blocks.
+  CHECK(d.pool.blocks() - d.pool.allocator().freeBlocks() == 5);
+  CHECK(HandoffHarness::state(p, "b") != KvRequestState::kTransferring);
+  KvRequestSpec big = h.request(p, "big", kTokens + 4);
+  big.mode = KvMode::kPush;
+  REQUIRE(p.prefill->submit(big).isOk());
+  REQUIRE(h.settle());
+  const KvRequestStatus refused = HandoffHarness::status(p, "big");
+  CHECK(refused.state == KvRequestState::kFailed);
+  CHECK(refused.status.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(refused.status.message(), Catch::Contains("maxPushBlocksPerPeer 5"));
+  // "a" lands and is released: "b" is placed and moves.
+  h.net().holdLandings(false);
+  REQUIRE(h.settle());
+  h.verifyArrived(d, "a");
+  HandoffHarness::consumeAndRelease(d, "a");
+  REQUIRE(h.settle());
+  for (int i = 0; i < 20 && HandoffHarness::state(d, "b") != KvRequestState::kComplete; ++i) {
+    h.tick();
+    REQUIRE(h.settle());
+  }
+  h.verifyArrived(d, "b");
+  HandoffHarness::consumeAndRelease(d, "b");
+  REQUIRE(h.settle());
+  h.expectClean();
+}

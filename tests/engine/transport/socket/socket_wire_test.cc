@@ -60,7 +60,17 @@ TEST_CASE("socket wire: malformed headers are protocol errors that say why", "[s
 }
 
 TEST_CASE("socket wire: each type's length is bounded", "[socket]") {
-  CHECK_FALSE(decodeFrameHeader(encodeFrameHeader(sample(FrameType::kHello, 1))).isOk());
+  // A hello and a welcome carry a nonce and nothing else; a hello asks for a protection.
+  CHECK(
+      decodeFrameHeader(encodeFrameHeader(sample(FrameType::kHello, kNonceBytes, kProtectHeaders)))
+          .isOk());
+  CHECK(decodeFrameHeader(encodeFrameHeader(sample(FrameType::kWelcome, kNonceBytes))).isOk());
+  CHECK(followingBytes(sample(FrameType::kHello, kNonceBytes)) == kNonceBytes);
+  CHECK_FALSE(
+      decodeFrameHeader(encodeFrameHeader(sample(FrameType::kHello, 0, kProtectEncrypted))).isOk());
+  CHECK_FALSE(
+      decodeFrameHeader(encodeFrameHeader(sample(FrameType::kHello, kNonceBytes, 4))).isOk());
+  CHECK_FALSE(decodeFrameHeader(encodeFrameHeader(sample(FrameType::kWelcome, 1))).isOk());
   CHECK_FALSE(decodeFrameHeader(encodeFrameHeader(sample(FrameType::kPut, 0))).isOk());
   CHECK_FALSE(decodeFrameHeader(encodeFrameHeader(sample(FrameType::kGet, 0))).isOk());
   CHECK(decodeFrameHeader(encodeFrameHeader(sample(FrameType::kMessage, kMaxMessageBytes, 8)))
