@@ -333,6 +333,12 @@ void ControlConnection::finishClose() {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
   writeQueue_.clear();
+  // A frame cut off by the close (a peer that announced megabytes and stopped, before or
+  // after authenticating) is never delivered: its memory goes back now, not when the last
+  // reference to this connection does, and the allocator gives its pages back.
+  const bool large = decoder_.reservedBytes() >= kTrimAfterFrameBytes;
+  decoder_.discard();
+  if (large) ::malloc_trim(0);
   readTimer_.cancel();
   writeTimer_.cancel();
   livenessTimer_.cancel();

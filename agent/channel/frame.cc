@@ -123,4 +123,13 @@ std::optional<Frame> FrameDecoder::next() {
   return frame;
 }
 
+void FrameDecoder::discard() {
+  headerFill_ = 0;
+  payloadLength_ = 0;
+  current_.type = 0;
+  std::string().swap(current_.payload);  // (assigning an empty one may keep the buffer)
+  ready_.clear();
+  ready_.shrink_to_fit();
+}
+
 }  // namespace kvx::agent::channel

@@ -81,6 +81,10 @@ class FrameDecoder {
   // Bytes of memory held for the frame in progress (its payload's capacity).
   std::size_t reservedBytes() const { return current_.payload.capacity(); }
 
+  // Frees what the frame in progress and the frames not taken hold (the connection is closed:
+  // none of it will be delivered).
+  void discard();
+
  private:
   Status checkHeader();
 

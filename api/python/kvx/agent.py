@@ -1,9 +1,10 @@
 """kvx.Agent: an agent of kvx/agent.h for Python."""
 import itertools
 import threading
+import warnings
 
 from . import _kvx
-from .memory import describe_memory
+from .memory import describe_memory, moved_since
 
 READ = "read"    # pull: the peer's memory into this agent's
 WRITE = "write"  # push: this agent's memory into the peer's
@@ -62,7 +63,8 @@ class Agent:
         """Registers the memory of `obj` (see kvx.describe_memory) and returns its region id.
         Until it is deregistered, `obj` is kept alive and a buffer (a bytearray, a numpy
         array) holds an export, so that it refuses to resize (BufferError, ValueError); a
-        torch tensor cannot be held so: do not resize_() it or free its storage meanwhile."""
+        torch tensor cannot be held so: do not resize_() it or free its storage meanwhile
+        (check_registered_memory() and deregister_memory() say when it happened)."""
         memory = describe_memory(obj)
         if name is None:
             name = f"py.{next(self._names)}"
@@ -71,7 +73,7 @@ class Agent:
         with self._lock:
             # The object and, for a buffer, an export of it: while registered it can neither
             # be freed nor (a bytearray) move its bytes to grow.
-            self._held[region] = (obj, memory.pin)
+            self._held[region] = (obj, memory.pin, memory)
         return region
 
     def allocate_memory(self, name, nbytes, kind="host", device=-1, exposed=True, populate=True):
@@ -81,7 +83,24 @@ class Agent:
     def deregister_memory(self, region):
         self._agent.deregister_memory(region)
         with self._lock:
-            self._held.pop(region, None)
+            held = self._held.pop(region, None)
+        if held is not None:
+            why = moved_since(held[0], held[2])
+            if why:
+                warnings.warn(f"region {region}: {why}", RuntimeWarning, stacklevel=2)
+
+    def check_registered_memory(self):
+        """Raises kvx.FailedPrecondition naming every registered object whose bytes moved or
+        shrank since its registration (a torch tensor resize_()d or set_() to other storage,
+        which no buffer export can prevent); a server may call it where it changes tensors.
+        Returns the number of registered objects checked."""
+        with self._lock:
+            held = dict(self._held)
+        moved = [f"region {region}: {why}" for region, (obj, _, memory) in held.items()
+                 if (why := moved_since(obj, memory))]
+        if moved:
+            raise _kvx.FailedPrecondition("; ".join(moved))
+        return len(held)
 
     # ---- peers ----
     def connect(self, address, timeout=None):

@@ -100,6 +100,20 @@ def describe_memory(obj):
     return Memory(address, view.nbytes, "host", -1, view)
 
 
+def moved_since(obj, memory):
+    """Why `obj`'s bytes are no longer where `memory` (its Memory at registration) says, or
+    None while they are: a torch tensor resized (resize_) or given new storage (set_) after
+    registration. Objects held by a buffer export cannot move; for others nothing is known."""
+    if not _torch_like(obj) or isinstance(obj, tuple):
+        return None
+    address, nbytes = obj.data_ptr(), obj.element_size() * obj.nelement()
+    if address == memory.address and nbytes >= memory.nbytes:
+        return None
+    return (f"its bytes were at {memory.address:#x} ({memory.nbytes} bytes) when registered, "
+            f"and are now at {address:#x} ({nbytes} bytes): the tensor was resized or given "
+            "other storage while registered, so peers' writes may have landed in freed memory")
+
+
 def _export(obj):
     """A memoryview of `obj` (it then cannot resize while the view lives), or None."""
     try:

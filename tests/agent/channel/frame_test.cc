@@ -185,3 +185,16 @@ TEST_CASE("feedUntilFrame stops after each frame, so the limit can change in bet
   CHECK_FALSE(strict.feed(chunk).isOk());
   CHECK(strict.next().has_value());  // the frame before the bad header is still delivered
 }
+
+TEST_CASE("discard frees a frame cut off mid-payload (the connection closed)") {
+  FrameDecoder decoder(16u << 20);
+  REQUIRE(decoder.feed(header(0x4B565843, kProtocolVersion, 1, 16u << 20)).isOk());
+  const std::vector<std::uint8_t> chunk(2u << 20, 'x');
+  REQUIRE(decoder.feed(chunk).isOk());
+  REQUIRE(decoder.reservedBytes() >= chunk.size());
+  decoder.discard();
+  CHECK_FALSE(decoder.midFrame());
+  CHECK(decoder.bufferedBytes() == 0);
+  CHECK(decoder.reservedBytes() < 4096);  // (a string's own small buffer)
+  CHECK_FALSE(decoder.next());
+}

@@ -105,5 +105,24 @@ class DescribeMemory(unittest.TestCase):
         array.resize(8192, refcheck=False)  # the agent let it go when it closed
 
 
+    def test_a_resized_torch_tensor_is_reported(self):
+        """A torch tensor cannot be held by an export: a resize_() that moves its storage is
+        caught by check_registered_memory() (FailedPrecondition naming the region) and by
+        deregister_memory() (a RuntimeWarning)."""
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("python3-torch is not installed")
+        tensor = torch.zeros(4096, dtype=torch.uint8)
+        with kvx.Agent("py-torch-moved", data_path="tcp", listen_address="") as agent:
+            region = agent.register_memory(tensor, name="t")
+            self.assertEqual(agent.check_registered_memory(), 1)
+            tensor.resize_(1 << 24)  # a new, larger storage: the old bytes are freed
+            with self.assertRaisesRegex(kvx.FailedPrecondition, f"region {region}: .*resized"):
+                agent.check_registered_memory()
+            with self.assertWarnsRegex(RuntimeWarning, "resized or given other storage"):
+                agent.deregister_memory(region)
+            self.assertEqual(agent.check_registered_memory(), 0)
+
 if __name__ == "__main__":
     unittest.main()
