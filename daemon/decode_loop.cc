@@ -116,15 +116,22 @@ void DecodeLoop::verify(const KvArrival& arrival, ArrivalRecord& record) {
 }
 
 void DecodeLoop::logSummary() {
-  if (stats_.arrivals == arrivalsAtLastSummary_) return;
   const KvPoolUsage usage = agent_.usage();
+  // Quiet while nothing happens, except that blocks held for a lost writer are said every
+  // time (until they come back): they are the pool a stopped prefill agent keeps.
+  if (stats_.arrivals == arrivalsAtLastSummary_ && usage.heldBlocks == 0 &&
+      heldAtLastSummary_ == 0) {
+    return;
+  }
   spdlog::info(
       "decode: {} arrivals (+{} in 5 s), {} blocks ({} from the prefix cache), {} verified, {} "
-      "corrupt, {:.2f} GiB moved in; pool {}/{} blocks free, {} cached",
+      "corrupt, {:.2f} GiB moved in; pool {}/{} blocks free, {} cached, {} held for lost "
+      "writers",
       stats_.arrivals, stats_.arrivals - arrivalsAtLastSummary_, stats_.blocks, stats_.prefixBlocks,
       stats_.blocksVerified, stats_.corruptBlocks, static_cast<double>(stats_.bytes) / (1u << 30),
-      usage.freeBlocks, usage.totalBlocks, usage.cachedPrefixBlocks);
+      usage.freeBlocks, usage.totalBlocks, usage.cachedPrefixBlocks, usage.heldBlocks);
   arrivalsAtLastSummary_ = stats_.arrivals;
+  heldAtLastSummary_ = usage.heldBlocks;
 }
 
 }  // namespace kvx::daemon

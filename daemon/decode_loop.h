@@ -62,6 +62,7 @@ class DecodeLoop {
   std::vector<ArrivalRecord> arrivals_;
   std::optional<CpuTime> cpuAfterLastArrival_;
   std::uint64_t arrivalsAtLastSummary_ = 0;
+  std::uint64_t heldAtLastSummary_ = 0;
 };
 
 }  // namespace kvx::daemon

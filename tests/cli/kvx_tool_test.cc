@@ -438,3 +438,22 @@ TEST_CASE("kvx bench refuses an output file it cannot write before it runs a cas
   }
   CHECK(std::chrono::steady_clock::now() - began < seconds(30));
 }
+
+TEST_CASE("SIGUSR1 (give back held blocks) leaves a decode agent running", "[multiprocess]") {
+  ChildProcess decode = spawnKvx({"agent", "--role", "decode", "--name", "d-usr1", "--blocks", "16",
+                                  "--max-push-blocks-per-peer", "8", "--log-level", "warn"});
+  auto listening = decode.readLine(seconds(30));
+  REQUIRE(listening.isOk());
+  REQUIRE_THAT(*listening, Catch::StartsWith("LISTENING 127.0.0.1:"));
+  ::kill(decode.pid(), SIGUSR1);
+  // Its default action would end the process: the agent takes it as the operator's word.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  int status = 0;
+  CHECK(::waitpid(decode.pid(), &status, WNOHANG) == 0);  // still running
+  ::kill(decode.pid(), SIGTERM);
+  auto stats = decode.readLine(seconds(30));
+  REQUIRE(stats.isOk());
+  REQUIRE_THAT(*stats, Catch::StartsWith("STATS {"));
+  CHECK(nlohmann::json::parse(stats->substr(6))["heldBlocks"] == 0);
+  CHECK(decode.waitExit(seconds(30)) == 0);
+}
