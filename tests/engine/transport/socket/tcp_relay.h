@@ -91,6 +91,7 @@ class TcpRelay {
         watched.push_back({pair.target, POLLIN, 0});
       }
       if (::poll(watched.data(), watched.size(), 20) <= 0) continue;
+      const std::size_t polled = pairs.size();  // a pair accepted now is polled next round
       if ((watched[0].revents & POLLIN) != 0) {
         const int initiator = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
         if (initiator >= 0) {
@@ -106,7 +107,7 @@ class TcpRelay {
           accepted = true;
         }
       }
-      for (std::size_t i = 0; i < pairs.size(); ++i) {
+      for (std::size_t i = 0; i < polled; ++i) {
         Pair& pair = pairs[i];
         if (pair.initiator < 0) continue;
         const bool fromInitiator = (watched[1 + 2 * i].revents & (POLLIN | POLLHUP)) != 0;
