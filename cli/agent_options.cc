@@ -170,6 +170,11 @@ void addAgentOptions(CLI::App& app, AgentConfig& c) {
             "prefill: a decode agent's HOST:PORT to connect to (repeat, or comma-separate)",
             transfer)
       ->delimiter(',');
+  addOption(app, "--net-devices", c.netDevices,
+            "the data path's network interfaces (UCX_NET_DEVICES's form: \"eth0\", "
+            "\"mlx5_0:1,eth1\", \"all\"); default lo, this host only: on hosts that reach each "
+            "other set the interface that does. An explicit UCX_NET_DEVICES wins",
+            transfer);
   addOption(app, "--data-protection", c.dataProtection,
             "socket transport: headers (every request authenticated, its header encrypted; "
             "blocks in clear), authenticated (blocks tagged too), encrypted (blocks encrypted "

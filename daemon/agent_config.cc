@@ -148,6 +148,7 @@ Result<KvAgentOptions> toKvAgentOptions(const AgentConfig& c) {
   options.agent.name = c.name;
   options.agent.listenAddress = c.listen;
   selectDataPath(options.agent, c.transport);  // validated by --transport's check
+  if (!c.netDevices.empty()) options.agent.ucxNetDevices = c.netDevices;
   options.agent.authTokenFile = c.authTokenFile;
   options.agent.allowUnauthenticated = c.insecure;
   options.agent.tls.enabled = isSet(c.tlsCert) && isSet(c.tlsKey) && isSet(c.tlsCa);

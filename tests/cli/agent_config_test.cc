@@ -482,3 +482,19 @@ TEST_CASE("--data-protection takes auto, authenticated or encrypted", "[agent_co
   auto refused = parseAgentConfig(with(kDecode, {"--data-protection", "rot13"}));
   CHECK_FALSE(refused.isOk());
 }
+
+TEST_CASE("--net-devices (KVX_NET_DEVICES) sets the data path's interfaces", "[agent_config]") {
+  CleanEnvironment env;
+  auto defaults = toKvAgentOptions(*parseAgentConfig(kDecode));
+  REQUIRE(defaults.isOk());
+  CHECK(defaults->agent.ucxNetDevices == "lo");
+  auto config = parseAgentConfig(with(kDecode, {"--net-devices", "veth1"}));
+  REQUIRE(config.isOk());
+  auto options = toKvAgentOptions(*config);
+  REQUIRE(options.isOk());
+  CHECK(options->agent.ucxNetDevices == "veth1");
+  ::setenv("KVX_NET_DEVICES", "eth0,eth1", 1);
+  auto fromEnvironment = toKvAgentOptions(*parseAgentConfig(kDecode));
+  REQUIRE(fromEnvironment.isOk());
+  CHECK(fromEnvironment->agent.ucxNetDevices == "eth0,eth1");
+}

@@ -72,7 +72,10 @@ class CleanEnvironment {
                                            "KVX_HEARTBEAT_INTERVAL_MS",
                                            "KVX_MEMORY",
                                            "KVX_DEVICE",
-                                           "KVX_GPU_PATH"};
+                                           "KVX_GPU_PATH",
+                                           "KVX_NET_DEVICES",
+                                           "KVX_DATA_PROTECTION",
+                                           "KVX_MAX_PUSH_BLOCKS_PER_PEER"};
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
