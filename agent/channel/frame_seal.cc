@@ -28,6 +28,13 @@ FrameSeal::FrameSeal(const AuthBytes& key) {
   if (cipher.isOk()) cipher_.emplace(std::move(*cipher));
 }
 
+void FrameSeal::beginFrame(crypto::AesGcm::Mode mode, std::uint16_t type) {
+  std::uint8_t associated[2];
+  putBigEndian(associated, type, 2);
+  cipher_->begin(mode, 0, sequence_);
+  cipher_->authenticate(associated);
+}
+
 std::vector<std::uint8_t> FrameSeal::seal(std::span<const std::uint8_t> frame) {
   const auto type = static_cast<std::uint16_t>((frame[6] << 8) | frame[7]);
   const std::span<const std::uint8_t> payload = frame.subspan(kFrameHeaderBytes);
@@ -35,10 +42,7 @@ std::vector<std::uint8_t> FrameSeal::seal(std::span<const std::uint8_t> frame) {
   std::copy(frame.begin(), frame.begin() + kFrameHeaderBytes, out.begin());
   putBigEndian(out.data() + 8, payload.size() + kFrameTagBytes, 4);
   if (cipher_) {
-    std::uint8_t associated[2];
-    putBigEndian(associated, type, 2);
-    cipher_->begin(crypto::AesGcm::Mode::kSeal, 0, sequence_);
-    cipher_->authenticate(associated);
+    beginFrame(crypto::AesGcm::Mode::kSeal, type);
     cipher_->crypt(payload, out.data() + kFrameHeaderBytes);
     const crypto::GcmTag tag = cipher_->sealTag();
     std::copy(tag.begin(), tag.end(), out.end() - kFrameTagBytes);
@@ -61,10 +65,7 @@ Status FrameSeal::open(Frame& frame) {
   std::copy(sealed + bodyBytes, sealed + frame.payload.size(), tag.begin());
   bool opened = false;
   if (cipher_) {
-    std::uint8_t associated[2];
-    putBigEndian(associated, frame.type, 2);
-    cipher_->begin(crypto::AesGcm::Mode::kOpen, 0, sequence_);
-    cipher_->authenticate(associated);
+    beginFrame(crypto::AesGcm::Mode::kOpen, frame.type);
     cipher_->crypt({sealed, bodyBytes}, reinterpret_cast<std::uint8_t*>(plain.data()));
     opened = cipher_->openTag(tag);
   }

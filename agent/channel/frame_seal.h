@@ -60,6 +60,9 @@ class FrameSeal {
   Status open(Frame& frame);
 
  private:
+  // Starts the message of frame `sequence_` of `type`. REQUIRES: cipher_.
+  void beginFrame(crypto::AesGcm::Mode mode, std::uint16_t type);
+
   // Null only if OpenSSL could not set AES-GCM up: every frame then fails to open on the
   // other side (seal() sends nothing readable).
   std::optional<crypto::AesGcm> cipher_;

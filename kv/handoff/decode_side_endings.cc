@@ -138,26 +138,31 @@ void DecodeSide::onTick() {
 }
 
 Result<std::uint64_t> DecodeSide::giveBackHeld(const std::string& peer) {
-  if (peer.empty()) {  // every lost writer that is not joined now
-    std::uint64_t blocks = 0;
-    for (const std::string& writer : held_.writers()) {
-      if (!writers_.contains(writer)) blocks += giveBackHeld(writer).valueOr(0);
-    }
-    return blocks;
-  }
-  if (writers_.contains(peer)) {
+  if (!peer.empty() && writers_.contains(peer)) {
     return notFound("'" + peer +
                     "' is joined now: its writes are not lost (abort its requests "
                     "instead)");
   }
-  const std::uint64_t blocks = held_.forgetWriter(peer);
-  if (blocks == 0) return blocks;
-  spdlog::warn(
-      "{}: the operator gave back {} blocks held for '{}' without proof that it "
-      "stopped writing: if it still runs, its late writes may land in other requests",
-      context_.name, blocks, peer);
-  releaseHeld(Clock::now());
-  return blocks;
+  // One writer, or (empty) every lost writer that is not joined now.
+  std::vector<std::string> lost{peer};
+  if (peer.empty()) {
+    lost.clear();
+    for (const std::string& writer : held_.writers()) {
+      if (!writers_.contains(writer)) lost.push_back(writer);
+    }
+  }
+  std::uint64_t total = 0;
+  for (const std::string& writer : lost) {
+    const std::uint64_t blocks = held_.forgetWriter(writer);
+    if (blocks == 0) continue;
+    spdlog::warn(
+        "{}: the operator gave back {} blocks held for '{}' without proof that it "
+        "stopped writing: if it still runs, its late writes may land in other requests",
+        context_.name, blocks, writer);
+    total += blocks;
+  }
+  if (total > 0) releaseHeld(Clock::now());
+  return total;
 }
 
 void DecodeSide::releaseHeld(Clock::time_point now) {

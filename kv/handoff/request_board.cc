@@ -85,25 +85,18 @@ Status RequestBoard::waitLayer(const std::string& id, std::uint32_t layer,
   Status outcome = timedOut("layer " + std::to_string(layer) + " of request '" + id +
                             "' was not in place by the deadline");
   auto ready = [&]() KVX_REQUIRES(mutex_) {
-    auto it = entries_.find(id);
-    if (it == entries_.end() && waitsCancelled_) {
-      outcome = *waitsCancelled_;
-      return true;
-    }
-    if (it == entries_.end()) return false;
-    const Entry& e = it->second;
-    if (e.status.state == KvRequestState::kFailed) {
-      outcome = e.status.status;
-      return true;
-    }
-    if (layer < e.layersDone.size() && e.layersDone[layer]) {
-      outcome = Status::ok();
-      return true;
-    }
-    if (e.status.state == KvRequestState::kComplete ||
-        e.status.state == KvRequestState::kConsumed) {
-      outcome = Status::ok();
-      return true;
+    if (auto it = entries_.find(id); it != entries_.end()) {
+      const Entry& e = it->second;
+      if (e.status.state == KvRequestState::kFailed) {
+        outcome = e.status.status;
+        return true;
+      }
+      if ((layer < e.layersDone.size() && e.layersDone[layer]) ||
+          e.status.state == KvRequestState::kComplete ||
+          e.status.state == KvRequestState::kConsumed) {
+        outcome = Status::ok();
+        return true;
+      }
     }
     if (waitsCancelled_) {
       outcome = *waitsCancelled_;

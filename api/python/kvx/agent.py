@@ -35,7 +35,7 @@ class Agent:
     def __init__(self, name, **options):
         self._agent = _kvx.Agent(name, **options)
         self._lock = threading.Lock()
-        self._held = {}  # region id -> the object whose memory it is
+        self._held = {}  # region id -> (the object whose memory it is, its Memory)
         self._names = itertools.count()
 
     # ---- life ----
@@ -73,7 +73,7 @@ class Agent:
         with self._lock:
             # The object and, for a buffer, an export of it: while registered it can neither
             # be freed nor (a bytearray) move its bytes to grow.
-            self._held[region] = (obj, memory.pin, memory)
+            self._held[region] = (obj, memory)  # memory.pin: the export, if any
         return region
 
     def allocate_memory(self, name, nbytes, kind="host", device=-1, exposed=True, populate=True):
@@ -85,7 +85,7 @@ class Agent:
         with self._lock:
             held = self._held.pop(region, None)
         if held is not None:
-            why = moved_since(held[0], held[2])
+            why = moved_since(*held)
             if why:
                 warnings.warn(f"region {region}: {why}", RuntimeWarning, stacklevel=2)
 
@@ -96,7 +96,7 @@ class Agent:
         Returns the number of registered objects checked."""
         with self._lock:
             held = dict(self._held)
-        moved = [f"region {region}: {why}" for region, (obj, _, memory) in held.items()
+        moved = [f"region {region}: {why}" for region, (obj, memory) in held.items()
                  if (why := moved_since(obj, memory))]
         if moved:
             raise _kvx.FailedPrecondition("; ".join(moved))

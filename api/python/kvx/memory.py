@@ -104,7 +104,7 @@ def moved_since(obj, memory):
     """Why `obj`'s bytes are no longer where `memory` (its Memory at registration) says, or
     None while they are: a torch tensor resized (resize_) or given new storage (set_) after
     registration. Objects held by a buffer export cannot move; for others nothing is known."""
-    if not _torch_like(obj) or isinstance(obj, tuple):
+    if not _torch_like(obj):
         return None
     address, nbytes = obj.data_ptr(), obj.element_size() * obj.nelement()
     if address == memory.address and nbytes >= memory.nbytes:

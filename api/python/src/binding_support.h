@@ -9,7 +9,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <type_traits>
 
 #include "api/python/src/status_errors.h"
 #include "kvx/agent.h"

@@ -29,9 +29,19 @@ crypto::Key256 directionKey(const crypto::Key256& dataKey, std::string_view labe
 
 }  // namespace
 
-ConnectionKeys connectionKeys(const crypto::Key256& dataKey, const ConnectionIdentity& identity) {
-  return ConnectionKeys{directionKey(dataKey, "kvx-data-i2t", identity),
-                        directionKey(dataKey, "kvx-data-t2i", identity)};
+Result<ConnectionProtection> protectConnection(const crypto::Key256& dataKey,
+                                               const ConnectionIdentity& identity,
+                                               ConnectionEnd end) {
+  const crypto::Key256 toTarget = directionKey(dataKey, "kvx-data-i2t", identity);
+  const crypto::Key256 toInitiator = directionKey(dataKey, "kvx-data-t2i", identity);
+  const bool initiator = end == ConnectionEnd::kInitiator;
+  KVX_ASSIGN_OR_RETURN(
+      FrameProtection sending,
+      FrameProtection::create(initiator ? toTarget : toInitiator, identity.protection));
+  KVX_ASSIGN_OR_RETURN(
+      FrameProtection receiving,
+      FrameProtection::create(initiator ? toInitiator : toTarget, identity.protection));
+  return ConnectionProtection{std::move(sending), std::move(receiving)};
 }
 
 Result<Nonce> freshNonce() {
@@ -56,12 +66,16 @@ void FrameProtection::beginBody() {
   cipher_.begin(crypto::AesGcm::Mode::kSeal, kBodyDomain, sequence_);
 }
 
-void FrameProtection::sealBody(std::span<const std::uint8_t> in, std::uint8_t* out) {
+void FrameProtection::throughCipher(std::span<const std::uint8_t> in, std::uint8_t* out) {
   if (encrypts()) {
     cipher_.crypt(in, out);
-    return;
+  } else {
+    cipher_.authenticate(in);
   }
-  cipher_.authenticate(in);
+}
+
+void FrameProtection::sealBody(std::span<const std::uint8_t> in, std::uint8_t* out) {
+  throughCipher(in, out);
 }
 
 crypto::GcmTag FrameProtection::sealBodyTag() { return cipher_.sealTag(); }
@@ -76,12 +90,7 @@ bool FrameProtection::openHeader(std::span<const std::uint8_t> sealed, const cry
 }
 
 void FrameProtection::openBody(std::uint8_t* bytes, std::uint64_t size) {
-  const std::span<const std::uint8_t> piece(bytes, size);
-  if (encrypts()) {
-    cipher_.crypt(piece, bytes);
-  } else {
-    cipher_.authenticate(piece);
-  }
+  throughCipher({bytes, size}, bytes);
 }
 
 bool FrameProtection::openBodyTag(const crypto::GcmTag& tag) { return cipher_.openTag(tag); }

@@ -44,11 +44,6 @@ inline constexpr std::size_t kTagBytes = crypto::kGcmTagBytes;
 
 using Nonce = std::array<std::uint8_t, kNonceBytes>;
 
-struct ConnectionKeys {
-  crypto::Key256 initiatorToTarget{};
-  crypto::Key256 targetToInitiator{};
-};
-
 struct ConnectionIdentity {
   std::uint32_t protection = kProtectAuthenticated;
   Nonce initiatorNonce{};
@@ -56,8 +51,6 @@ struct ConnectionIdentity {
   std::uint64_t initiatorInstance = 0;
   std::uint64_t targetInstance = 0;
 };
-
-ConnectionKeys connectionKeys(const crypto::Key256& dataKey, const ConnectionIdentity& identity);
 
 // A fresh nonce from the CSPRNG; INTERNAL if it fails.
 Result<Nonce> freshNonce();
@@ -81,8 +74,8 @@ class FrameProtection {
   crypto::GcmTag sealBodyTag();
 
   // Receiving frame n: whether the encrypted header is frame n's (then `header` holds it
-  // decrypted), then the body in place as it lands (decrypted when encrypted), then whether
-  // the body's tag matches.
+  // decrypted, and the body's message has begun), then the body in place as it lands
+  // (decrypted when encrypted), then whether the body's tag matches.
   bool openHeader(std::span<const std::uint8_t> sealed, const crypto::GcmTag& tag,
                   EncodedHeader& header);
   void openBody(std::uint8_t* bytes, std::uint64_t size);
@@ -94,10 +87,24 @@ class FrameProtection {
  private:
   FrameProtection(crypto::AesGcm cipher, std::uint32_t protection)
       : cipher_(std::move(cipher)), protection_(protection) {}
+  // A body's bytes through the cipher: encrypted or decrypted into `out` (may be in.data()),
+  // or only authenticated (`out` unused).
+  void throughCipher(std::span<const std::uint8_t> in, std::uint8_t* out);
 
   crypto::AesGcm cipher_;
   std::uint32_t protection_;
   std::uint64_t sequence_ = 0;
 };
+
+// One connection's protection as one of its ends uses it: what it sends and what it receives,
+// with the keys derived from the target's data key and `identity` (the key derivation above).
+enum class ConnectionEnd { kInitiator, kTarget };
+struct ConnectionProtection {
+  FrameProtection sending;
+  FrameProtection receiving;
+};
+Result<ConnectionProtection> protectConnection(const crypto::Key256& dataKey,
+                                               const ConnectionIdentity& identity,
+                                               ConnectionEnd end);
 
 }  // namespace kvx::engine::socket

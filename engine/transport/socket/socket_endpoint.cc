@@ -374,13 +374,10 @@ Status SocketEndpoint::welcomedLocked(std::span<const std::uint8_t> targetNonce)
   std::copy(targetNonce.begin(), targetNonce.end(), identity.targetNonce.begin());
   identity.initiatorInstance = transport_.instance();
   identity.targetInstance = peer_.instance;
-  const ConnectionKeys keys = connectionKeys(peer_.dataKey, identity);
-  KVX_ASSIGN_OR_RETURN(FrameProtection sending,
-                       FrameProtection::create(keys.initiatorToTarget, protection_));
-  KVX_ASSIGN_OR_RETURN(FrameProtection receiving,
-                       FrameProtection::create(keys.targetToInitiator, protection_));
-  stream_.protect(std::move(sending));
-  reader_.protect(std::move(receiving));
+  KVX_ASSIGN_OR_RETURN(ConnectionProtection protection,
+                       protectConnection(peer_.dataKey, identity, ConnectionEnd::kInitiator));
+  stream_.protect(std::move(protection.sending));
+  reader_.protect(std::move(protection.receiving));
   welcomed_ = true;
   return Status::ok();
 }

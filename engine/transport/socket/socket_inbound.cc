@@ -196,19 +196,16 @@ Status InboundConnection::welcome(const FrameHeader& hello, std::span<const std:
   KVX_ASSIGN_OR_RETURN(identity.targetNonce, freshNonce());
   identity.initiatorInstance = hello.key;
   identity.targetInstance = transport_.instance();
-  const ConnectionKeys keys = connectionKeys(transport_.dataKey(), identity);
-  KVX_ASSIGN_OR_RETURN(FrameProtection sending,
-                       FrameProtection::create(keys.targetToInitiator, hello.aux));
-  KVX_ASSIGN_OR_RETURN(FrameProtection receiving,
-                       FrameProtection::create(keys.initiatorToTarget, hello.aux));
+  KVX_ASSIGN_OR_RETURN(ConnectionProtection protection,
+                       protectConnection(transport_.dataKey(), identity, ConnectionEnd::kTarget));
   FrameHeader answer;
   answer.type = FrameType::kWelcome;
   answer.region = hello.key;
   answer.key = transport_.instance();
   answer.length = kNonceBytes;
   stream_.queuePlain(answer, std::string(identity.targetNonce.begin(), identity.targetNonce.end()));
-  stream_.protect(std::move(sending));
-  reader_.protect(std::move(receiving));
+  stream_.protect(std::move(protection.sending));
+  reader_.protect(std::move(protection.receiving));
   greeted_ = true;
   initiator_ = hello.key;
   return Status::ok();
