@@ -19,8 +19,9 @@ import numpy as np
 import torch
 
 from kvx.integrations.vllm import KvxConnector, KVConnectorRole
+import fake_vllm_states as states
 from fake_vllm_groups import (NULL_BLOCK, FullAttentionSpec, kv_cache_config, layer_groups,
-                              request_blocks, share_tensors)
+                              mamba_mode, request_blocks, share_tensors)
 from vllm_caches import allocate, layer_names, parts
 
 # HEADS: the model's KV heads, over all TP ranks. BLOCK_SIZE: the scheduler's; the caches'
@@ -46,10 +47,16 @@ def assign_request_id(external_id):
 
 
 class Request:
+    """vLLM's Request (vllm/v1/request.py), the members a connector reads or changes."""
+
     def __init__(self, request_id, num_tokens, kv_transfer_params=None,
                  status=RequestStatus.FINISHED_LENGTH_CAPPED):
         self.request_id = request_id
         self.prompt_token_ids = list(range(num_tokens))
+        self.prompt_embeds = None
+        self._all_token_ids = list(self.prompt_token_ids)
+        self.num_prompt_tokens = num_tokens
+        self.max_tokens = 16
         self.kv_transfer_params = kv_transfer_params
         self.status = status  # how it finishes (a prefill: length capped at one token)
 
@@ -81,9 +88,10 @@ def config(role, engine_id, total_heads=HEADS, mla=False, host="127.0.0.1", hybr
                                  cache_config=types.SimpleNamespace(block_size=BLOCK_SIZE))
 
 
-def connector(vllm_config, role, hybrid, names):
+def connector(vllm_config, role, hybrid, names, tp_size=1):
     """KvxConnector as vLLM's factory makes it: (vllm_config, role, kv_cache_config)."""
-    groups = kv_cache_config(names, BLOCK_SIZE) if hybrid else types.SimpleNamespace(
+    groups = kv_cache_config(names, BLOCK_SIZE, hybrid, tp_size) if hybrid else \
+        types.SimpleNamespace(
         kv_cache_groups=[types.SimpleNamespace(layer_names=list(names),
                                                kv_cache_spec=FullAttentionSpec())])
     return KvxConnector(vllm_config, role, groups)
@@ -98,7 +106,9 @@ class Engine:
     """One vLLM instance: a scheduler-side connector and `tp_size` workers, each with its
     worker-side connector and its share of the heads in KV caches of `num_blocks` blocks per
     layer; block ids (one free list) are shared by the workers, as in vLLM. `hybrid`: two KV
-    cache groups (fake_vllm_groups.py), a request's blocks a list per group. `pp_size`:
+    cache groups (fake_vllm_groups.py), a request's blocks a list per group: True or
+    "sliding" for a sliding window group, "mamba" or "mamba-align" for a Mamba group
+    (fake_vllm_states.py). `pp_size`:
     pipeline stages, a worker per (stage, TP rank), each with its stage's layers only (a
     consecutive share of them, as vLLM's get_pp_indices splits them); workers are numbered
     stage by stage. `device`: where the caches are ("cuda" on a GPU)."""
@@ -108,14 +118,15 @@ class Engine:
                  device="cpu", **extra):
         self.tp_size, self.layout, self.total_heads = tp_size, layout, total_heads
         self.pp_size = pp_size
-        self.hybrid = hybrid
+        self.hybrid = "sliding" if hybrid is True else hybrid
+        self.mamba = mamba_mode(self.hybrid) is not None
         self.mla = layout == "mla"
         if self.mla:
             self.total_heads = total_heads = 1
         self.names = names = layer_names(LAYERS)
         self.scheduler = connector(config(role, engine_id, total_heads, self.mla,
                                           tp_size=tp_size, pp_size=pp_size, **extra),
-                                   KVConnectorRole.SCHEDULER, hybrid, names)
+                                   KVConnectorRole.SCHEDULER, self.hybrid, names, tp_size)
         self.workers, self.kv_caches, self.layers = [], [], []  # by worker
         kernel_blocks = num_blocks * (BLOCK_SIZE // KERNEL_BLOCK)
         for stage in range(pp_size):
@@ -123,11 +134,16 @@ class Engine:
             for rank in range(tp_size):
                 worker = connector(config(role, engine_id, total_heads, self.mla, tp_rank=rank,
                                           tp_size=tp_size, pp_rank=stage, pp_size=pp_size,
-                                          **extra), KVConnectorRole.WORKER, hybrid, names)
+                                          **extra), KVConnectorRole.WORKER, self.hybrid,
+                                   names, tp_size)
                 caches = allocate(layout, LAYERS, kernel_blocks, KERNEL_BLOCK,
                                   held_heads(rank, tp_size, total_heads)[1], head_dim, DTYPE,
                                   device)
-                if hybrid:
+                if self.mamba:
+                    caches = {name: states.state_views(caches[names[i - 1]], tp_size,
+                                                       num_blocks) if i % 2 else caches[name]
+                              for i, name in enumerate(names)}
+                elif hybrid:
                     caches = share_tensors(caches)
                 caches = {names[layer]: caches[names[layer]] for layer in held}
                 worker.register_kv_caches(caches)
@@ -149,8 +165,8 @@ class Engine:
 
     def allocate_request(self, count):
         """A request's `count` blocks: a list, or (hybrid) a list per group."""
-        return request_blocks(self.allocate, count, BLOCK_SIZE) if self.hybrid else \
-            self.allocate(count)
+        return request_blocks(self.allocate, count, BLOCK_SIZE, self.hybrid) if self.hybrid \
+            else self.allocate(count)
 
     def release(self, blocks):
         """Frees a request's blocks (allocate_request's)."""
@@ -186,6 +202,9 @@ class Engine:
             worker.bind_connector_metadata(meta)
             index = self.workers.index(worker)
             for layer, name in zip(self.layers[index], caches if compute is not None else ()):
+                if self.is_state(layer):  # a Mamba layer calls no connector hook
+                    compute(index, layer)
+                    continue
                 worker.wait_for_layer_load(name)  # the forward, in forward order
                 compute(index, layer)
                 worker.save_kv_layer(name, caches[name], None)
@@ -223,6 +242,8 @@ class Engine:
         first, count = held_heads(rank % self.tp_size, self.tp_size, self.total_heads)
         per_block = BLOCK_SIZE // KERNEL_BLOCK
         blocks, first_position = self._layer_blocks(layer, blocks, first_position)
+        if self.is_state(layer):
+            return
         for position, block in enumerate(blocks):
             if self.hybrid and block == NULL_BLOCK or only is not None and position not in only:
                 continue
@@ -235,27 +256,41 @@ class Engine:
             width = views[0].shape[-1]
             yield views, [expected[..., i * width:(i + 1) * width] for i in range(len(views))]
 
+    def is_state(self, layer):
+        """True for a Mamba layer (the odd ones, with a Mamba group)."""
+        return self.mamba and layer in layer_groups(LAYERS)[1]
+
     def bytes_per_head(self, rank):
         """A token's bytes of one head, K and V (or the MLA latent) together."""
         tensor = list(self.kv_caches[rank].values())[0]
         return sum(p.shape[-1] for p in parts(tensor, self.layout))
 
-    def fill(self, blocks, seed):
+    def fill(self, blocks, seed, tokens=None):
         """Writes block position p of the request (every layer, K and V, every head) with its
-        pattern, each worker its own heads."""
+        pattern, each worker its own heads; a Mamba layer's states with the pattern of
+        `tokens` prompt tokens computed."""
         for rank, layers in enumerate(self.layers):
             for layer in layers:
-                self.fill_layer(rank, layer, blocks, seed)
+                self.fill_layer(rank, layer, blocks, seed, tokens=tokens)
 
-    def fill_layer(self, rank, layer, blocks, seed, only=None):
+    def fill_layer(self, rank, layer, blocks, seed, only=None, tokens=None):
         """fill() of one worker's layer (`only`: of those block positions)."""
+        if self.is_state(layer):
+            states.fill(self.kv_caches[rank][self.names[layer]], blocks[1], seed, layer,
+                        tokens)
         for views, expected in self._positions(rank, layer, blocks, seed, 0, only):
             for view, values in zip(views, expected):
                 view.copy_(torch.from_numpy(np.ascontiguousarray(values)))
 
-    def matches(self, blocks, seed, first_position=0):
+    def matches(self, blocks, seed, first_position=0, tokens=None):
+        """Whether the request's blocks hold fill()'s patterns (a Mamba layer's states: of
+        `tokens` prompt tokens)."""
         for rank, layers in enumerate(self.layers):
             for layer in layers:
+                if self.is_state(layer) and not states.matches(
+                        self.kv_caches[rank][self.names[layer]], blocks[1], seed, layer,
+                        tokens):
+                    return False
                 for views, expected in self._positions(rank, layer, blocks, seed,
                                                        first_position):
                     for view, values in zip(views, expected):
@@ -265,7 +300,8 @@ class Engine:
 
     def untouched(self):
         """True while every byte of every cache is zero."""
-        return all(not t.any() for caches in self.kv_caches for t in caches.values())
+        return all(not t.any() for caches in self.kv_caches for value in caches.values()
+                   for t in (value if isinstance(value, list) else [value]))
 
     def close(self):
         for worker in self.workers:

@@ -21,7 +21,8 @@ class PrefillProcess(EngineProcess):
                  total_heads=HEADS, prefix=(), env=None, hybrid=False, pp_size=1,
                  device="cpu"):
         super().__init__("vllm_prefill_engine.py", data_path, PREFILL_BLOCKS, lease, tp_size,
-                         mode, layout, total_heads, *(["hybrid"] if hybrid else []),
+                         mode, layout, total_heads,
+                         *([{True: "hybrid"}.get(hybrid, hybrid)] if hybrid else []),
                          prefix=prefix, env=dict(env or {}, KVX_TEST_PP_SIZE=str(pp_size),
                                                  KVX_TEST_DEVICE=device))
         self.addresses = json.loads(self.expect("READY").split(" ", 1)[1])

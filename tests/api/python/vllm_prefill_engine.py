@@ -22,9 +22,14 @@ Between commands it runs engine steps every 2 ms while vLLM would (Engine.has_re
 prints "FREED REQ" when the connector says a request's blocks may go (read by the decode, or
 its lease ended).
 Usage: vllm_prefill_engine.py DATA_PATH NUM_BLOCKS LEASE_SECONDS [TP_SIZE [MODE [LAYOUT
-[TOTAL_HEADS [hybrid]]]]] (LAYOUT: one of vllm_caches.LAYOUTS; TOTAL_HEADS: the model's KV
-heads; hybrid: two KV cache groups, fake_vllm_groups.py, the connector called as vLLM calls
-a SupportsHMA one). KVX_TEST_PP_SIZE: pipeline stages (a worker per stage and TP rank); KVX_TEST_DEVICE: where the
+[TOTAL_HEADS [HYBRID]]]]] (LAYOUT: one of vllm_caches.LAYOUTS; TOTAL_HEADS: the model's KV
+heads; HYBRID: two KV cache groups, fake_vllm_groups.py, the connector called as vLLM calls
+a SupportsHMA one: "hybrid" with a sliding window group, "mamba" or "mamba-align" with a
+Mamba group).
+Each new request goes through get_num_new_matched_tokens first, as vLLM's scheduler sends
+every waiting request (vllm/v1/core/sched/scheduler.py @00024d3); with a Mamba group the
+connector shortens the prompt there (vllm_state_tokens.py), and the engine computes what is
+left of it. KVX_TEST_PP_SIZE: pipeline stages (a worker per stage and TP rank); KVX_TEST_DEVICE: where the
 caches are ("cuda" on a GPU).
 Its workers listen on 127.0.0.1, or with KVX_TEST_ROUTABLE=1 where the connector chooses by
 default (KVX_VLLM_HOST, else the node's routable address)."""
@@ -46,7 +51,8 @@ def main():
     mode = sys.argv[5] if len(sys.argv) > 5 else "pull"
     layout = sys.argv[6] if len(sys.argv) > 6 else DEFAULT_LAYOUT
     total_heads = int(sys.argv[7]) if len(sys.argv) > 7 else HEADS
-    hybrid = sys.argv[8:9] == ["hybrid"]
+    hybrid = {"hybrid": True, "mamba": "mamba", "mamba-align": "mamba-align"}.get(
+        (sys.argv[8:9] or [""])[0], False)
     engine = Engine("kv_producer", "prefill-0", num_blocks, tp_size=tp_size,
                     data_path=data_path, lease_seconds=lease, mode=mode, layout=layout,
                     total_heads=total_heads, hybrid=hybrid,
@@ -78,9 +84,11 @@ def main():
                 request = Request(assign_request_id(external), tokens, {"do_remote_decode": True})
                 if command == "abort":
                     request.status = RequestStatus.FINISHED_ABORTED
+                assert engine.scheduler.get_num_new_matched_tokens(request, 0) == (0, False)
+                tokens = len(request.prompt_token_ids)  # what the connector left to compute
                 blocks = engine.allocate_request(blocks_for(tokens))
                 if command == "prefill" or command == "abort" and mode == "pull":
-                    engine.fill(blocks, seed)
+                    engine.fill(blocks, seed, tokens)
                 else:
                     engine.scheduler.update_state_after_alloc(
                         request, GroupBlocks(blocks) if hybrid else Blocks(blocks), 0)
@@ -90,10 +98,12 @@ def main():
                         for worker in engine.workers:
                             worker._layer_ready = lambda kv_layer: stream.event()
 
-                        def fill(rank, layer, blocks, seed):
-                            stream.launch(lambda: engine.fill_layer(rank, layer, blocks, seed))
+                        def fill(rank, layer, blocks, seed, tokens=None):
+                            stream.launch(lambda: engine.fill_layer(rank, layer, blocks, seed,
+                                                                    tokens=tokens))
                     sending, _, _ = engine.step(
-                        compute=lambda rank, layer: fill(rank, layer, blocks, seed))
+                        compute=lambda rank, layer: fill(rank, layer, blocks, seed,
+                                                         tokens=tokens))
                     report_freed(engine, sending, held)
                 delay, params = (
                     engine.scheduler.request_finished_all_groups(request, tuple(blocks))

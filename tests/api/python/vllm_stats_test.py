@@ -12,8 +12,8 @@ class VllmStats(unittest.TestCase):
     def test_a_tally_reports_what_ended_since_the_last_report(self):
         tally = TransferTally(1)
         self.assertIsNone(tally.take())
-        tally.posted(7, 10, 4096)
-        tally.posted(8, 3, 100)
+        tally.posted(7, 10, 40960)  # 10 descriptors, 40960 bytes
+        tally.posted(8, 3, 300)
         self.assertIsNone(tally.take())  # nothing ended yet
         tally.ended(7, True)
         tally.ended(8, False)

@@ -42,7 +42,10 @@ Both:
   - the two caches must agree on layers, block sizes, element type, head size, the model's
     KV heads and the layout of a block; a request between caches that do not fails with
     kvx.InvalidArgument, naming both sides' values, in the log and its blocks reported
-    failed.
+    failed;
+  - with the hybrid allocator a request's blocks are a list per KV cache group
+    (vllm_groups.py); a Mamba group's blocks are whole states (vllm_states.py), and the
+    prefill then computes all but the prompt's last token (vllm_state_tokens.py).
 vLLM itself is optional: without it vllm_upstream.py stands in for its base classes, which is
 how the tests drive the exact call order vLLM uses (tests/api/python/vllm_connector_test.py).
 """
@@ -50,10 +53,12 @@ import logging
 import time
 
 import kvx
+from kvx.integrations import vllm_config as config
 from kvx.integrations import vllm_messages as messages
 from kvx.integrations import vllm_groups as groups
 from kvx.integrations import vllm_heads as heads
 from kvx.integrations import vllm_stages as stages
+from kvx.integrations import vllm_state_tokens as state_tokens
 from kvx.integrations.vllm_layout import KvLayout
 from kvx.integrations.peer_process import with_this_process
 from kvx.integrations.vllm_chunks import PromptChunks
@@ -70,49 +75,10 @@ from kvx.integrations.vllm_upstream import (KVConnectorBase_V1, KVConnectorRole,
 log = logging.getLogger("kvx.vllm")
 
 
-def _extra(vllm_config):
-    return dict(getattr(vllm_config.kv_transfer_config, "kv_connector_extra_config", None) or {})
-
-
-def _finished_normally(request):
-    """True for a request that finished length capped or stopped (vLLM's RequestStatus): only
-    those hand their KV to a decode; an aborted one's blocks go at once."""
-    status = getattr(request, "status", None)
-    return getattr(status, "name", status) in ("FINISHED_LENGTH_CAPPED", "FINISHED_STOPPED")
-
-
-def _total_kv_heads(vllm_config):
-    """The model's KV heads over all TP ranks (vLLM's model config), None where unknown."""
-    model = getattr(vllm_config, "model_config", None)
-    try:
-        return int(model.get_total_num_kv_heads())
-    except (AttributeError, TypeError, ValueError):
-        return None
-
-
-def _tensor_parallel(extra):
-    """(rank, size) of this worker: vLLM's parallel state when it is set up, else the extra
-    config's tp_rank and tp_size (0 and 1 by default)."""
-    try:
-        from vllm.distributed.parallel_state import (get_tensor_model_parallel_rank,
-                                                     get_tensor_model_parallel_world_size)
-        return get_tensor_model_parallel_rank(), get_tensor_model_parallel_world_size()
-    except Exception:  # vLLM absent, or its parallel state not initialised (scheduler side)
-        return int(extra.get("tp_rank", 0)), int(extra.get("tp_size", 1))
-
-
-def _data_parallel_rank(vllm_config):
-    """This engine's data-parallel rank (0 without data parallelism)."""
-    try:
-        return int(getattr(vllm_config.parallel_config, "data_parallel_rank", 0) or 0)
-    except (AttributeError, TypeError, ValueError):
-        return 0
-
-
 class KvxConnector(KVConnectorBase_V1, SupportsHMA):
     def __init__(self, vllm_config, role, kv_cache_config=None):
         super().__init__(vllm_config, role, kv_cache_config)
-        extra = _extra(vllm_config)
+        extra = config.extra(vllm_config)
         self._mode = extra.get("mode", "pull")
         if self._mode not in ("pull", "push"):
             raise ValueError(f"kvx's vLLM connector mode is 'pull' or 'push', not "
@@ -123,18 +89,19 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         self._connect_timeout = float(extra.get("connect_timeout", 10.0))
         self._push_timeout = float(extra.get("push_timeout", self._lease))
         self._data_path = extra.get("data_path")
-        self._tp_rank, self._tp_size = _tensor_parallel(extra)
+        self._tp_rank, self._tp_size = config.tensor_parallel(extra)
         self._pp_rank, self._pp_size = stages.pipeline(extra)
         if self._pp_size > 1 and self._kv_role() == "kv_consumer":
             raise ValueError(f"kvx's vLLM connector serves a decode instance of pipeline "
                              f"parallel size 1 (as vLLM's NIXL connector does), not "
                              f"{self._pp_size}; the prefill may use several stages")
         self._address = worker_address(extra, (
-            _data_parallel_rank(vllm_config) * self._pp_size + self._pp_rank) * self._tp_size +
+            config.data_parallel_rank(vllm_config) * self._pp_size + self._pp_rank) * self._tp_size +
             self._tp_rank)
         self._block_size = vllm_config.cache_config.block_size
         self._groups = groups.kv_cache_groups(kv_cache_config, self._block_size)
         self._keep = [None] if self._groups is None else [g.keep for g in self._groups]
+        self._stateful = any(g.state for g in self._groups or ())  # a Mamba group
         # Scheduler side.
         self._workers = None   # KvxHandshake by pipeline stage, by TP rank
         self._pending = KvxConnectorMetadata()
@@ -171,13 +138,16 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
     def get_num_new_matched_tokens(self, request, num_computed_tokens):
         params = getattr(request, "kv_transfer_params", None) or {}
         if not params.get("do_remote_prefill"):
+            if params.get("do_remote_decode") and self._stateful:
+                state_tokens.shorten_for_prefill(request)  # vllm_state_tokens.py
             return 0, False
         # Until its blocks are allocated, the request keeps the prefill's lease alive.
         if params.get("remote_addresses") and params.get("remote_request_id") is not None:
             self._awaiting[request.request_id] = (
                 params["remote_request_id"], stages.addresses(stages.stages(params)),
                 float(params.get("remote_lease_seconds") or self._lease))
-        remaining = len(request.prompt_token_ids) - num_computed_tokens
+        remaining = state_tokens.prompt_tokens_to_load(request, self._stateful) - \
+            num_computed_tokens
         return (remaining, True) if remaining > 0 else (0, False)
 
     def update_state_after_alloc(self, request, blocks, num_external_tokens):
@@ -243,7 +213,7 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
             return False, None
         if not params.get("do_remote_decode") or not groups.flat(block_ids):
             return False, None
-        if not _finished_normally(request):
+        if not config.finished_normally(request):
             if self._mode == "push":
                 # A decode may still send its dest for it: the engine keeps stepping for as
                 # long as the lease would have run, so that the dest is answered.
@@ -296,7 +266,7 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
 
     def register_kv_caches(self, kv_caches):
         self._layout = KvLayout(kv_caches, self._block_size, self._tp_size,
-                                _total_kv_heads(self._vllm_config), self._groups)
+                                config.total_kv_heads(self._vllm_config), self._groups)
         # The process, so that a decode worker can tell when a lost prefill worker copying into
         # its cache itself (shared memory) can write no more (vllm_push.py).
         options = dict(self._address.agent_options(), application_info=with_this_process())
@@ -435,8 +405,9 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
             return  # pull: the decode reads the prefill's blocks when it is ready
         # Forward order; written once the compute stream has passed this layer, which the
         # forward never waits for (nor may, inside a CUDA graph's capture).
-        self._writer.layer_saved(self._layout.names.index(layer_name),
-                                 self._layer_ready(kv_layer))
+        rank = self._layout.save_rank.get(layer_name)
+        if rank is not None:  # None: a layer that reuses another layer's KV (in no group)
+            self._writer.layer_saved(rank, self._layer_ready(kv_layer))
 
     @staticmethod
     def _layer_ready(kv_layer):
@@ -456,7 +427,11 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         return (extra_config or {}).get("mode") == "push"
 
     def wait_for_save(self):
-        return  # pushes complete between steps; get_finished says when the blocks may go
+        """After the forward: the Mamba layers' states, which no save_kv_layer names, are
+        written once the compute stream has passed the forward. Pushes complete between
+        steps; get_finished says when the blocks may go."""
+        if self._writer is not None and self._layout.state is not None:
+            self._writer.forward_done(self._layer_ready(self._layout.any_tensor()))
 
     def _take_notifications(self):
         for peer, payload in self._agent.take_notifications():

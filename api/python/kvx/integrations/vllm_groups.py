@@ -5,8 +5,11 @@ and hands a connector a request's blocks as one list per group
 (vllm/distributed/kv_transfer/kv_connector/v1/base.py, SupportsHMA.request_finished_all_groups,
 and vllm/v1/core/sched/scheduler.py @00024d3). A group of sliding-window layers needs only its
 last blocks: as the NIXL connector keeps them (nixl/scheduler.py @053da34), the blocks its
-window spans and one more (vLLM marks the blocks before as null ones). Mamba (state) groups
-are not paged KV: kvx refuses them.
+window spans and one more (vLLM marks the blocks before as null ones). A Mamba group holds
+each request's recurrent state, not its tokens (MambaSpec in vllm/v1/kv_cache_interface.py
+@001cabc): a block is one whole state, and a request holds 1 + num_speculative_blocks of
+them (MambaManager in vllm/v1/core/single_type_kv_cache_manager.py @129ab7c; in "align" mode
+the blocks before those are null ones), which move whole (vllm_states.py).
 
 Block ids travel as a list per group (`remote_block_ids` in kv_transfer_params is a flat list
 where there is one group, as before)."""
@@ -19,12 +22,21 @@ class Group:
     layers: frozenset   # its layers' names
     keep: int = None    # the last blocks of a request that matter; None: all
     kind: str = "FullAttentionSpec"
+    state: bool = False  # a Mamba group: its layers' blocks are whole recurrent states
+
+
+def is_state(spec):
+    """True for a Mamba (state) group's spec."""
+    return "Mamba" in type(spec).__name__ or hasattr(spec, "mamba_type")
 
 
 def kv_cache_groups(kv_cache_config, block_size):
     """The Groups of vLLM's KVCacheConfig where it has several; None for one (every layer,
     all blocks). Raises ValueError, naming the group, for a group kvx cannot move."""
     groups = list(getattr(kv_cache_config, "kv_cache_groups", None) or [])
+    if len(groups) == 1 and is_state(groups[0].kv_cache_spec):
+        raise ValueError("every layer is a Mamba layer: kvx's vLLM connector moves Mamba state "
+                         "beside attention layers (a hybrid model), not a model of state alone")
     if len(groups) <= 1:
         return None
     found = []
@@ -32,10 +44,10 @@ def kv_cache_groups(kv_cache_config, block_size):
         spec = group.kv_cache_spec
         kind = type(spec).__name__
         layers = list(group.layer_names)
-        if "Mamba" in kind or hasattr(spec, "mamba_type"):
-            raise ValueError(f"KV cache group {index} ({kind}, layers {layers[:3]}...) holds "
-                             "Mamba state, which kvx's vLLM connector does not move; it moves "
-                             "attention groups (full, sliding window)")
+        if is_state(spec):  # its block size is the model's length, not the scheduler's
+            keep = 1 + int(getattr(spec, "num_speculative_blocks", 0) or 0)
+            found.append(Group(frozenset(layers), keep, kind, state=True))
+            continue
         spec_block = getattr(spec, "block_size", block_size)
         if spec_block != block_size:
             raise ValueError(f"KV cache group {index} ({kind}) has {spec_block}-token blocks, "

@@ -8,16 +8,17 @@ worker's geometry with a peer's for a range of heads (vllm_geometry.pair), so th
 a list here and entry i of the matching list over the peer cover the same bytes of the same
 tokens and heads. A block all of whose heads move is one entry where its bytes are
 contiguous (blocks first, or K and V packed); a head range is one entry per head (HND) or per
-token (NHD)."""
+token (NHD). A Mamba layer's block is one entry, its whole state (vllm_states.py)."""
 import re
 
 import numpy as np
 
 import kvx
 from kvx.integrations import vllm_geometry as geometry
+from kvx.integrations import vllm_states as states
 
 # Bumped when what two workers exchange (describe(), vllm_messages.py) changes meaning.
-PROTOCOL = 3
+PROTOCOL = 4
 
 
 def layer_index(name):
@@ -61,27 +62,45 @@ class KvLayout:
         if groups is not None:  # layers in no group share another layer's cache
             kv_caches = {name: kv_caches[name] for name in kv_caches
                          if any(name in group.layers for group in groups)}
+        stateful = {name for group in groups or () if group.state for name in group.layers}
         self.names = sorted(kv_caches, key=layer_index)
         self._tensors = [kv_caches[name] for name in self.names]
-        first = self._tensors[0]
+        attention = [name for name in self.names if name not in stateful]
+        if not attention:
+            raise ValueError("no attention layer among the KV caches: kvx moves Mamba state "
+                             "beside attention layers")
+        first = kv_caches[attention[0]]
         self.dims = geometry.geometry_of(first)
         self.element = first.element_size()
         self.dtype = str(first.dtype)
         self.buffers = []   # (address, nbytes, device) of each buffer behind the layers
         self.places = []    # (buffer index, byte offset) of each layer, in forward order
+        self.state = None   # [block stride, bytes moved a block] of the Mamba layers' states
+        state_blocks = None
         for name, tensor in zip(self.names, self._tensors):
-            dims = geometry.geometry_of(tensor)
-            if dims != self.dims or str(tensor.dtype) != self.dtype:
-                raise ValueError(
-                    f"layer {name} is {list(tensor.shape)} {tensor.dtype} with strides "
-                    f"{list(tensor.stride())}, layer {self.names[0]} {list(first.shape)} "
-                    f"{first.dtype} with strides {list(first.stride())}: kvx moves caches "
-                    "whose layers share one geometry (one KV cache group)")
-            address, nbytes = _storage(tensor)
-            buffer = (address, nbytes, _device(tensor))
+            if name in stateful:
+                place = states.state_place(name, tensor, _storage, _device)
+                if self.state is None:
+                    self.state, state_blocks = [place.stride, place.span], place.blocks
+                elif [place.stride, place.span, place.blocks] != self.state + [state_blocks]:
+                    raise ValueError(
+                        f"Mamba layer {name} has {place.blocks} states of {place.span} bytes "
+                        f"every {place.stride}, the first Mamba layer {state_blocks} of "
+                        f"{self.state[1]} every {self.state[0]}")
+                buffer, offset = place.buffer, place.offset
+            else:
+                dims = geometry.geometry_of(tensor)
+                if dims != self.dims or str(tensor.dtype) != self.dtype:
+                    raise ValueError(
+                        f"layer {name} is {list(tensor.shape)} {tensor.dtype} with strides "
+                        f"{list(tensor.stride())}, layer {attention[0]} {list(first.shape)} "
+                        f"{first.dtype} with strides {list(first.stride())}: kvx moves caches "
+                        "whose attention layers share one geometry")
+                address, nbytes = _storage(tensor)
+                buffer, offset = (address, nbytes, _device(tensor)), tensor.data_ptr() - address
             if buffer not in self.buffers:
                 self.buffers.append(buffer)
-            self.places.append((self.buffers.index(buffer), tensor.data_ptr() - address))
+            self.places.append((self.buffers.index(buffer), offset))
         kernel_block = self.dims["token"][0]
         if block_size % kernel_block or self.dims["block"][0] % (block_size // kernel_block):
             raise ValueError(f"the scheduler's block size {block_size} is not a whole number "
@@ -90,17 +109,32 @@ class KvLayout:
         self.block_size = block_size
         self.blocks_per_block = block_size // kernel_block
         self.num_blocks = self.dims["block"][0] // self.blocks_per_block
+        if state_blocks is not None and state_blocks != self.num_blocks:
+            raise ValueError(f"the Mamba layers have {state_blocks} blocks, the attention "
+                             f"layers {self.num_blocks}: vLLM gives every group one pool")
         self.heads = self.dims["head"][0]
         self.tp_size = tp_size
         mla = self.dims["head"][1] == 0  # [blocks, tokens, channels]: every rank has it all
         self.total_heads = total_heads or (1 if mla else self.heads * tp_size)
-        # Positions (in self.names) of each group's layers, and each group's blocks to keep
-        # (the last ones; None: all).
+        # Positions (in self.names) of each group's layers, each group's blocks to keep
+        # (the last ones; None: all), and whether it is a Mamba group.
         self.groups = [list(range(len(self.names)))] if groups is None else [
             [self.names.index(name) for name in self.names if name in group.layers]
             for group in groups]
         self.keep = [None] if groups is None else [group.keep for group in groups]
+        self.stateful = [False] if groups is None else [group.state for group in groups]
+        # The order a push writes layers in: the attention layers as vLLM saves them
+        # (save_kv_layer, in forward order), then the Mamba layers, whose states are final
+        # once the forward is (wait_for_save): vLLM's Mamba layers call no connector hook.
+        self.save_order = [p for p, name in enumerate(self.names) if name not in stateful] + \
+            [p for p, name in enumerate(self.names) if name in stateful]
+        self.saved_by_layer = len(attention)  # save_order's layers that save_kv_layer names
+        self.save_rank = {self.names[p]: rank for rank, p in enumerate(self.save_order)}
         self._description = self._describe()
+
+    def any_tensor(self):
+        """A tensor of the cache (its device and stream are the forward's)."""
+        return states.first_tensor(self._tensors[0])
 
     def describe(self):
         """This worker's cache, as its handshake (and a push destination) describes it (do
@@ -114,8 +148,8 @@ class KvLayout:
                 "dtype": self.dtype, "block_size": self.block_size,
                 "blocks_per_block": self.blocks_per_block, "num_blocks": self.num_blocks,
                 "heads": self.heads, "tp_size": self.tp_size, "total_heads": self.total_heads,
-                "groups": self.groups, "keep": self.keep,
-                "layout": geometry.layout_name(self.dims)}
+                "groups": self.groups, "keep": self.keep, "stateful": self.stateful,
+                "state": self.state, "layout": geometry.layout_name(self.dims)}
 
     def buffer_names(self):
         return [buffer_name(i) for i in range(len(self.buffers))]
@@ -129,30 +163,49 @@ class KvLayout:
                 there + np.uint64(first_there * theirs["dims"]["head"][1]), length)
 
 
+def _state_layers(side):
+    """Positions of the layers of `side`'s Mamba groups."""
+    return {p for group, state in zip(side["groups"], side.get("stateful") or ()) if state
+            for p in group}
+
+
 def rows(side, regions, entries, length):
     """uint64 rows (region, offset, length) of every (layer, scheduler block, entry) of the
     cache `side` describes, its buffers registered as `regions`, with entries' offsets from
-    each block's start."""
+    each block's start. A Mamba layer's block is one state (vllm_states.py): its entry 0 is
+    the whole state, the others repeat it and are never indexed (state_entries)."""
     block_stride = np.uint64(side["dims"]["block"][1] * side["blocks_per_block"])
-    blocks = np.arange(side["num_blocks"], dtype=np.uint64) * block_stride
-    per_layer = (blocks[:, None] + entries[None, :]).reshape(-1)
+    count = np.arange(side["num_blocks"], dtype=np.uint64)
+    per_layer = ((count * block_stride)[:, None] + entries[None, :]).reshape(-1)
+    state_layers = _state_layers(side)
+    if state_layers:
+        stride, span = (np.uint64(v) for v in side["state"])
+        per_state = np.repeat(count * stride, len(entries))
     table = np.zeros((len(side["places"]) * len(per_layer), 3), dtype=np.uint64)
     for i, (buffer, offset) in enumerate(side["places"]):
         part = table[i * len(per_layer):(i + 1) * len(per_layer)]
         part[:, 0] = regions[buffer]
-        part[:, 1] = per_layer + np.uint64(offset)
-        part[:, 2] = length
+        state = i in state_layers
+        part[:, 1] = (per_state if state else per_layer) + np.uint64(offset)
+        part[:, 2] = span if state else length
     return table
 
 
-def indices(blocks, num_blocks, per_block, layers):
+def indices(blocks, num_blocks, per_block, layers, used=None):
     """uint32 list indices of scheduler blocks `blocks` in the layers numbered in `layers`
-    (layer-major), for a list with `per_block` entries a block."""
+    (layer-major), for a list with `per_block` entries a block, the first `used` of each
+    (all by default)."""
     blocks = np.asarray(blocks, dtype=np.uint32)
     layers = np.asarray(layers, dtype=np.uint32)
     first = ((layers[:, None] * num_blocks + blocks[None, :]) * per_block).reshape(-1)
-    entries = np.arange(per_block, dtype=np.uint32)
+    entries = np.arange(per_block if used is None else used, dtype=np.uint32)
     return (first[:, None] + entries[None, :]).reshape(-1).astype(np.uint32)
+
+
+def moved_bytes(side, entries, state_entries, length):
+    """Bytes a list pair of `entries` entries moves, `state_entries` of them Mamba states."""
+    span = side["state"][1] if state_entries else 0
+    return (entries - state_entries) * length + state_entries * span
 
 
 def layer_map(mine, theirs):
@@ -166,24 +219,28 @@ def layer_map(mine, theirs):
 
 
 def pair_indices(blocks_here, blocks_there, maps, blocks, their_blocks, per_block,
-                 layers=None):
-    """(indices here, indices there, (layer, block) pairs): each group's blocks (a list per
-    group on each side) in the layers of that group both caches hold (`maps`, a layer_map()),
-    only those among `layers` (positions here) where given, so that entry i here and entry i
-    there cover the same layer and block. `blocks`, `their_blocks`: each cache's blocks a
-    layer."""
-    here, there, count = [], [], 0
-    for pairs, mine_blocks, theirs_blocks in zip(maps, blocks_here, blocks_there):
+                 layers=None, stateful=None):
+    """(indices here, indices there, (layer, block) pairs, entries of Mamba states): each
+    group's blocks (a list per group on each side) in the layers of that group both caches
+    hold (`maps`, a layer_map()), only those among `layers` (positions here) where given, so
+    that entry i here and entry i there cover the same layer and block. `blocks`,
+    `their_blocks`: each cache's blocks a layer. `stateful`: whether each group is a Mamba
+    group, whose blocks are one entry each (rows)."""
+    here, there, count, state_entries = [], [], 0, 0
+    for group, (pairs, mine_blocks, theirs_blocks) in enumerate(
+            zip(maps, blocks_here, blocks_there)):
         chosen = list(pairs) if layers is None else [p for p in layers if p in pairs]
         if not chosen or not len(mine_blocks):
             continue
-        here.append(indices(mine_blocks, blocks, per_block, chosen))
+        used = 1 if stateful and stateful[group] else None
+        here.append(indices(mine_blocks, blocks, per_block, chosen, used))
         there.append(indices(theirs_blocks, their_blocks, per_block,
-                             [pairs[p] for p in chosen]))
+                             [pairs[p] for p in chosen], used))
         count += len(chosen) * len(mine_blocks)
+        state_entries += len(here[-1]) if used else 0
     if not here:
-        return np.zeros(0, np.uint32), np.zeros(0, np.uint32), 0
-    return np.concatenate(here), np.concatenate(there), count
+        return np.zeros(0, np.uint32), np.zeros(0, np.uint32), 0, 0
+    return np.concatenate(here), np.concatenate(there), count, state_entries
 
 
 def shared_units(maps, block_groups):
@@ -207,6 +264,8 @@ def check_compatible(mine, theirs):
         if mine[key] != theirs.get(key):
             raise kvx.InvalidArgument(f"KV caches differ in {key}: {mine[key]} here, "
                                       f"{theirs.get(key)} there")
+    if mine["state"] is not None or theirs.get("state") is not None:
+        _check_states(mine, theirs)
     for dim in geometry.DIMENSIONS:
         if dim in ("block", "head"):
             continue
@@ -217,6 +276,19 @@ def check_compatible(mine, theirs):
                                       f"({theirs.get('layout')})")
 
 
+def _check_states(mine, theirs):
+    """Mamba states move whole: the same bytes a state on both sides, and one TP size (each
+    rank holds its own shard of every state)."""
+    if mine["tp_size"] != theirs["tp_size"]:
+        raise kvx.InvalidArgument(
+            f"Mamba state moves between workers of one TP size: TP {mine['tp_size']} here, "
+            f"{theirs['tp_size']} there")
+    here, there = (side["state"][1] if side["state"] else None for side in (mine, theirs))
+    if here != there:
+        raise kvx.InvalidArgument(f"Mamba states differ: {here} bytes a state here, {there} "
+                                  "there")
+
+
 def _check_layers(mine, theirs):
     """The same layers and KV cache groups, or (pipeline parallelism: a stage's layers on
     one side) one side's layers among the other's, in one group."""
@@ -225,7 +297,7 @@ def _check_layers(mine, theirs):
         raise kvx.InvalidArgument(f"the other instance's KV cache layers are malformed: "
                                   f"{str(layers)[:200]}")
     if layers == mine["layers"]:
-        for key in ("groups", "keep"):
+        for key in ("groups", "keep", "stateful"):
             if mine[key] != theirs.get(key):
                 raise kvx.InvalidArgument(f"KV caches differ in {key}: {mine[key]} here, "
                                           f"{theirs.get(key)} there")
@@ -265,6 +337,13 @@ def _check_description(theirs):
             p[0] < theirs["buffers"] and _whole(p[1]) for p in places) and
         _whole(theirs.get("num_blocks"), 1) and _whole(theirs.get("heads"), 1) and
         _whole(theirs.get("tp_size"), 1) and
+        isinstance(theirs.get("stateful"), list) and
+        len(theirs["stateful"]) == len(theirs["groups"]) and
+        all(isinstance(v, bool) for v in theirs["stateful"]) and
+        (theirs.get("state") is None if not any(theirs["stateful"]) else
+         isinstance(theirs.get("state"), list) and len(theirs["state"]) == 2 and
+         _whole(theirs["state"][0], 1) and _whole(theirs["state"][1], 1) and
+         theirs["state"][1] <= theirs["state"][0]) and
         dims["block"][0] == theirs["num_blocks"] * theirs["blocks_per_block"] and
         dims["head"][0] == theirs["heads"])
     if not well_formed:

@@ -8,7 +8,8 @@ import kvx
 from kvx.integrations import vllm_messages as messages
 from kvx.integrations import vllm_heads as heads
 from kvx.integrations.vllm_groups import flat
-from kvx.integrations.vllm_layout import check_compatible, layer_map, pair_indices
+from kvx.integrations.vllm_layout import (check_compatible, layer_map, moved_bytes,
+                                           pair_indices)
 from kvx.integrations.vllm_stats import TransferTally
 
 log = logging.getLogger("kvx.vllm")
@@ -66,9 +67,10 @@ class PullReader:
                     self._agent.send_notification(peer, self.note(spec, source))
                     continue
                 local, remote, per_block, length = self._links.lists(peer, theirs, source)
-                here, there, _ = pair_indices(spec.local_block_ids, spec.remote_block_ids,
-                                              layer_map(mine, theirs), mine["num_blocks"],
-                                              theirs["num_blocks"], per_block)
+                here, there, _, states = pair_indices(
+                    spec.local_block_ids, spec.remote_block_ids, layer_map(mine, theirs),
+                    mine["num_blocks"], theirs["num_blocks"], per_block,
+                    stateful=mine["stateful"])
                 if not len(here):  # a pipeline stage without this worker's layers
                     self._agent.send_notification(peer, self.note(spec, source))
                     continue
@@ -76,7 +78,8 @@ class PullReader:
                                                      notification=self.note(spec, source))
                 transfers.append(transfer)
                 self._agent.post(transfer)
-                self.tally.posted(transfer, len(here), length)
+                self.tally.posted(transfer, len(here),
+                                  moved_bytes(mine, len(here), states, length))
             self._reading[spec.request_id] = (transfers, flat(spec.local_block_ids))
         except kvx.Error:
             for transfer in transfers:

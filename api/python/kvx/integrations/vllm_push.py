@@ -32,8 +32,8 @@ from kvx.integrations import vllm_messages as messages
 from kvx.integrations.peer_process import PeerWriters
 from kvx.integrations import vllm_heads as heads
 from kvx.integrations.vllm_groups import as_groups, flat
-from kvx.integrations.vllm_layout import (check_compatible, layer_map, pair_indices,
-                                           shared_units)
+from kvx.integrations.vllm_layout import (check_compatible, layer_map, moved_bytes,
+                                           pair_indices, shared_units)
 from kvx.integrations.vllm_stats import TransferTally
 
 log = logging.getLogger("kvx.vllm")
@@ -144,14 +144,21 @@ class PushWriter:
             self._saves[request_id].deadline = deadline
 
     def layer_saved(self, layer_index, ready=None):
-        """The forward has launched layer `layer_index` of the requests planned this step:
-        its blocks hold it once `ready()` is true (a CUDA event on the compute stream; None:
-        at once). Each layer is written once it and the layers before it are ready."""
+        """The forward has launched layer `layer_index` (of KvLayout.save_order) of the
+        requests planned this step: its blocks hold it once `ready()` is true (a CUDA event
+        on the compute stream; None: at once). Each layer is written once it and the layers
+        before it are ready."""
         for request_id, save in self._saves.items():
             if save.launched == layer_index:
                 save.launched = layer_index + 1
                 save.pending.append(ready)
                 self._advance(request_id, save)
+
+    def forward_done(self, ready=None):
+        """The step's forward has launched every layer: the Mamba layers' states (which no
+        save_kv_layer names) are final once `ready()` is."""
+        for index in range(self._layout.saved_by_layer, len(self._layout.save_order)):
+            self.layer_saved(index, ready)
 
     def _advance(self, request_id, save):
         """Counts the launched layers now computed, and writes them."""
@@ -219,7 +226,7 @@ class PushWriter:
 
     def _write(self, request_id, save, reader):
         """Writes the layers computed and not yet written to `reader`."""
-        layers = list(range(reader.written, save.computed))
+        layers = self._layout.save_order[reader.written:save.computed]
         if not layers or reader.failure or not flat(reader.dest.blocks):
             return
         reader.written = save.computed
@@ -237,9 +244,9 @@ class PushWriter:
                                         source.count)
                 local, remote, per_block, length = self._links.lists(reader.peer, theirs,
                                                                      mirrored)
-                here, there, count = pair_indices(mine, dest.blocks, reader.maps,
-                                                  self._layout.num_blocks,
-                                                  theirs["num_blocks"], per_block, layers)
+                here, there, count, states = pair_indices(
+                    mine, dest.blocks, reader.maps, self._layout.num_blocks,
+                    theirs["num_blocks"], per_block, layers, self._layout.stateful)
                 if not len(here):  # none of these layers' groups has blocks to write
                     continue
                 transfer = self._agent.make_transfer(
@@ -247,7 +254,9 @@ class PushWriter:
                     notification=messages.pushed(count, dest.reply_to))
                 reader.transfers.append(transfer)
                 self._agent.post(transfer)
-                self.tally.posted(transfer, len(here), length)
+                self.tally.posted(transfer, len(here),
+                                  moved_bytes(self._layout.describe(), len(here), states,
+                                              length))
         except kvx.Error as error:
             reader.failure = str(error)
             self._links.forget(reader.peer)  # made again for the next request, if it came back

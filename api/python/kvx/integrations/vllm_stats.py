@@ -66,8 +66,8 @@ class TransferTally:
         self._posted = {}  # transfer id -> (posted at, bytes, descriptors)
         self._figures = _empty()
 
-    def posted(self, transfer, descriptors, length):
-        self._posted[transfer] = (time.monotonic(), descriptors * length, descriptors)
+    def posted(self, transfer, descriptors, nbytes):
+        self._posted[transfer] = (time.monotonic(), nbytes, descriptors)
 
     def ended(self, transfer, succeeded):
         """A transfer done or failed (one cancelled before it ended counts as failed)."""
