@@ -20,7 +20,8 @@ import numpy as np
 import kvx
 from kvx.integrations import vllm_heads as heads
 from kvx.integrations.vllm import KvxConnector
-from kvx.integrations.vllm_layout import KvLayout, check_compatible, indices, layer_index, rows
+from kvx.integrations.vllm_layout import (KvLayout, check_compatible, check_covered, indices,
+                                           layer_index, rows)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vllm_caches import LAYOUTS, allocate, layer_names, parts  # noqa: E402
@@ -174,6 +175,22 @@ class VllmLayout(unittest.TestCase):
             self.assertIn(words, str(caught.exception))
         with self.assertRaises(kvx.InvalidArgument):
             check_compatible(mine, None)
+        for change, words in ((("stateful", [True]), "malformed"),
+                              (("layers", mine["layers"][:1] * LAYERS), "malformed")):
+            with self.assertRaises(kvx.InvalidArgument) as caught:
+                check_compatible(mine, dict(mine, **{change[0]: change[1]}))
+            self.assertIn(words, str(caught.exception))
+
+    def test_pipeline_stages_must_hold_every_layer_between_them(self):
+        mine = Worker("LBHNC", 4, 0, 1, 4).layout.describe()
+        first, rest = (dict(mine, layers=mine["layers"][:1]),
+                       dict(mine, layers=mine["layers"][1:]))
+        check_covered(mine, [first, rest], "r")
+        check_covered(mine, [first, None], "r")  # a stage not known holds every layer
+        with self.assertRaises(kvx.InvalidArgument) as caught:
+            check_covered(mine, [rest], "r")
+        self.assertIn("request r: 1 of this worker's 3 layers (model.layers.0.self_attn.attn "
+                      "...) are in none of the other instance's caches", str(caught.exception))
 
     def test_shapes_it_cannot_read_are_named(self):
         with self.assertRaises(ValueError) as caught:

@@ -59,7 +59,7 @@ from kvx.integrations import vllm_groups as groups
 from kvx.integrations import vllm_heads as heads
 from kvx.integrations import vllm_stages as stages
 from kvx.integrations import vllm_state_tokens as state_tokens
-from kvx.integrations.vllm_layout import KvLayout
+from kvx.integrations.vllm_layout import KvLayout, check_covered
 from kvx.integrations.peer_process import with_this_process
 from kvx.integrations.vllm_chunks import PromptChunks
 from kvx.integrations.vllm_links import PeerLinks
@@ -91,10 +91,6 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         self._data_path = extra.get("data_path")
         self._tp_rank, self._tp_size = config.tensor_parallel(extra)
         self._pp_rank, self._pp_size = stages.pipeline(extra)
-        if self._pp_size > 1 and self._kv_role() == "kv_consumer":
-            raise ValueError(f"kvx's vLLM connector serves a decode instance of pipeline "
-                             f"parallel size 1 (as vLLM's NIXL connector does), not "
-                             f"{self._pp_size}; the prefill may use several stages")
         self._address = worker_address(extra, (
             config.data_parallel_rank(vllm_config) * self._pp_size + self._pp_rank) * self._tp_size +
             self._tp_rank)
@@ -281,7 +277,7 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         self._links = PeerLinks(self._agent, self._layout, regions, self._connect_timeout)
         if self._mode == "pull":
             self._reader = PullReader(self._agent, self._links, self._layout, self._tp_rank,
-                                      self._tp_size)
+                                      self._tp_size, self._pp_size)
             self._lease_of_reads = ReadLease(self._lease)
         else:
             self._writer = PushWriter(self._agent, self._links, self._layout, self._tp_rank,
@@ -326,7 +322,7 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
             self._writer.plan(request_id, blocks)
         for request_id in connector_metadata.aborts:
             self._writer.abort(request_id)
-        if self._tp_rank == 0:  # one decode worker keeps the prefill's leases alive
+        if self._tp_rank == self._pp_rank == 0:  # one decode worker keeps the leases alive
             for remote, addresses in connector_metadata.heartbeats.items():
                 self._heartbeat(remote, addresses)
 
@@ -374,6 +370,8 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         if self._reader is not None:
             self._reader.read(spec, sources)
         else:
+            check_covered(self._layout.describe(), [layout for _, _, layout in sources],
+                          spec.request_id)
             writers = self._send_destinations(spec, sources)
             self._receiver.expect(spec.request_id, spec.remote_request_id,
                                   spec.local_block_ids, writers)
@@ -384,7 +382,7 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         (peer, its cache layout)."""
         text = messages.dest(messages.Destination(
             spec.remote_request_id, spec.request_id, spec.local_block_ids, spec.skip,
-            self._tp_rank, self._tp_size, self._layout.describe()))
+            self._tp_rank, self._tp_size, self._layout.describe(), self._pp_size))
         writers = []
         for address, source, layout in sources:
             peer = self._links.connected(address)
@@ -394,7 +392,7 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
             else:  # a replica no decode worker reads: an empty destination releases it
                 self._agent.send_notification(peer, messages.dest(messages.Destination(
                     spec.remote_request_id, spec.request_id, [], 0, self._tp_rank,
-                    self._tp_size, self._layout.describe())))
+                    self._tp_size, self._layout.describe(), self._pp_size)))
         return writers
 
     def wait_for_layer_load(self, layer_name):

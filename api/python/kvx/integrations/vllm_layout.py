@@ -291,9 +291,10 @@ def _check_states(mine, theirs):
 
 def _check_layers(mine, theirs):
     """The same layers and KV cache groups, or (pipeline parallelism: a stage's layers on
-    one side) one side's layers among the other's, in one group."""
+    either side) layers of one group each, which may overlap in part or not at all: that the
+    stages together hold every layer is checked for a request (check_covered)."""
     layers = theirs["layers"]
-    if not all(isinstance(n, str) for n in layers):
+    if not all(isinstance(n, str) for n in layers) or len(set(layers)) != len(layers):
         raise kvx.InvalidArgument(f"the other instance's KV cache layers are malformed: "
                                   f"{str(layers)[:200]}")
     if layers == mine["layers"]:
@@ -302,16 +303,25 @@ def _check_layers(mine, theirs):
                 raise kvx.InvalidArgument(f"KV caches differ in {key}: {mine[key]} here, "
                                           f"{theirs.get(key)} there")
         return
-    ours, their_set = set(mine["layers"]), set(layers)
-    if not (ours <= their_set or their_set <= ours) or len(layers) != len(their_set):
-        raise kvx.InvalidArgument(
-            f"KV caches differ in layers: {len(mine['layers'])} here "
-            f"({mine['layers'][0]} ...), {len(layers)} there ({(layers or ['none'])[0]} ...), "
-            "and neither holds the other's (a pipeline stage's)")
     if len(mine["groups"]) > 1 or len(theirs["groups"]) > 1:
         raise kvx.InvalidArgument("pipeline stages with several KV cache groups (the hybrid "
                                   "allocator) are not served: one side holds "
                                   f"{len(mine['layers'])} layers, the other {len(layers)}")
+
+
+def check_covered(mine, theirs, request_id):
+    """Raises kvx.InvalidArgument unless the peer caches `theirs` (the prefill's stages'
+    describe()s; None for one not known, which holds every layer) hold every layer of
+    `mine` between them."""
+    if any(side is None for side in theirs):
+        return
+    held = {name for side in theirs for name in side["layers"]}
+    missing = [name for name in mine["layers"] if name not in held]
+    if missing:
+        raise kvx.InvalidArgument(
+            f"request {request_id}: {len(missing)} of this worker's {len(mine['layers'])} "
+            f"layers ({missing[0]} ...) are in none of the other instance's caches "
+            f"({sorted(held)[:1]} ...): not the same model, or not its pipeline stages")
 
 
 def _whole(value, low=0):

@@ -31,6 +31,7 @@ class Destination:
     tp_rank: int
     tp_size: int
     layout: dict
+    pp_size: int = 1    # the decode's pipeline stages (each stage's workers send one)
 
 
 def read(expected, prefill_request):

@@ -8,8 +8,8 @@ import kvx
 from kvx.integrations import vllm_messages as messages
 from kvx.integrations import vllm_heads as heads
 from kvx.integrations.vllm_groups import flat
-from kvx.integrations.vllm_layout import (check_compatible, layer_map, moved_bytes,
-                                           pair_indices)
+from kvx.integrations.vllm_layout import (check_compatible, check_covered, layer_map,
+                                           moved_bytes, pair_indices)
 from kvx.integrations.vllm_stats import TransferTally
 
 log = logging.getLogger("kvx.vllm")
@@ -18,19 +18,21 @@ log = logging.getLogger("kvx.vllm")
 class PullReader:
     """The decode worker's side. Thread: the worker's."""
 
-    def __init__(self, agent, links, layout, tp_rank, tp_size):
+    def __init__(self, agent, links, layout, tp_rank, tp_size, pp_size=1):
         self._agent = agent
         self._links = links
         self._layout = layout
         self._tp_rank, self._tp_size = tp_rank, tp_size
+        self._pp_size = pp_size  # this decode's pipeline stages: each stage's workers read
         self._reading = {}  # request id -> ([transfer ids], local block ids)
         self.tally = TransferTally(tp_rank)
 
     def note(self, spec, source):
-        """The `read` message of `spec`'s prefill request to `source`'s prefill worker."""
-        return messages.read(heads.contacted_by(source.rank, self._tp_size,
-                                                len(spec.remote_addresses),
-                                                self._layout.total_heads),
+        """The `read` message of `spec`'s prefill request to `source`'s prefill worker: how
+        many decode workers tell it (those of every stage here), and the request."""
+        return messages.read(self._pp_size * heads.contacted_by(source.rank, self._tp_size,
+                                                                len(spec.remote_addresses),
+                                                                self._layout.total_heads),
                              spec.remote_request_id)
 
     def release(self, spec, sources):
@@ -54,6 +56,7 @@ class PullReader:
                     f"{[len(ids) for ids in spec.local_block_ids]} for remote ones "
                     f"{[len(ids) for ids in spec.remote_block_ids]}")
             mine = self._layout.describe()
+            check_covered(mine, [theirs for _, _, theirs in sources], spec.request_id)
             for _, _, theirs in sources:  # theirs: that prefill stage's layout
                 check_compatible(mine, theirs)
                 if theirs["tp_size"] != len(spec.remote_addresses):

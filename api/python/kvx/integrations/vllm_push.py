@@ -206,9 +206,14 @@ class PushWriter:
     def _add_reader(self, request_id, save, peer, dest):
         reader = _Reader(peer, dest)
         save.readers[(peer, dest.reply_to)] = reader
-        save.expected = heads.contacted_by(self._tp_rank, dest.tp_size, self._tp_size,
-                                           self._layout.total_heads)
         try:
+            if not isinstance(dest.pp_size, int) or isinstance(dest.pp_size, bool) or \
+                    not 1 <= dest.pp_size <= 1024:
+                raise kvx.InvalidArgument(f"request {request_id}: a decode of "
+                                          f"{dest.pp_size!r} pipeline stages")
+            # Every stage's decode workers that deal with this worker send a dest.
+            save.expected = dest.pp_size * heads.contacted_by(
+                self._tp_rank, dest.tp_size, self._tp_size, self._layout.total_heads)
             check_compatible(self._layout.describe(), dest.layout)
             reader.maps = layer_map(self._layout.describe(), dest.layout)
             dest.blocks = as_groups(dest.blocks)

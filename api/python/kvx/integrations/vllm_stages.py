@@ -1,8 +1,10 @@
-"""Pipeline parallelism for kvx's vLLM connector (vllm.py): a prefill instance of PP size
-above 1 has a worker per (PP rank, TP rank), each holding its stage's layers only; the
-decode instance (PP 1, as vLLM's NIXL connector also requires of a decode) reads or is
-written each layer from the stage that holds it, the layers matched by name
-(vllm_layout.layer_map). The scheduler gets the workers' handshakes by (PP rank, TP rank)
+"""Pipeline parallelism for kvx's vLLM connector (vllm.py): an instance of PP size above 1
+has a worker per (PP rank, TP rank), each holding its stage's layers only. Each decode
+worker reads, or is written, each of its layers from the prefill stage that holds it, the
+layers matched by name (vllm_layout.layer_map), so the two instances' stages may split the
+layers differently (vLLM's NIXL connector requires a decode of PP 1); a prefill worker
+waits for the decode workers of every stage (vllm_pull.PullReader.note, the `pp_size` of a
+push Destination). The scheduler gets the workers' handshakes by (PP rank, TP rank)
 (KVConnectorBase_V1.set_xfer_handshake_metadata_pp_aware, vllm/v1/engine/core.py and base.py
 @003df29), and a finished request's kv_transfer_params name each stage's workers and layout
 ("remote_stages"; "remote_addresses" and "remote_layout" stay those of stage 0)."""
