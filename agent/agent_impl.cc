@@ -8,6 +8,7 @@
 #include "agent/channel/auth_token.h"
 #include "agent/logging.h"
 #include "agent/metadata/metadata_codec.h"
+#include "agent/net_devices.h"
 
 namespace kvx {
 
@@ -79,13 +80,19 @@ Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
   engineOptions.name = impl->options.name;
   engineOptions.transport = impl->options.transport;
   engineOptions.transportOptions.transports = impl->options.ucxTransports;
-  engineOptions.transportOptions.netDevices = impl->options.ucxNetDevices;
   engineOptions.transportOptions.connectTimeout = impl->options.connectTimeout;
   // Unauthenticated peers are local processes (the channel listens on loopback only): so are
   // the data-path peers an unauthenticated hello may name.
   engineOptions.transportOptions.loopbackPeersOnly = channelOptions.authToken.empty() &&
                                                      !impl->options.tls.enabled &&
                                                      !impl->options.allowUnauthenticated;
+  const agent::NetDeviceChoice devices = agent::chooseNetDevices(
+      impl->options.ucxNetDevices, engineOptions.transportOptions.loopbackPeersOnly);
+  engineOptions.transportOptions.netDevices = devices.devices;
+  spdlog::info("agent '{}': data path devices {} ({}){}", impl->options.name,
+               devices.devices.empty() ? "all" : devices.devices, devices.why,
+               std::getenv("UCX_NET_DEVICES") != nullptr ? "; UCX_NET_DEVICES is set and wins"
+                                                         : "");
   KVX_ASSIGN_OR_RETURN(engineOptions.transportOptions.dataProtection,
                        dataProtectionFor(impl->options.dataProtection,
                                          !engineOptions.transportOptions.loopbackPeersOnly));

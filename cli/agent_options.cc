@@ -172,8 +172,9 @@ void addAgentOptions(CLI::App& app, AgentConfig& c) {
       ->delimiter(',');
   addOption(app, "--net-devices", c.netDevices,
             "the data path's network interfaces (UCX_NET_DEVICES's form: \"eth0\", "
-            "\"mlx5_0:1,eth1\", \"all\"); default lo, this host only: on hosts that reach each "
-            "other set the interface that does. An explicit UCX_NET_DEVICES wins",
+            "\"mlx5_0:1,eth1\", \"all\"), or auto (the default): loopback for an agent "
+            "without a token or TLS, else every interface that is up. An explicit "
+            "UCX_NET_DEVICES wins",
             transfer);
   addOption(app, "--data-protection", c.dataProtection,
             "socket transport: headers (every request authenticated, its header encrypted; "

@@ -58,7 +58,7 @@ struct AgentConfig {
   std::string gpuPath = "auto";
   std::vector<std::string> peers;  // prefill: decode agents to connect to
   std::string transport = "shm";   // shm | tcp | socket
-  // The data path's network devices (AgentOptions::ucxNetDevices); empty: its default, lo.
+  // The data path's network devices (AgentOptions::ucxNetDevices); empty: its default, auto.
   std::string netDevices;
   // socket transport: auto | headers | authenticated | encrypted
   // (AgentOptions::dataProtection).

@@ -5,7 +5,10 @@
 #   2. compiles the code that calls UCX (kvx_engine, kvx_doctor, kvx-bare-ucp) against its
 #      headers, warnings as errors, in BUILD_DIR-ucx122/;
 #   3. runs the unit, ucx and multiprocess tests of BUILD_DIR (built against 1.13.1's headers,
-#      as scripts/test.sh leaves it) on its libraries.
+#      as scripts/test.sh leaves it) on its libraries: the longest multi-process workloads at
+#      their small size (KVX_TEST_SMALL_WORKLOADS=1, tests/support/sanitizer_build.h), and
+#      without the vLLM and SGLang connector tests (label connector: Python over the same
+#      binding that python_agent_test, python_kv_agent_test and the example check here).
 # Without a GPU driver its CUDA modules do not load and UCX runs its host transports.
 #   scripts/ucx122.sh [extra ctest args]    (KVX_BUILD_DIR, default build/;
 #                                            KVX_UCX122_TARBALL, default ../shared/ucx/...)
@@ -47,5 +50,5 @@ cd "$build_dir"
 # (libucm installing its memory hooks: sched_yield in ucm_bistro_apply_patch_atomic, a third
 # of it on the CPU), and the suite starts hundreds of them; run one at a time, that wait alone
 # doubled the suite's time against UCX 1.13.1. KVX_UCX122_JOBS overrides.
-run122 ctest --output-on-failure --timeout 600 -j "${KVX_UCX122_JOBS:-3}" -L 'unit|ucx|multiprocess' \
-  -LE slow "$@"
+KVX_TEST_SMALL_WORKLOADS=1 run122 ctest --output-on-failure --timeout 600 \
+  -j "${KVX_UCX122_JOBS:-3}" -L 'unit|ucx|multiprocess' -LE 'slow|connector' "$@"

@@ -487,7 +487,7 @@ TEST_CASE("--net-devices (KVX_NET_DEVICES) sets the data path's interfaces", "[a
   CleanEnvironment env;
   auto defaults = toKvAgentOptions(*parseAgentConfig(kDecode));
   REQUIRE(defaults.isOk());
-  CHECK(defaults->agent.ucxNetDevices == "lo");
+  CHECK(defaults->agent.ucxNetDevices == "auto");
   auto config = parseAgentConfig(with(kDecode, {"--net-devices", "veth1"}));
   REQUIRE(config.isOk());
   auto options = toKvAgentOptions(*config);

@@ -44,8 +44,8 @@ TEST_CASE("each scenario runs, verifies and reports in quick mode (a subset unde
     // Prompts of two 512-token chunks (hash ids), the first shared by every other prompt:
     // 600-1300 tokens, or 520-590 under a sanitizer, where moving and checking their bytes
     // was most of the case (the same chunks, the same replay).
-    const int step = kvx::test::kSanitizerBuild ? 10 : 100;
-    const int shortest = kvx::test::kSanitizerBuild ? 520 : 600;
+    const int step = kvx::test::smallWorkloads() ? 10 : 100;
+    const int shortest = kvx::test::smallWorkloads() ? 520 : 600;
     for (int i = 0; i < 8; ++i) {
       file << R"({"timestamp": )" << i * 20 << R"(, "input_length": )" << shortest + step * i
            << R"(, "output_length": 10, "hash_ids": [)" << (i % 2) << ", " << 100 + i << "]}\n";
@@ -54,7 +54,7 @@ TEST_CASE("each scenario runs, verifies and reports in quick mode (a subset unde
   const std::string json = (dir / "bench.json").string();
   const std::string csv = (dir / "bench.csv").string();
   auto [code, output] = kvx::test::runKvx(
-      {"bench", "--scenario", kvx::test::kSanitizerBuild ? sanitizerScenarioList() : "all",
+      {"bench", "--scenario", kvx::test::smallWorkloads() ? sanitizerScenarioList() : "all",
        "--quick", "--trace", trace, "--json", json, "--csv", csv, "--log-level", "error"},
       seconds(900));
   INFO(output);
@@ -78,7 +78,7 @@ TEST_CASE("each scenario runs, verifies and reports in quick mode (a subset unde
       CHECK(c["ratio"].get<double>() > 0);
     }
   }
-  CHECK(scenarios == (kvx::test::kSanitizerBuild ? kSanitizerScenarios : kAllScenarios));
+  CHECK(scenarios == (kvx::test::smallWorkloads() ? kSanitizerScenarios : kAllScenarios));
   std::ifstream csvFile(csv);
   std::string header;
   std::getline(csvFile, header);

@@ -47,7 +47,7 @@ TEST_CASE("GPU pools on the staged path move and verify, and the header says so"
   const std::string json = dir.file("bench.json");
   const std::string csv = dir.file("bench.csv");
   auto [code, output] =
-      run({"bench", "--scenario", kvx::test::kSanitizerBuild ? "mla" : "llama8b,mla", "--quick",
+      run({"bench", "--scenario", kvx::test::smallWorkloads() ? "mla" : "llama8b,mla", "--quick",
            "--memory", "cuda", "--gpu-path", "staged", "--json", json, "--csv", csv, "--log-level",
            "error"},
           seconds(600));
@@ -114,7 +114,7 @@ TEST_CASE(
   // "device" pools with kvx's socket transport, which copies them through host memory.
   TempDir dir;
   const std::string json = dir.file("bench-socket.json");
-  auto [code, output] = run({"bench", "--scenario", kvx::test::kSanitizerBuild ? "mla" : "llama8b",
+  auto [code, output] = run({"bench", "--scenario", kvx::test::smallWorkloads() ? "mla" : "llama8b",
                              "--quick", "--memory", "cuda", "--gpu-path", "direct", "--transport",
                              "socket", "--json", json, "--log-level", "error"},
                             seconds(600));

@@ -36,14 +36,14 @@ namespace {
 // paths (as many prompts fit a pool at once, so as many wait for room), a quarter of the
 // bytes, whose filling, copying and checking the sanitizers slow most
 // (tests/support/sanitizer_build.h). `quartered(n)`: n, or n / 4 there.
-constexpr unsigned kDemoScale = kvx::test::kSanitizerBuild ? 4 : 1;
+const unsigned kDemoScale = kvx::test::smallWorkloads() ? 4 : 1;
 std::string quartered(unsigned n) { return std::to_string(n / kDemoScale); }
 
 // The long demo: 500 requests in the plain build, 100 under a sanitizer. Its arrival rate:
 // under ThreadSanitizer the agents move about 0.1 GB/s, and at 400/s the later requests would
 // wait past the prefill deadline (30 s) for pool room, so they arrive slower there; what the
 // case checks (every block verified and returned) is the same.
-constexpr int kLongDemoRequests = kvx::test::kSanitizerBuild ? 100 : 500;
+const int kLongDemoRequests = kvx::test::smallWorkloads() ? 100 : 500;
 constexpr const char* kDemoRate = kvx::test::kThreadSanitizer ? "40" : "400";
 
 }  // namespace
@@ -258,7 +258,7 @@ TEST_CASE("a long demo: PUSH and PULL, layer-wise on and off, every block verifi
     verified += stats["blocksVerified"].get<std::uint64_t>();
     blocks += stats["blocks"].get<std::uint64_t>();
   }
-  CHECK(arrivals == kLongDemoRequests);
+  CHECK(arrivals == static_cast<std::uint64_t>(kLongDemoRequests));
   CHECK(verified == blocks);
   CHECK(json["blocks"].get<std::uint64_t>() == blocks);
   CHECK(json["prefillPool"]["freeBlocks"] == json["prefillPool"]["totalBlocks"]);

@@ -1,5 +1,8 @@
 #pragma once
 
+#include <cstdlib>
+#include <string_view>
+
 // Whether this test (and so the kvx binaries it starts: they come from the same build) runs
 // under a sanitizer. AddressSanitizer and ThreadSanitizer slow the agents 3-15x on 2 cores,
 // so the longest multi-process workloads run smaller there: they take the same code paths,
@@ -27,5 +30,16 @@ inline constexpr bool kThreadSanitizer = false;
 #endif
 
 inline constexpr bool kSanitizerBuild = kAddressSanitizer || kThreadSanitizer;
+
+// Whether the longest multi-process workloads run at their small size: under a sanitizer,
+// and where KVX_TEST_SMALL_WORKLOADS=1 asks for it (scripts/ucx122.sh: the UCX 1.22 leg
+// checks that the same code paths work on another UCX, which their size does not change).
+inline bool smallWorkloads() {
+  static const bool small = kSanitizerBuild || [] {
+    const char* value = std::getenv("KVX_TEST_SMALL_WORKLOADS");
+    return value != nullptr && std::string_view(value) == "1";
+  }();
+  return small;
+}
 
 }  // namespace kvx::test

@@ -102,10 +102,15 @@ struct AgentOptions {
   // in the environment wins.
   std::string ucxTransports;
 
-  // UCX network devices (UCX_NET_DEVICES); "lo" by default so that only loopback is
-  // advertised. An explicit UCX_NET_DEVICES in the environment wins. The socket transport
-  // reads both the same way: it listens on, and publishes, these interfaces' IPv4 addresses.
-  std::string ucxNetDevices = "lo";
+  // The data path's network devices, as UCX_NET_DEVICES takes them ("eth0", "mlx5_0:1",
+  // "lo,veth1"), or "auto" (the default): loopback alone for an agent that admits local
+  // peers only (no token, TLS or allowUnauthenticated), else every interface that is up, so
+  // that a peer on another host is reached on the interface that routes to it and one on
+  // this host over loopback or shared memory. An explicit UCX_NET_DEVICES in the environment
+  // wins. The socket transport reads both the same way: it listens on, and publishes, these
+  // interfaces' IPv4 addresses, and tries a peer's loopback addresses only where the peer
+  // published no other.
+  std::string ucxNetDevices = "auto";
 
   ProgressMode progressMode = ProgressMode::kThread;
 

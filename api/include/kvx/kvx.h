@@ -79,7 +79,7 @@ typedef struct kvx_agent_config {
   const char* name;           /* required: unique among the agents it talks to */
   const char* listen_address; /* control channel "host:port"; NULL: "127.0.0.1:0"; "": none */
   const char* data_path;      /* "shm", "tcp" (UCX), "socket" (kvx's TCP); NULL: UCX default */
-  const char* net_devices;    /* UCX_NET_DEVICES-style; NULL: "lo" */
+  const char* net_devices;    /* UCX_NET_DEVICES-style, or "auto"; NULL: "auto" */
   const char* auth_token;     /* shared secret (>= 16 bytes); NULL: KVX_AUTH_TOKEN or none */
   int caller_progress;        /* nonzero: no progress thread; call kvx_agent_progress */
   uint32_t connect_timeout_ms;

@@ -5,6 +5,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -122,6 +123,16 @@ std::string formatIpv4(std::uint32_t address, std::uint16_t port) {
   in.s_addr = address;
   ::inet_ntop(AF_INET, &in, text, sizeof(text));
   return std::string(text) + ":" + std::to_string(port);
+}
+
+std::vector<std::uint32_t> addressesToTry(const std::vector<std::uint32_t>& published) {
+  const bool offHost = std::any_of(published.begin(), published.end(),
+                                   [](std::uint32_t ip) { return !isLoopbackIpv4(ip); });
+  std::vector<std::uint32_t> chosen;
+  for (std::uint32_t ip : published) {
+    if (!offHost || !isLoopbackIpv4(ip)) chosen.push_back(ip);
+  }
+  return chosen;
 }
 
 Result<ListenPlan> planListen(const std::string& netDevices) {

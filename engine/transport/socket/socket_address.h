@@ -44,6 +44,11 @@ std::string formatIpv4(std::uint32_t address, std::uint16_t port);
 // Whether `address` (network byte order) is in 127.0.0.0/8.
 bool isLoopbackIpv4(std::uint32_t address);
 
+// The addresses of a peer's `published` ones to connect to, in order: all of them, less the
+// loopback ones where it published another (a peer with an address off its host may be on
+// another host, and a loopback address would reach this host instead).
+std::vector<std::uint32_t> addressesToTry(const std::vector<std::uint32_t>& published);
+
 // Where a transport listens and what it publishes, from TransportOptions::netDevices.
 struct ListenPlan {
   std::uint32_t bindAddress = 0;         // network byte order; 0 = every interface

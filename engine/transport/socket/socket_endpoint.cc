@@ -7,7 +7,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -58,8 +57,9 @@ Status SocketEndpoint::startLocked(Clock::time_point now) {
 }
 
 bool SocketEndpoint::tryNextAddressLocked() {
-  while (nextAddress_ < peer_.addresses.size()) {
-    const std::uint32_t ip = peer_.addresses[nextAddress_++];
+  const std::vector<std::uint32_t> candidates = addressesToTry(peer_.addresses);
+  while (nextAddress_ < candidates.size()) {
+    const std::uint32_t ip = candidates[nextAddress_++];
     const std::string name = formatIpv4(ip, peer_.port);
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {

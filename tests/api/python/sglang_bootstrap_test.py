@@ -1,4 +1,4 @@
-# kvx-test-labels: python ucx
+# kvx-test-labels: python connector ucx
 """kvx's SGLang backend as SGLang sets it up (kvx.integrations.sglang_bootstrap, sglang.py),
 in one process: one bootstrap server per prefill node that every prefill rank registers with
 (SGLang's routes and fields, python/sglang/srt/disaggregation/common/conn.py @0094505), two

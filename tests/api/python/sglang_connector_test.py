@@ -1,4 +1,4 @@
-# kvx-test-labels: python ucx multiprocess
+# kvx-test-labels: python connector ucx multiprocess
 """kvx as SGLang's KV transfer backend (kvx.integrations.sglang), driven in the order SGLang's
 disaggregation calls it: a prefill instance in another process (sglang_prefill_engine.py)
 with a sender per request, and a decode instance here with a receiver per request, their poll

@@ -1,4 +1,4 @@
-# kvx-test-labels: python ucx multiprocess netns
+# kvx-test-labels: python connector ucx multiprocess netns
 """kvx as SGLang's transfer backend across two hosts (two_hosts.py: network namespaces joined
 by a veth pair), with no host set anywhere: the prefill node's bootstrap server and its rank
 listen where the backend chooses by default (the node's routable address), the decode asks

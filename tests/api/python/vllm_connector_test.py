@@ -1,4 +1,4 @@
-# kvx-test-labels: python ucx multiprocess
+# kvx-test-labels: python connector ucx multiprocess
 """kvx's vLLM connector (kvx.integrations.vllm) driven in the order vLLM calls it, across a
 prefill instance in another process (vllm_prefill_engine.py) and a decode instance here, with
 torch KV caches allocated as vLLM allocates them (vllm_caches.py; the two instances with

@@ -1,4 +1,4 @@
-# kvx-test-labels: python ucx multiprocess gpu
+# kvx-test-labels: python connector ucx multiprocess gpu
 """kvx's vLLM connector with its caches on the GPU (needs torch with CUDA and a GPU; prints
 kvx-test-skipped, CTest: skipped, anywhere else): the packed layout vLLM's FLASH_ATTN hands
 out and the layers-first view of one shared buffer, pulled and pushed between a prefill

@@ -1,4 +1,4 @@
-# kvx-test-labels: python ucx multiprocess
+# kvx-test-labels: python connector ucx multiprocess
 """kvx's vLLM connector with vLLM's hybrid allocator (SupportsHMA): two KV cache groups as
 fake_vllm_groups.py lays them out (full attention on the even layers, a sliding window on the
 odd ones, each odd layer on its even neighbour's tensor, block ids a list per group), pulled

@@ -1,4 +1,4 @@
-# kvx-test-labels: python ucx multiprocess
+# kvx-test-labels: python connector ucx multiprocess
 """kvx's vLLM connector with a hybrid model's Mamba group, as vLLM lays it out and calls it
 (fake_vllm_states.py): full attention on the even layers, Mamba on the odd ones, each Mamba
 layer's conv and SSM states strided views of its attention neighbour's buffer, a request's

@@ -1,4 +1,4 @@
-# kvx-test-labels: python ucx multiprocess slow
+# kvx-test-labels: python connector ucx multiprocess slow
 """kvx's vLLM connector over the whole matrix, two processes, every byte compared: each cache
 layout vLLM hands out (vllm_caches.LAYOUTS) x pull and push x prefill TP / decode TP 1 to 1,
 2 to 4, 4 to 2, and 2 KV heads from TP 1 to TP 4 (replicated), over shared memory: two

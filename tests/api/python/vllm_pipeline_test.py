@@ -1,4 +1,4 @@
-# kvx-test-labels: python ucx multiprocess
+# kvx-test-labels: python connector ucx multiprocess
 """kvx's vLLM connector with instances of several pipeline stages (fake_vllm.Engine pp_size: a
 worker per stage and TP rank, each registering its stage's layers only, a consecutive share
 as vLLM's get_pp_indices splits them, their handshakes given to the scheduler by (PP rank, TP

@@ -1,4 +1,4 @@
-# kvx-test-labels: python ucx multiprocess
+# kvx-test-labels: python connector ucx multiprocess
 """kvx's vLLM connector in push mode (kvx.integrations.vllm_push), driven in the order vLLM
 calls it across a prefill instance in another process (vllm_prefill_engine.py) and a decode
 instance here, every byte of every pushed block compared. The decode gets each request first

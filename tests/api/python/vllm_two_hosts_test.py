@@ -1,4 +1,4 @@
-# kvx-test-labels: python ucx multiprocess netns
+# kvx-test-labels: python connector ucx multiprocess netns
 """kvx's vLLM connector across two hosts (two_hosts.py: network namespaces joined by a veth
 pair), with the settings a fleet uses: one kv_connector_extra_config for both, no host set
 (each node finds its routable address), a port base (KVX_VLLM_PORT: one port per TP rank)

@@ -17,7 +17,7 @@ namespace {
 
 constexpr std::uint64_t kMiB = 1024 * 1024;
 constexpr std::uint64_t kSegment = 32 * 1024;
-constexpr std::uint64_t kBytes = (kvx::test::kSanitizerBuild ? 64 : 256) * kMiB;
+const std::uint64_t kBytes = (kvx::test::smallWorkloads() ? 64 : 256) * kMiB;
 
 struct Run {
   int exitCode;

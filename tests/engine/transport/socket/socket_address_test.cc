@@ -54,6 +54,18 @@ TEST_CASE("socket address: every interface when none is named, loopback last", "
   CHECK(plan->published.back() == htonl(INADDR_LOOPBACK));
 }
 
+TEST_CASE("socket address: a peer's loopback addresses are tried only where it has no other",
+          "[socket]") {
+  const std::uint32_t loopback = htonl(INADDR_LOOPBACK);
+  const std::uint32_t offHost = inet_addr("198.18.1.1");
+  const std::uint32_t second = inet_addr("10.77.0.1");
+  // A peer off loopback may be on another host: 127.0.0.1 would reach this one.
+  CHECK(addressesToTry({offHost, loopback, second}) ==
+        std::vector<std::uint32_t>{offHost, second});
+  CHECK(addressesToTry({loopback}) == std::vector<std::uint32_t>{loopback});
+  CHECK(addressesToTry({loopback, inet_addr("127.0.0.2")}).size() == 2);
+}
+
 TEST_CASE("socket address: an unknown device is NOT_FOUND, named", "[socket]") {
   auto plan = planListen("lo,kvx-no-such0");
   REQUIRE(plan.status().code() == StatusCode::kNotFound);
