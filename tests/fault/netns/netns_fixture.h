@@ -43,9 +43,11 @@ inline std::chrono::seconds prefillSideTimeout() {
 }
 
 // The visible test case's body: runs hidden case `prefillCase` in the prefill namespace of a
-// fresh pair. `environment` is added to that process's ("NAME=value").
+// fresh pair. `environment` is added to that process's ("NAME=value"); `pinDevices` false
+// leaves UCX_NET_DEVICES unset there (the agents choose their devices).
 inline void runPrefillSide(const std::string& prefillCase,
-                           const std::vector<std::string>& environment = {}) {
+                           const std::vector<std::string>& environment = {},
+                           bool pinDevices = true) {
   std::string why;
   const std::unique_ptr<NetnsPair> pair = NetnsPair::create(why);
   if (!pair) {
@@ -55,7 +57,7 @@ inline void runPrefillSide(const std::string& prefillCase,
   }
   const NetnsNames& n = pair->names();
   std::vector<std::string> env = n.environment();
-  env.push_back("UCX_NET_DEVICES=" + n.prefillIf);
+  if (pinDevices) env.push_back("UCX_NET_DEVICES=" + n.prefillIf);
   // Agents listening on a non-loopback address authenticate their control links: both sides
   // (the decode process inherits it) share this secret.
   env.push_back("KVX_AUTH_TOKEN=kvx-netns-fault-test-" + std::to_string(::getpid()));
@@ -84,11 +86,14 @@ inline NetnsNames pairNames() {
 }
 
 // A `kvx agent --role decode --verify` in the decode namespace, listening on its veth
-// address, data over dataPath() on that interface only. Its stderr (debug log) goes to `log`.
-inline DecodeProcess startDecode(const NetnsNames& n, std::uint64_t blocks,
-                                 const std::string& log) {
+// address, data over dataPath() on that interface only (`pinDevices` false: on the devices
+// the agent chooses by default). Its stderr (debug log) goes to `log`.
+inline DecodeProcess startDecode(const NetnsNames& n, std::uint64_t blocks, const std::string& log,
+                                 bool pinDevices = true) {
+  const std::string pin = pinDevices ? "UCX_NET_DEVICES=\"$1\" " : "";
   const std::string script =
-      "exec ip netns exec \"$0\" env UCX_NET_DEVICES=\"$1\" \"$2\" agent "
+      "exec ip netns exec \"$0\" env " + pin +
+      "\"$2\" agent "
       "--role decode --name decode --listen \"$3\" --blocks \"$4\" "
       "--model \"$5\" --transport \"$6\" --verify --check-free-blocks --log-level debug 2>" +
       log;
