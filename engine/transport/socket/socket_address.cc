@@ -160,9 +160,16 @@ Result<ListenPlan> planListen(const std::string& netDevices) {
       break;
     }
     if (!found) {
+      std::string present;
+      for (const InterfaceAddress& entry : interfaces) {
+        if (present.find(" " + entry.name + ",") != std::string::npos) continue;
+        present += " " + entry.name + ",";
+      }
+      if (!present.empty()) present.pop_back();
       return notFound("network device '" + device +
-                      "' has no IPv4 address or is down (set the agent's net devices to an "
-                      "interface listed by `ip -4 addr`)");
+                      "' has no IPv4 address or is down; the interfaces up with one:" +
+                      (present.empty() ? std::string(" none") : present) +
+                      " (set the agent's net devices to one of them, or auto)");
     }
   }
   if (devices.size() > 1) plan.bindAddress = 0;  // several devices: listen on all of them

@@ -60,8 +60,7 @@ TEST_CASE("socket address: a peer's loopback addresses are tried only where it h
   const std::uint32_t offHost = inet_addr("198.18.1.1");
   const std::uint32_t second = inet_addr("10.77.0.1");
   // A peer off loopback may be on another host: 127.0.0.1 would reach this one.
-  CHECK(addressesToTry({offHost, loopback, second}) ==
-        std::vector<std::uint32_t>{offHost, second});
+  CHECK(addressesToTry({offHost, loopback, second}) == std::vector<std::uint32_t>{offHost, second});
   CHECK(addressesToTry({loopback}) == std::vector<std::uint32_t>{loopback});
   CHECK(addressesToTry({loopback, inet_addr("127.0.0.2")}).size() == 2);
 }
@@ -70,6 +69,11 @@ TEST_CASE("socket address: an unknown device is NOT_FOUND, named", "[socket]") {
   auto plan = planListen("lo,kvx-no-such0");
   REQUIRE(plan.status().code() == StatusCode::kNotFound);
   CHECK(plan.status().message().find("kvx-no-such0") != std::string::npos);
+  // It names the devices there are, loopback among them.
+  const std::string message = plan.status().message();
+  const std::size_t list = message.find("the interfaces up with one:");
+  REQUIRE(list != std::string::npos);
+  CHECK(message.find(" lo", list) != std::string::npos);
 }
 
 }  // namespace kvx::engine::socket
