@@ -89,10 +89,10 @@ Result<std::unique_ptr<Agent::Impl>> Agent::Impl::create(AgentOptions options) {
   const agent::NetDeviceChoice devices = agent::chooseNetDevices(
       impl->options.ucxNetDevices, engineOptions.transportOptions.loopbackPeersOnly);
   engineOptions.transportOptions.netDevices = devices.devices;
-  spdlog::info("agent '{}': data path devices {} ({}){}", impl->options.name,
-               devices.devices.empty() ? "all" : devices.devices, devices.why,
-               std::getenv("UCX_NET_DEVICES") != nullptr ? "; UCX_NET_DEVICES is set and wins"
-                                                         : "");
+  spdlog::info(
+      "agent '{}': data path devices {} ({}){}", impl->options.name,
+      devices.devices.empty() ? "all" : devices.devices, devices.why,
+      std::getenv("UCX_NET_DEVICES") != nullptr ? "; UCX_NET_DEVICES is set and wins" : "");
   KVX_ASSIGN_OR_RETURN(engineOptions.transportOptions.dataProtection,
                        dataProtectionFor(impl->options.dataProtection,
                                          !engineOptions.transportOptions.loopbackPeersOnly));

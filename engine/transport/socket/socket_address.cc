@@ -160,15 +160,17 @@ Result<ListenPlan> planListen(const std::string& netDevices) {
       break;
     }
     if (!found) {
-      std::string present;
+      std::vector<std::string> present;  // an interface may hold several addresses
       for (const InterfaceAddress& entry : interfaces) {
-        if (present.find(" " + entry.name + ",") != std::string::npos) continue;
-        present += " " + entry.name + ",";
+        if (std::find(present.begin(), present.end(), entry.name) == present.end()) {
+          present.push_back(entry.name);
+        }
       }
-      if (!present.empty()) present.pop_back();
+      std::string names;
+      for (const std::string& name : present) names += (names.empty() ? " " : ", ") + name;
       return notFound("network device '" + device +
                       "' has no IPv4 address or is down; the interfaces up with one:" +
-                      (present.empty() ? std::string(" none") : present) +
+                      (names.empty() ? std::string(" none") : names) +
                       " (set the agent's net devices to one of them, or auto)");
     }
   }

@@ -21,12 +21,18 @@ namespace {
 // How long a graceful close waits for the operations in flight before it resets.
 constexpr auto kGracefulCloseTimeout = std::chrono::seconds(5);
 
+// `peer` with only the addresses an endpoint connects to (addressesToTry).
+SocketAddress reachableOnly(SocketAddress peer) {
+  peer.addresses = addressesToTry(peer.addresses);
+  return peer;
+}
+
 }  // namespace
 
 SocketEndpoint::SocketEndpoint(SocketTransport& transport, SocketAddress peer,
                                EndpointErrorHandler onError)
     : transport_(transport),
-      peer_(std::move(peer)),
+      peer_(reachableOnly(std::move(peer))),
       protection_(std::max(transport.leastProtection(), peer_.protection)),
       nonce_(freshNonce()),
       onError_(std::move(onError)),
@@ -57,9 +63,8 @@ Status SocketEndpoint::startLocked(Clock::time_point now) {
 }
 
 bool SocketEndpoint::tryNextAddressLocked() {
-  const std::vector<std::uint32_t> candidates = addressesToTry(peer_.addresses);
-  while (nextAddress_ < candidates.size()) {
-    const std::uint32_t ip = candidates[nextAddress_++];
+  while (nextAddress_ < peer_.addresses.size()) {
+    const std::uint32_t ip = peer_.addresses[nextAddress_++];
     const std::string name = formatIpv4(ip, peer_.port);
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {

@@ -75,18 +75,17 @@ class KvLayout:
         self.dtype = str(first.dtype)
         self.buffers = []   # (address, nbytes, device) of each buffer behind the layers
         self.places = []    # (buffer index, byte offset) of each layer, in forward order
-        self.state = None   # [block stride, bytes moved a block] of the Mamba layers' states
-        state_blocks = None
+        first_state = None  # the first Mamba layer's StatePlace: the others must match it
         for name, tensor in zip(self.names, self._tensors):
             if name in stateful:
                 place = states.state_place(name, tensor, _storage, _device)
-                if self.state is None:
-                    self.state, state_blocks = [place.stride, place.span], place.blocks
-                elif [place.stride, place.span, place.blocks] != self.state + [state_blocks]:
+                first_state = first_state or place
+                shape = (place.stride, place.span, place.blocks)
+                if shape != (first_state.stride, first_state.span, first_state.blocks):
                     raise ValueError(
                         f"Mamba layer {name} has {place.blocks} states of {place.span} bytes "
-                        f"every {place.stride}, the first Mamba layer {state_blocks} of "
-                        f"{self.state[1]} every {self.state[0]}")
+                        f"every {place.stride}, the first Mamba layer {first_state.blocks} of "
+                        f"{first_state.span} every {first_state.stride}")
                 buffer, offset = place.buffer, place.offset
             else:
                 dims = geometry.geometry_of(tensor)
@@ -109,8 +108,10 @@ class KvLayout:
         self.block_size = block_size
         self.blocks_per_block = block_size // kernel_block
         self.num_blocks = self.dims["block"][0] // self.blocks_per_block
-        if state_blocks is not None and state_blocks != self.num_blocks:
-            raise ValueError(f"the Mamba layers have {state_blocks} blocks, the attention "
+        # [block stride, bytes moved a block] of the Mamba layers' states; None without them.
+        self.state = None if first_state is None else [first_state.stride, first_state.span]
+        if first_state is not None and first_state.blocks != self.num_blocks:
+            raise ValueError(f"the Mamba layers have {first_state.blocks} blocks, the attention "
                              f"layers {self.num_blocks}: vLLM gives every group one pool")
         self.heads = self.dims["head"][0]
         self.tp_size = tp_size
