@@ -176,7 +176,9 @@ Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline 
   }
   auto entry = peers.waitFor(peer, info->incarnation, deadline, shutDown);
   if (!entry.isOk()) {
-    if (entry.status().code() != StatusCode::kTimedOut) return entry.status();
+    if (entry.status().code() != StatusCode::kTimedOut) {
+      return entry.status().withContext("agent '" + peer + "' at " + address);
+    }
     return timedOut(
         "agent '" + peer + "' at " + address + " connected, but this agent's KV " +
         "service thread did not take it in within " +
@@ -304,6 +306,7 @@ Result<kv::PoolDescription> KvAgent::Impl::admit(const PeerInfo& info, kv::KvPee
 void KvAgent::Impl::onPeerEvent(const PeerEvent& event) {
   auto known = peers.find(event.peer);
   if (event.kind == PeerEvent::Kind::kLeft) {
+    peers.departed(event.peer, event.incarnation, event.why);
     if (known && known->incarnation == event.incarnation) {
       forgetPeer(event.peer, event.why);
     } else if (!known) {

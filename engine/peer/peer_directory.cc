@@ -127,8 +127,11 @@ Status PeerDirectory::remove(const std::string& name, Status why) {
 Result<std::shared_ptr<RemotePeer>> PeerDirectory::find(const std::string& name) const {
   sync::MutexLock lock(mutex_);
   auto it = peers_.find(name);
-  if (it == peers_.end()) return notFound("unknown peer '" + name + "'");
-  return it->second;
+  if (it != peers_.end()) return it->second;
+  for (const auto& [gone, why] : departed_) {
+    if (gone == name) return notFound("peer '" + name + "' left: " + why.toString());
+  }
+  return notFound("unknown peer '" + name + "'");
 }
 
 std::vector<std::string> PeerDirectory::names() const {
@@ -233,6 +236,9 @@ Status PeerDirectory::removeIf(const std::string& name, std::optional<std::uint6
     sync::MutexLock lock(mutex_);
     auto it = peers_.find(name);
     if (it != peers_.end() && it->second == peer) peers_.erase(it);
+    std::erase_if(departed_, [&](const auto& entry) { return entry.first == name; });
+    if (departed_.size() == kDepartedKept) departed_.pop_front();
+    departed_.emplace_back(name, why);
   }
   unlisted_.notify_all();
   if (hooks_.unlisted) hooks_.unlisted(name);

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -65,6 +66,8 @@ class PeerDirectory {
   Status addOrUpdate(PeerMetadata metadata);
   Status update(PeerMetadata metadata);
   Status remove(const std::string& name, Status why);
+  // NOT_FOUND for a peer not listed; for one removed lately (a data path that failed as it
+  // joined, a restart), the error says why it left.
   Result<std::shared_ptr<RemotePeer>> find(const std::string& name) const;
   std::vector<std::string> names() const;
 
@@ -95,6 +98,8 @@ class PeerDirectory {
   // How long removeIf waits for another thread's removal of the same peer (a forced close
   // takes at most 2 s; transfers failing with it take their locks meanwhile).
   static constexpr std::chrono::seconds kRemovalWait{10};
+  // How many removed peers' reasons find() can still tell (the oldest is forgotten first).
+  static constexpr std::size_t kDepartedKept = 256;
 
   const std::string self_;
   Transport& transport_;
@@ -105,6 +110,8 @@ class PeerDirectory {
   // Notified when a peer leaves peers_ (removeIf waits on it for a removal in progress).
   std::condition_variable unlisted_;
   std::unordered_map<std::string, std::shared_ptr<RemotePeer>> peers_ KVX_GUARDED_BY(mutex_);
+  // Why each peer removed lately left, oldest first (a name at most once; none listed).
+  std::deque<std::pair<std::string, Status>> departed_ KVX_GUARDED_BY(mutex_);
 
   sync::Mutex handlerMutex_;  // guards the handlers' pointers, not their calls
   std::shared_ptr<const PeerEventHandler> eventHandler_ KVX_GUARDED_BY(handlerMutex_);

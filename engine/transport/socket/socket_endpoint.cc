@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -25,6 +26,18 @@ constexpr auto kGracefulCloseTimeout = std::chrono::seconds(5);
 SocketAddress reachableOnly(SocketAddress peer) {
   peer.addresses = addressesToTry(peer.addresses);
   return peer;
+}
+
+// What to add to a connect failure when `peer` published loopback addresses only: such a
+// peer is reachable from its own host alone, which is what a peer on another host whose net
+// devices were set to loopback looks like.
+std::string loopbackHint(const SocketAddress& peer) {
+  const bool loopbackOnly =
+      std::all_of(peer.addresses.begin(), peer.addresses.end(), isLoopbackIpv4);
+  if (!loopbackOnly) return {};
+  return " (the peer published loopback addresses only: it can be reached from its own host "
+         "alone; if it runs on another host, set its net devices to an interface that reaches "
+         "this one, or to auto)";
 }
 
 }  // namespace
@@ -57,7 +70,7 @@ Status SocketEndpoint::startLocked(Clock::time_point now) {
   if (!nonce_.isOk()) return nonce_.status();
   if (!tryNextAddressLocked()) {
     return peerFailed("cannot start a socket data connection to " + stream_.peer() + ":" +
-                      connectErrors_);
+                      connectErrors_ + loopbackHint(peer_));
   }
   return Status::ok();
 }
@@ -272,7 +285,8 @@ bool SocketEndpoint::onEventsLocked(std::uint32_t events) {
     if (error != 0) {
       connectErrors_ += " " + stream_.peer() + ": " + std::strerror(error) + ";";
       if (!tryNextAddressLocked()) {
-        failLocked(peerFailed("cannot connect the socket data path to the peer:" + connectErrors_));
+        failLocked(peerFailed("cannot connect the socket data path to the peer:" + connectErrors_ +
+                              loopbackHint(peer_)));
       }
       return true;
     }
@@ -305,7 +319,8 @@ void SocketEndpoint::onTickLocked(Clock::time_point now) {
   if (state_ == State::kConnecting && now >= connectDeadline_) {
     failLocked(peerFailed("the socket data path to " + stream_.peer() + " did not connect within " +
                           std::to_string(transport_.connectTimeout().count()) + " ms" +
-                          (connectErrors_.empty() ? "" : " (" + connectErrors_ + " )")));
+                          (connectErrors_.empty() ? "" : " (" + connectErrors_ + " )") +
+                          loopbackHint(peer_)));
   }
 }
 

@@ -161,4 +161,14 @@ Result<UcxConfigPtr> makeUcxConfig(const std::vector<UcxSetting>& settings) {
   return config;
 }
 
+std::string unreachableHint(const std::string& netDevices) {
+  const char* fromEnv = std::getenv("UCX_NET_DEVICES");
+  const std::string devices = fromEnv != nullptr && *fromEnv != '\0'
+                                  ? std::string(fromEnv) + " (UCX_NET_DEVICES)"
+                                  : (netDevices.empty() ? "every interface" : netDevices);
+  return " (no device of this agent's data path, " + devices +
+         ", reaches the peer's: agents on different hosts need net devices that reach each "
+         "other, which auto chooses)";
+}
+
 }  // namespace kvx::engine::ucx

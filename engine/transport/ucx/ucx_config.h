@@ -53,6 +53,11 @@ Result<std::vector<UcxSetting>> computeUcxSettings(
 // The same, looked up in the real environment and the loaded library.
 Result<std::vector<UcxSetting>> computeUcxSettings(const TransportOptions& options);
 
+// What to add to UCX's "Destination is unreachable" when this agent's data path runs on the
+// devices `netDevices` (options.netDevices; UCX_NET_DEVICES, when set, is what UCX used):
+// which devices those are, and that peers on other hosts need an interface that reaches them.
+std::string unreachableHint(const std::string& netDevices);
+
 // "UCX_TLS=tcp UCX_TCP_TX_SEG_SIZE=256K ...", for the log line at startup.
 std::string describeSettings(const std::vector<UcxSetting>& settings);
 

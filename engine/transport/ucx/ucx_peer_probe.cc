@@ -16,6 +16,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "engine/transport/ucx/ucx_config.h"
+
 extern char** environ;
 
 namespace kvx::engine::ucx {
@@ -322,7 +324,9 @@ Status UcxPeerProbe::check(std::span<const std::uint8_t> framedAddress,
         strsignal(WTERMSIG(run.status)) + "): refused; UCX said: " + lastLines(run.output));
   }
   if (!WIFEXITED(run.status) || WEXITSTATUS(run.status) != 0) {
-    return invalidArgument(what + " was refused by UCX: " + lastLines(run.output));
+    const bool unreachable = run.output.find("Destination is unreachable") != std::string::npos;
+    return invalidArgument(what + " was refused by UCX: " + lastLines(run.output) +
+                           (unreachable ? unreachableHint(netDevices_) : ""));
   }
   sync::MutexLock lock(mutex_);
   for (std::string& entry : unseen) accepted_.insert(std::move(entry));

@@ -21,7 +21,8 @@ TEST_CASE("netns default devices: prefill side", "[.]") {
   REQUIRE(std::getenv("UCX_NET_DEVICES") == nullptr);
   const NetnsNames n = pairNames();
   const fault::ScratchDir scratch;
-  DecodeProcess decode = startDecode(n, 64, scratch.path() + "/decode.log", false);
+  DecodeProcess decode =
+      startDecode(n, 64, scratch.path() + "/decode.log", DecodeDevices::kDefault);
   INFO("decode agent log " << decode.log);
   KvAgentOptions options = prefillOptions(n, 64);
   options.agent.ucxNetDevices = AgentOptions{}.ucxNetDevices;  // the default: auto

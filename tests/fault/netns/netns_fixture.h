@@ -85,18 +85,26 @@ inline NetnsNames pairNames() {
   return *names;
 }
 
+// How a decode agent started by startDecode chooses its data path's devices.
+enum class DecodeDevices {
+  kPinned,   // UCX_NET_DEVICES set to its veth interface
+  kDefault,  // no option, no UCX_* variable: the agent's default (auto)
+  kLoopback  // --net-devices lo: a misconfigured agent that peers on other hosts cannot reach
+};
+
 // A `kvx agent --role decode --verify` in the decode namespace, listening on its veth
-// address, data over dataPath() on that interface only (`pinDevices` false: on the devices
-// the agent chooses by default). Its stderr (debug log) goes to `log`.
+// address, data over dataPath() on the devices `devices` says. Its stderr (debug log) goes
+// to `log`.
 inline DecodeProcess startDecode(const NetnsNames& n, std::uint64_t blocks, const std::string& log,
-                                 bool pinDevices = true) {
-  const std::string pin = pinDevices ? "UCX_NET_DEVICES=\"$1\" " : "";
+                                 DecodeDevices devices = DecodeDevices::kPinned) {
+  const std::string pin = devices == DecodeDevices::kPinned ? "UCX_NET_DEVICES=\"$1\" " : "";
+  const std::string option = devices == DecodeDevices::kLoopback ? "--net-devices lo " : "";
   const std::string script =
       "exec ip netns exec \"$0\" env " + pin +
       "\"$2\" agent "
-      "--role decode --name decode --listen \"$3\" --blocks \"$4\" "
-      "--model \"$5\" --transport \"$6\" --verify --check-free-blocks --log-level debug 2>" +
-      log;
+      "--role decode --name decode --listen \"$3\" --blocks \"$4\" " +
+      option +
+      "--model \"$5\" --transport \"$6\" --verify --check-free-blocks --log-level debug 2>" + log;
   auto child = ChildProcess::spawn(
       "/bin/sh", {"-c", script, n.decodeNs, n.decodeIf, kvxBinary(), n.decodeAddress + ":0",
                   std::to_string(blocks), fault::kModel, dataPath()});
