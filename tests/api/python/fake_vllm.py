@@ -277,7 +277,7 @@ class Engine:
         """fill() of one worker's layer (`only`: of those block positions)."""
         if self.is_state(layer):
             states.fill(self.kv_caches[rank][self.names[layer]], blocks[1], seed, layer,
-                        tokens)
+                        tokens, rank % self.tp_size, self.tp_size)
         for views, expected in self._positions(rank, layer, blocks, seed, 0, only):
             for view, values in zip(views, expected):
                 view.copy_(torch.from_numpy(np.ascontiguousarray(values)))
@@ -289,7 +289,7 @@ class Engine:
             for layer in layers:
                 if self.is_state(layer) and not states.matches(
                         self.kv_caches[rank][self.names[layer]], blocks[1], seed, layer,
-                        tokens):
+                        tokens, rank % self.tp_size, self.tp_size):
                     return False
                 for views, expected in self._positions(rank, layer, blocks, seed,
                                                        first_position):

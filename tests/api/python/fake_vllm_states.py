@@ -16,9 +16,16 @@
     vllm/v1/core/single_type_kv_cache_manager.py @129ab7c);
   - Mamba layers call no connector hook in the forward (no wait_for_layer_load, no
     save_kv_layer: only vLLM's attention layers do).
-A state here is a pattern of the request's seed, the layer, the block position and how many
+The states are a Mamba2 layer's (mamba_type "mamba2"), shaped as
+MambaStateShapeCalculator.mamba2_state_shape shapes them (vllm/model_executor/layers/mamba/
+mamba_utils.py @2afe1e8): the conv state [kernel - 1, (x | B | C) / tp] (the SD layout, the
+default), the SSM state [heads / tp, head_dim, d_state]; x holds the rank's heads' channels,
+B and C its groups' (n_groups extended to tp where it does not divide, so that each rank
+holds whole groups, the one its heads use: rank * n_groups // tp). A state is the shard of
+one model-wide pattern of the request's seed, the layer, the block position and how many
 prompt tokens were computed into it, so that a state computed from the whole prompt does not
-match one of all but its last token (vllm_state_tokens.py)."""
+match one of all but its last token (vllm_state_tokens.py), and a shard of the wrong rank or
+part does not match either."""
 import math
 import types
 
@@ -33,10 +40,20 @@ class MambaSpec(types.SimpleNamespace):
     pass
 
 
+HEADS, HEAD_DIM, N_GROUPS, D_STATE, KERNEL = 8, 4, 2, 8, 4
+INTERMEDIATE = HEADS * HEAD_DIM
+
+
+def groups_of(tp_size):
+    """n_groups as vLLM extends it for `tp_size` (extra_groups_for_head_shards)."""
+    return N_GROUPS if N_GROUPS % tp_size == 0 else tp_size
+
+
 def shapes(tp_size):
-    """[(shape, dtype)] of one TP rank's states: a conv state and an SSM state, each split over
-    the ranks."""
-    return [((3, 128 // tp_size), torch.float16), ((8 // tp_size, 16, 8), torch.float32)]
+    """[(shape, dtype)] of one TP rank's states: the conv state and the SSM state."""
+    conv = (INTERMEDIATE + 2 * groups_of(tp_size) * D_STATE) // tp_size
+    return [((KERNEL - 1, conv), torch.float16), ((HEADS // tp_size, HEAD_DIM, D_STATE),
+                                                   torch.float32)]
 
 
 def spec(tp_size, mode, block_size):
@@ -73,31 +90,44 @@ def request_blocks(allocate, count, mode):
     return ([NULL_BLOCK] * (count - 1) if mode == "align" else []) + allocate(kept)
 
 
-def pattern(seed, layer, tokens, position, nbytes):
+def _model_states(seed, layer, tokens, position):
+    """The model-wide conv state [kernel - 1, x | B | C] and SSM state [heads, ...] of one
+    block: small whole numbers, exact in float16."""
     start = seed * 211 + layer * 23 + tokens * 7 + position * 5
-    return ((np.arange(nbytes, dtype=np.uint64) + start) % 241).astype(np.uint8)
+    width = INTERMEDIATE + 2 * N_GROUPS * D_STATE
+    conv = (np.arange((KERNEL - 1) * width) + start) % 241
+    ssm = (np.arange(HEADS * HEAD_DIM * D_STATE) * 3 + start) % 1009
+    return conv.reshape(KERNEL - 1, width), ssm.reshape(HEADS, HEAD_DIM, D_STATE)
 
 
-def _block_bytes(views, block):
-    return [view[block].view(torch.uint8).reshape(-1) for view in views]
+def _shard(seed, layer, tokens, position, rank, tp_size):
+    """Rank `rank`'s conv and SSM states of the block, as numpy arrays of their dtypes."""
+    conv, ssm = _model_states(seed, layer, tokens, position)
+    x_wide = INTERMEDIATE // tp_size
+    held = groups_of(tp_size) // tp_size  # whole groups a rank holds
+    first_group = rank * N_GROUPS // tp_size if groups_of(tp_size) != N_GROUPS else rank * held
+    b_cols = slice(INTERMEDIATE + first_group * D_STATE,
+                   INTERMEDIATE + (first_group + held) * D_STATE)
+    c_cols = slice(b_cols.start + N_GROUPS * D_STATE, b_cols.stop + N_GROUPS * D_STATE)
+    local_conv = np.concatenate([conv[:, rank * x_wide:(rank + 1) * x_wide], conv[:, b_cols],
+                                 conv[:, c_cols]], axis=1).astype(np.float16)
+    heads = HEADS // tp_size
+    local_ssm = ssm[rank * heads:(rank + 1) * heads].astype(np.float32)
+    return local_conv, local_ssm
 
 
-def fill(views, blocks, seed, layer, tokens):
-    """Writes each state block of a request with its pattern."""
+def fill(views, blocks, seed, layer, tokens, rank, tp_size):
+    """Writes each state block of a request with rank `rank`'s shard of its pattern."""
     for position, block in enumerate(b for b in blocks if b != NULL_BLOCK):
-        parts = _block_bytes(views, block)
-        values = pattern(seed, layer, tokens, position, sum(p.numel() for p in parts))
-        start = 0
-        for part in parts:
-            part.copy_(torch.from_numpy(values[start:start + part.numel()]))
-            start += part.numel()
+        for view, values in zip(views, _shard(seed, layer, tokens, position, rank, tp_size)):
+            view[block].copy_(torch.from_numpy(values))
 
 
-def matches(views, blocks, seed, layer, tokens):
+def matches(views, blocks, seed, layer, tokens, rank, tp_size):
     for position, block in enumerate(b for b in blocks if b != NULL_BLOCK):
-        held = np.concatenate([p.cpu().numpy() for p in _block_bytes(views, block)])
-        if not np.array_equal(held, pattern(seed, layer, tokens, position, held.size)):
-            return False
+        for view, values in zip(views, _shard(seed, layer, tokens, position, rank, tp_size)):
+            if not np.array_equal(view[block].cpu().numpy(), values):
+                return False
     return True
 
 

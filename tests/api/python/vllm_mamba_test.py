@@ -7,9 +7,12 @@ connector hook from a Mamba layer. Across a prefill process and a decode here ov
 memory, pulled and pushed (decode first, prefill first, and on a stand-in CUDA stream), every
 byte compared: the attention blocks of all but the prompt's last token, and the states the
 prefill computed from those tokens only (vllm_state_tokens.py: the decode computes the last
-token itself). Mamba state between different TP sizes is refused for that request, and
-state views vLLM would not hand out are refused at start-up. Prints kvx-test-skipped without
-torch."""
+token itself). Between TP sizes (2 to 1, 1 to 2, 4 to 2, pulled; 2 to 1 and 1 to 2, pushed)
+each decode rank's states are assembled from the prefill ranks' shards (state_slices.py: the
+conv state's x, B and C, the SSM state's heads, B and C replicated where the groups do not
+divide the TP size). States whose shards are not known are refused between TP sizes, for the
+request, and state views vLLM would not hand out are refused at start-up. Prints
+kvx-test-skipped without torch."""
 import os
 import sys
 import types
@@ -22,7 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import fake_vllm_states as states  # noqa: E402
 from kvx.integrations import vllm_groups, vllm_state_tokens  # noqa: E402
-from kvx.integrations.vllm_layout import KvLayout  # noqa: E402
+import kvx  # noqa: E402
+from kvx.integrations.vllm_layout import KvLayout, check_compatible  # noqa: E402
 from fake_vllm import BLOCK_SIZE, LAYERS, Engine, Request, blocks_for  # noqa: E402
 from fake_vllm_groups import GroupBlocks  # noqa: E402
 from vllm_harness import (DECODE_BLOCKS, PrefillProcess, decode_engine, push_params,  # noqa: E402
@@ -45,10 +49,11 @@ def moved_bytes(decode, prompts):
 
 
 class VllmMamba(unittest.TestCase):
-    def pull(self, kind, tp_size, layout):
+    def pull(self, kind, tp_size, layout, decode_tp=None):
         prefill = PrefillProcess("shm", tp_size=tp_size, hybrid=kind, layout=layout)
-        decode = Engine("kv_consumer", "mamba-pull", DECODE_BLOCKS, tp_size=tp_size,
-                        data_path="shm", hybrid=kind, layout=layout)
+        decode = Engine("kv_consumer", "mamba-pull", DECODE_BLOCKS,
+                        tp_size=decode_tp or tp_size, data_path="shm", hybrid=kind,
+                        layout=layout)
         try:
             for i, (tokens, seed) in enumerate(CASES):
                 params = prefill.prefill(f"p-r{i}", tokens, seed)
@@ -79,14 +84,29 @@ class VllmMamba(unittest.TestCase):
     def test_pull_align_tp2(self):
         self.pull("mamba-align", 2, LAYOUTS[1])
 
+    def test_pull_between_tp_sizes(self):
+        for prefill_tp, decode_tp in ((2, 1), (1, 2), (4, 2)):
+            with self.subTest(prefill_tp=prefill_tp, decode_tp=decode_tp):
+                self.pull("mamba", prefill_tp, LAYOUTS[prefill_tp % 2], decode_tp)
+
     def test_push(self):
         """Decode first, prefill first, and on a stand-in CUDA stream: the states go once the
         event recorded after the forward (wait_for_save) says it ran, not before."""
-        prefill = PrefillProcess("shm", mode="push", hybrid="mamba", layout=LAYOUTS[1])
-        decode = decode_engine("mamba-push", "shm", hybrid="mamba", layout=LAYOUTS[1])
+        self.push(1, 1, ("decode first", "prefill first", "async"))
+
+    def test_push_between_tp_sizes(self):
+        for prefill_tp, decode_tp in ((2, 1), (1, 2)):
+            with self.subTest(prefill_tp=prefill_tp, decode_tp=decode_tp):
+                self.push(prefill_tp, decode_tp, ("decode first", "prefill first"))
+
+    def push(self, prefill_tp, decode_tp, flows):
+        prefill = PrefillProcess("shm", mode="push", hybrid="mamba", layout=LAYOUTS[1],
+                                 tp_size=prefill_tp)
+        decode = decode_engine("mamba-push", "shm", hybrid="mamba", layout=LAYOUTS[1],
+                               tp_size=decode_tp)
         try:
-            for i, (tokens, seed) in enumerate(CASES):
-                flow = ("decode first", "prefill first", "async")[i]
+            for i, flow in enumerate(flows):
+                tokens, seed = CASES[i]
                 request = Request(f"r{i}", tokens, push_params(prefill, f"p-r{i}"))
                 if flow == "prefill first":
                     finished = prefill.push(f"p-r{i}", tokens, seed)
@@ -109,27 +129,22 @@ class VllmMamba(unittest.TestCase):
             prefill.stop()
         self.assertEqual(prefill.process.returncode, 0)
 
-    def test_differing_tp_refused(self):
-        """Each rank holds its own shard of a state: TP 2 to 1 fails the request, naming both
-        sizes, and nothing lands."""
-        prefill = PrefillProcess("shm", tp_size=2, hybrid="mamba", layout=LAYOUTS[0])
-        decode = Engine("kv_consumer", "mamba-tp", DECODE_BLOCKS, data_path="shm",
-                        hybrid="mamba", layout=LAYOUTS[0])
-        try:
-            tokens = 3 * BLOCK_SIZE
-            request = Request("r", tokens, prefill.prefill("p-r", tokens, 4))
-            count, _ = decode.scheduler.get_num_new_matched_tokens(request, 0)
-            blocks = decode.allocate_request(blocks_for(count))
-            decode.scheduler.update_state_after_alloc(request, GroupBlocks(blocks), count)
-            with self.assertLogs("kvx.vllm", "WARNING") as logs:
-                failed = run_until(decode, "r")
-            self.assertEqual(failed, set(vllm_groups.flat(blocks)) - {0})
-            self.assertIn("Mamba state moves between workers of one TP size: TP 1 here, 2 "
-                          "there", "\n".join(logs.output))
-            self.assertTrue(decode.untouched())
-        finally:
-            decode.close()
-            prefill.stop()
+    def test_unknown_shards_refused_between_tp_sizes(self):
+        """States whose shards are not known (a kind state_slices does not model) move between
+        equal TP sizes only; between others the check names both sizes."""
+        attention = torch.zeros(8, 2, 16, 4, 32, dtype=torch.float16)
+        caches = {"model.layers.0.attn": attention,
+                  "model.layers.1.mixer": states.state_views(attention, 1, 4)}
+        groups = [vllm_groups.Group(frozenset(["model.layers.0.attn"])),
+                  vllm_groups.Group(frozenset(["model.layers.1.mixer"]), 2, "MambaSpec", True,
+                                    "short_conv")]
+        mine = KvLayout(caches, 32, groups=groups).describe()
+        self.assertIsNone(mine["state_sharding"])
+        check_compatible(mine, dict(mine))
+        theirs = dict(mine, tp_size=2, total_heads=mine["total_heads"])
+        with self.assertRaisesRegex(kvx.InvalidArgument, r"Mamba state moves between TP sizes "
+                                    r"\(1 here, 2 there\) only where both know"):
+            check_compatible(mine, theirs)
 
     def test_prompt_tokens(self):
         """The prefill's request is shortened once, however often vLLM asks; the decode's is

@@ -56,7 +56,8 @@ class VllmPipeline(PullRequests, PushRequests, unittest.TestCase):
 
     def test_a_prefill_worker_waits_for_the_reads_of_every_decode_stage(self):
         """The `read` note a decode worker sends counts every stage's decode workers."""
-        reader = PullReader(None, None, types.SimpleNamespace(total_heads=HEADS), 0, 2, 3)
+        reader = PullReader(None, None, types.SimpleNamespace(total_heads=HEADS, state=None), 0,
+                            2, 3)
         spec = types.SimpleNamespace(remote_addresses=["a", "b"], remote_request_id="p")
         expected, _ = messages.parse(reader.note(spec, heads.Source(1, 0, 0, 2)))[1]
         self.assertEqual(expected, 3 * heads.contacted_by(1, 2, 2, HEADS))

@@ -53,10 +53,10 @@ import logging
 import time
 
 import kvx
+from kvx.integrations import state_slices
 from kvx.integrations import vllm_config as config
 from kvx.integrations import vllm_messages as messages
 from kvx.integrations import vllm_groups as groups
-from kvx.integrations import vllm_heads as heads
 from kvx.integrations import vllm_stages as stages
 from kvx.integrations import vllm_state_tokens as state_tokens
 from kvx.integrations.vllm_layout import KvLayout, check_covered
@@ -274,7 +274,8 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         # The layout holds the tensors, so the buffers outlive their registration.
         regions = [self._agent.register_memory(buffer, name=name) for buffer, name in
                    zip(self._layout.buffers, self._layout.buffer_names())]
-        self._links = PeerLinks(self._agent, self._layout, regions, self._connect_timeout)
+        self._links = PeerLinks(self._agent, self._layout, regions, self._connect_timeout,
+                                self._tp_rank)
         if self._mode == "pull":
             self._reader = PullReader(self._agent, self._links, self._layout, self._tp_rank,
                                       self._tp_size, self._pp_size)
@@ -289,22 +290,6 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         return KvxHandshake(self._engine_id, self._tp_rank,
                             self._address.advertised(self._agent.listen_address),
                             self._layout.describe(), self._pp_rank)
-
-    def _sources(self, spec):
-        """The prefill workers this worker reads from or tells (vllm_heads.contacts), in
-        every pipeline stage, as (address, Source, that stage's cache layout)."""
-        remote_tp = len(spec.remote_addresses)
-        found = []
-        for stage in spec.remote_stages or [stages.Stage(tuple(spec.remote_addresses),
-                                                         spec.remote_layout)]:
-            if len(stage.addresses) != remote_tp:
-                raise kvx.InvalidArgument(f"request {spec.request_id}: a prefill stage of "
-                                          f"{len(stage.addresses)} workers, another of "
-                                          f"{remote_tp}")
-            found += [(stage.addresses[c.rank], c, stage.layout) for c in
-                      heads.contacts(self._tp_rank, self._tp_size, remote_tp,
-                                     self._layout.total_heads)]
-        return found
 
     def bind_connector_metadata(self, connector_metadata):
         """Before the step's forward (vLLM calls start_load_kv after it, unless a load is
@@ -348,7 +333,8 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
         waiting, self._waiting = self._waiting, []
         for action, spec in waiting:
             try:
-                sources = self._sources(spec)
+                sources = stages.prefill_contacts(spec, self._tp_rank, self._tp_size,
+                                                  self._layout)
                 if not self._links.ready([address for address, _, _ in sources]):
                     self._waiting.append((action, spec))
                     continue
@@ -377,18 +363,22 @@ class KvxConnector(KVConnectorBase_V1, SupportsHMA):
                                   spec.local_block_ids, writers)
 
     def _send_destinations(self, spec, sources):
-        """Push: tells each prefill worker holding some of the heads where the blocks go (and
-        one that writes none of them that it need not wait); returns those that write, as
-        (peer, its cache layout)."""
+        """Push: tells each prefill worker holding some of the heads or the Mamba states where
+        the blocks go (and one that writes none that it need not wait); returns those that
+        write, as (peer, its cache layout, whether it writes each KV cache group)."""
         text = messages.dest(messages.Destination(
             spec.remote_request_id, spec.request_id, spec.local_block_ids, spec.skip,
             self._tp_rank, self._tp_size, self._layout.describe(), self._pp_size))
         writers = []
+        remote_tp = len(spec.remote_addresses)
         for address, source, layout in sources:
             peer = self._links.connected(address)
-            if source.count:
+            state = self._layout.state is not None and source.rank in \
+                state_slices.sources(self._tp_rank, self._tp_size, remote_tp)
+            if source.count or state:
                 self._agent.send_notification(peer, text)
-                writers.append((peer, layout))
+                writers.append((peer, layout, [state if s else bool(source.count)
+                                               for s in self._layout.stateful]))
             else:  # a replica no decode worker reads: an empty destination releases it
                 self._agent.send_notification(peer, messages.dest(messages.Destination(
                     spec.remote_request_id, spec.request_id, [], 0, self._tp_rank,

@@ -23,6 +23,7 @@ class Group:
     keep: int = None    # the last blocks of a request that matter; None: all
     kind: str = "FullAttentionSpec"
     state: bool = False  # a Mamba group: its layers' blocks are whole recurrent states
+    mamba_type: str = None  # a Mamba group's MambaSpec.mamba_type ("mamba2", ...)
 
 
 def is_state(spec):
@@ -46,7 +47,8 @@ def kv_cache_groups(kv_cache_config, block_size):
         layers = list(group.layer_names)
         if is_state(spec):  # its block size is the model's length, not the scheduler's
             keep = 1 + int(getattr(spec, "num_speculative_blocks", 0) or 0)
-            found.append(Group(frozenset(layers), keep, kind, state=True))
+            found.append(Group(frozenset(layers), keep, kind, state=True,
+                               mamba_type=getattr(spec, "mamba_type", None)))
             continue
         spec_block = getattr(spec, "block_size", block_size)
         if spec_block != block_size:

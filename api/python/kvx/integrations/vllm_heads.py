@@ -5,13 +5,15 @@ vLLM splits a model's KV heads over the TP ranks, each rank holding total // tp 
 TP is above the model's KV heads, each rank holds one head and tp // total consecutive ranks
 hold the same one (replicated heads; an MLA cache has one latent "head", held by every rank).
 A decode rank takes each of its heads from one prefill rank holding it, spreading replicas
-over the decode ranks. Every prefill rank is told once by each decode rank that contacts it
-(a read, a release, or a push destination): a prefill rank that no decode rank reads from
-is contacted by one decode rank all the same, so that its blocks go."""
+over the decode ranks; with Mamba layers, also its state from every prefill rank holding some
+of it (state_slices.sources). Every prefill rank is told once by each decode rank that
+contacts it (a read, a release, or a push destination): a prefill rank that no decode rank
+reads from is contacted by one decode rank all the same, so that its blocks go."""
 import dataclasses
 import functools
 
 import kvx
+from kvx.integrations import state_slices
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,19 +59,28 @@ def sources(decode_rank, decode_tp, prefill_tp, total_heads):
 
 
 @functools.lru_cache(maxsize=1024)
-def contacts(decode_rank, decode_tp, prefill_tp, total_heads):
-    """sources() plus the prefill ranks no decode rank reads from that this one tells (count
-    0): every prefill rank is told by at least one decode rank."""
+def contacts(decode_rank, decode_tp, prefill_tp, total_heads, states=False):
+    """sources(), then (`states`: a model with Mamba layers) the prefill ranks holding some of
+    this rank's state but none of its heads (count 0), then the prefill ranks no decode rank
+    reads from that this one tells (count 0): every prefill rank is told by at least one
+    decode rank."""
+    found = sources(decode_rank, decode_tp, prefill_tp, total_heads)
+    if states:
+        found += tuple(Source(rank, 0, 0, 0)
+                       for rank in state_slices.sources(decode_rank, decode_tp, prefill_tp)
+                       if rank not in {s.rank for s in found})
     read = {s.rank for d in range(decode_tp)
             for s in sources(d, decode_tp, prefill_tp, total_heads)}
-    return sources(decode_rank, decode_tp, prefill_tp, total_heads) + tuple(
-        Source(rank, 0, 0, 0) for rank in range(prefill_tp)
-        if rank not in read and rank % decode_tp == decode_rank)
+    if states:
+        read |= {r for d in range(decode_tp)
+                 for r in state_slices.sources(d, decode_tp, prefill_tp)}
+    return found + tuple(Source(rank, 0, 0, 0) for rank in range(prefill_tp)
+                         if rank not in read and rank % decode_tp == decode_rank)
 
 
 @functools.lru_cache(maxsize=1024)
-def contacted_by(prefill_rank, decode_tp, prefill_tp, total_heads):
+def contacted_by(prefill_rank, decode_tp, prefill_tp, total_heads, states=False):
     """How many decode ranks tell prefill rank `prefill_rank` about a request."""
     return sum(1 for d in range(decode_tp)
                if any(c.rank == prefill_rank
-                      for c in contacts(d, decode_tp, prefill_tp, total_heads)))
+                      for c in contacts(d, decode_tp, prefill_tp, total_heads, states)))

@@ -15,6 +15,7 @@ import numpy as np
 
 import kvx
 from kvx.integrations import vllm_geometry as geometry
+from kvx.integrations import state_slices as slices
 from kvx.integrations import vllm_states as states
 
 # Bumped when what two workers exchange (describe(), vllm_messages.py) changes meaning.
@@ -62,7 +63,8 @@ class KvLayout:
         if groups is not None:  # layers in no group share another layer's cache
             kv_caches = {name: kv_caches[name] for name in kv_caches
                          if any(name in group.layers for group in groups)}
-        stateful = {name for group in groups or () if group.state for name in group.layers}
+        stateful = {name: group.mamba_type for group in groups or () if group.state
+                    for name in group.layers}
         self.names = sorted(kv_caches, key=layer_index)
         self._tensors = [kv_caches[name] for name in self.names]
         attention = [name for name in self.names if name not in stateful]
@@ -76,6 +78,8 @@ class KvLayout:
         self.buffers = []   # (address, nbytes, device) of each buffer behind the layers
         self.places = []    # (buffer index, byte offset) of each layer, in forward order
         first_state = None  # the first Mamba layer's StatePlace: the others must match it
+        shardings = set()   # each Mamba layer's states' shards (vllm_states.sharding)
+        dim_first = states.conv_dim_first() if stateful else False
         for name, tensor in zip(self.names, self._tensors):
             if name in stateful:
                 place = states.state_place(name, tensor, _storage, _device)
@@ -86,6 +90,7 @@ class KvLayout:
                         f"Mamba layer {name} has {place.blocks} states of {place.span} bytes "
                         f"every {place.stride}, the first Mamba layer {first_state.blocks} of "
                         f"{first_state.span} every {first_state.stride}")
+                shardings.add(states.sharding(tensor, stateful[name], dim_first))
                 buffer, offset = place.buffer, place.offset
             else:
                 dims = geometry.geometry_of(tensor)
@@ -110,6 +115,9 @@ class KvLayout:
         self.num_blocks = self.dims["block"][0] // self.blocks_per_block
         # [block stride, bytes moved a block] of the Mamba layers' states; None without them.
         self.state = None if first_state is None else [first_state.stride, first_state.span]
+        # How each rank's states shard (one for every Mamba layer), for moves between TP
+        # sizes; None where not known.
+        self.state_sharding = shardings.pop() if len(shardings) == 1 else None
         if first_state is not None and first_state.blocks != self.num_blocks:
             raise ValueError(f"the Mamba layers have {first_state.blocks} blocks, the attention "
                              f"layers {self.num_blocks}: vLLM gives every group one pool")
@@ -150,7 +158,9 @@ class KvLayout:
                 "blocks_per_block": self.blocks_per_block, "num_blocks": self.num_blocks,
                 "heads": self.heads, "tp_size": self.tp_size, "total_heads": self.total_heads,
                 "groups": self.groups, "keep": self.keep, "stateful": self.stateful,
-                "state": self.state, "layout": geometry.layout_name(self.dims)}
+                "state": self.state, "layout": geometry.layout_name(self.dims),
+                "state_sharding": None if self.state_sharding is None else
+                [s.wire() for s in self.state_sharding]}
 
     def buffer_names(self):
         return [buffer_name(i) for i in range(len(self.buffers))]
@@ -170,26 +180,57 @@ def _state_layers(side):
             for p in group}
 
 
-def rows(side, regions, entries, length):
+def rows(side, regions, entries, length, pieces=((0, None),)):
     """uint64 rows (region, offset, length) of every (layer, scheduler block, entry) of the
-    cache `side` describes, its buffers registered as `regions`, with entries' offsets from
-    each block's start. A Mamba layer's block is one state (vllm_states.py): its entry 0 is
-    the whole state, the others repeat it and are never indexed (state_entries)."""
+    cache `side` describes, its buffers registered as `regions`: an attention layer's entries
+    at `entries` (offsets from each block's start) of `length` bytes, a Mamba layer's at
+    `pieces` ((offset from the state's start, bytes): state_pieces; by default its whole
+    state). A list has max(len(entries), len(pieces)) entries a block; the ones past a kind's
+    own count repeat its first and are never indexed (pair_indices' `used`)."""
+    pieces = [(int(at), int(side["state"][1] if n is None else n)) for at, n in pieces] \
+        if side.get("state") else [(0, 1)]
+    width = max(len(entries), len(pieces), 1)
+    if len(entries) == 0:  # no attention bytes move: a placeholder never indexed
+        entries, length = np.zeros(1, dtype=np.uint64), 1
+    entries = np.resize(np.asarray(entries, dtype=np.uint64), width)
     block_stride = np.uint64(side["dims"]["block"][1] * side["blocks_per_block"])
     count = np.arange(side["num_blocks"], dtype=np.uint64)
     per_layer = ((count * block_stride)[:, None] + entries[None, :]).reshape(-1)
     state_layers = _state_layers(side)
     if state_layers:
-        stride, span = (np.uint64(v) for v in side["state"])
-        per_state = np.repeat(count * stride, len(entries))
+        stride = np.uint64(side["state"][0])
+        at = np.resize(np.array([a for a, _ in pieces], dtype=np.uint64), width)
+        spans = np.resize(np.array([n for _, n in pieces], dtype=np.uint64), width)
+        per_state = ((count * stride)[:, None] + at[None, :]).reshape(-1)
+        state_lengths = np.tile(spans, len(count))
     table = np.zeros((len(side["places"]) * len(per_layer), 3), dtype=np.uint64)
     for i, (buffer, offset) in enumerate(side["places"]):
         part = table[i * len(per_layer):(i + 1) * len(per_layer)]
         part[:, 0] = regions[buffer]
         state = i in state_layers
         part[:, 1] = (per_state if state else per_layer) + np.uint64(offset)
-        part[:, 2] = span if state else length
+        part[:, 2] = state_lengths if state else length
     return table
+
+
+def state_pieces(mine, my_rank, theirs, their_rank, decode_is_mine):
+    """[(offset here, offset there, bytes)] of a block's state that moves between this
+    worker (rank `my_rank` of the cache `mine` describes) and rank `their_rank` of `theirs`,
+    offsets from each state's start: the whole state between equal TP sizes (to the same
+    rank), else the pieces state_slices pairs. Empty where they share none, or without
+    Mamba layers."""
+    if not mine.get("state"):
+        return []
+    if mine["tp_size"] == theirs["tp_size"]:
+        return [(0, 0, mine["state"][1])] if my_rank == their_rank else []
+    here, there = (tuple(slices.Sharding.from_wire(w) for w in side["state_sharding"])
+                   for side in (mine, theirs))
+    if decode_is_mine:
+        moves = slices.slices(there, their_rank, theirs["tp_size"], here, my_rank,
+                              mine["tp_size"])
+        return [(d, p, n) for p, d, n in moves]
+    return list(slices.slices(here, my_rank, mine["tp_size"], there, their_rank,
+                              theirs["tp_size"]))
 
 
 def indices(blocks, num_blocks, per_block, layers, used=None):
@@ -203,10 +244,13 @@ def indices(blocks, num_blocks, per_block, layers, used=None):
     return (first[:, None] + entries[None, :]).reshape(-1).astype(np.uint32)
 
 
-def moved_bytes(side, entries, state_entries, length):
-    """Bytes a list pair of `entries` entries moves, `state_entries` of them Mamba states."""
-    span = side["state"][1] if state_entries else 0
-    return (entries - state_entries) * length + state_entries * span
+def moved_bytes(entries, state_entries, length, pieces):
+    """Bytes a list pair moves through `entries` indices, `state_entries` of them Mamba
+    state pieces, each state the `pieces` (state_pieces) of it."""
+    if not state_entries:
+        return entries * length
+    per_state = sum(n for _, _, n in pieces)
+    return (entries - state_entries) * length + state_entries // len(pieces) * per_state
 
 
 def layer_map(mine, theirs):
@@ -220,33 +264,37 @@ def layer_map(mine, theirs):
 
 
 def pair_indices(blocks_here, blocks_there, maps, blocks, their_blocks, per_block,
-                 layers=None, stateful=None):
-    """(indices here, indices there, (layer, block) pairs, entries of Mamba states): each
+                 layers=None, stateful=None, used=(None, 1)):
+    """(indices here, indices there, (layer, block) pairs, indices of Mamba states): each
     group's blocks (a list per group on each side) in the layers of that group both caches
     hold (`maps`, a layer_map()), only those among `layers` (positions here) where given, so
     that entry i here and entry i there cover the same layer and block. `blocks`,
     `their_blocks`: each cache's blocks a layer. `stateful`: whether each group is a Mamba
-    group, whose blocks are one entry each (rows)."""
+    group. `used`: the entries a block of an attention group (None: all) and of a Mamba group
+    (rows: state_pieces) moves; a kind with 0 moves nothing."""
     here, there, count, state_entries = [], [], 0, 0
     for group, (pairs, mine_blocks, theirs_blocks) in enumerate(
             zip(maps, blocks_here, blocks_there)):
         chosen = list(pairs) if layers is None else [p for p in layers if p in pairs]
-        if not chosen or not len(mine_blocks):
+        state = bool(stateful and stateful[group])
+        entries = used[1] if state else used[0]
+        if not chosen or not len(mine_blocks) or entries == 0:
             continue
-        used = 1 if stateful and stateful[group] else None
-        here.append(indices(mine_blocks, blocks, per_block, chosen, used))
+        here.append(indices(mine_blocks, blocks, per_block, chosen, entries))
         there.append(indices(theirs_blocks, their_blocks, per_block,
-                             [pairs[p] for p in chosen], used))
+                             [pairs[p] for p in chosen], entries))
         count += len(chosen) * len(mine_blocks)
-        state_entries += len(here[-1]) if used else 0
+        state_entries += len(here[-1]) if state else 0
     if not here:
         return np.zeros(0, np.uint32), np.zeros(0, np.uint32), 0, 0
     return np.concatenate(here), np.concatenate(there), count, state_entries
 
 
-def shared_units(maps, block_groups):
-    """(layer, block) pairs a transfer of `block_groups` over `maps` (layer_map) covers."""
-    return sum(len(pairs) * len(blocks) for pairs, blocks in zip(maps, block_groups))
+def shared_units(maps, block_groups, kinds=None):
+    """(layer, block) pairs a transfer of `block_groups` over `maps` (layer_map) covers, in
+    the groups `kinds` keeps (a bool per group; all by default)."""
+    return sum(len(pairs) * len(blocks) for group, (pairs, blocks) in
+               enumerate(zip(maps, block_groups)) if kinds is None or kinds[group])
 
 
 def check_compatible(mine, theirs):
@@ -278,16 +326,23 @@ def check_compatible(mine, theirs):
 
 
 def _check_states(mine, theirs):
-    """Mamba states move whole: the same bytes a state on both sides, and one TP size (each
-    rank holds its own shard of every state)."""
-    if mine["tp_size"] != theirs["tp_size"]:
-        raise kvx.InvalidArgument(
-            f"Mamba state moves between workers of one TP size: TP {mine['tp_size']} here, "
-            f"{theirs['tp_size']} there")
+    """Mamba states: between one TP size the same bytes a state; between TP sizes, shards
+    that pair (state_slices.check), whichever side is the prefill."""
     here, there = (side["state"][1] if side["state"] else None for side in (mine, theirs))
-    if here != there:
-        raise kvx.InvalidArgument(f"Mamba states differ: {here} bytes a state here, {there} "
-                                  "there")
+    if mine["tp_size"] == theirs["tp_size"]:
+        if here != there:
+            raise kvx.InvalidArgument(f"Mamba states differ: {here} bytes a state here, "
+                                      f"{there} there")
+        return
+    if not mine.get("state_sharding") or not theirs.get("state_sharding"):
+        raise kvx.InvalidArgument(
+            f"Mamba state moves between TP sizes ({mine['tp_size']} here, "
+            f"{theirs['tp_size']} there) only where both know how each rank's states shard "
+            "(mamba2, gdn_attention, mamba1, linear_attention layers)")
+    here, there = (tuple(slices.Sharding.from_wire(w) for w in side["state_sharding"])
+                   for side in (mine, theirs))
+    slices.check(there, theirs["tp_size"], here, mine["tp_size"])
+    slices.check(here, mine["tp_size"], there, theirs["tp_size"])
 
 
 def _check_layers(mine, theirs):

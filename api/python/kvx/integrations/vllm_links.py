@@ -1,9 +1,29 @@
 """A vLLM worker's kvx links to the other instance's workers: connects that never stall an
 engine step, the peers' KV regions, and the descriptor lists made over them (vllm.py)."""
+import dataclasses
 import threading
+
+import numpy as np
 
 import kvx
 from kvx.integrations import vllm_layout
+
+
+@dataclasses.dataclass(frozen=True)
+class ListPair:
+    """A list over this worker's cache and the matching one over a peer's, with `per_block`
+    entries a block: an attention block's first `used` of `length` bytes each, a Mamba
+    state's first `state_used`, the `pieces` (vllm_layout.state_pieces) of it."""
+    local: int
+    remote: int
+    per_block: int
+    length: int
+    used: int
+    state_used: int
+    pieces: tuple
+
+    def moved_bytes(self, entries, state_entries):
+        return vllm_layout.moved_bytes(entries, state_entries, self.length, self.pieces)
 
 
 class PeerLinks:
@@ -11,9 +31,10 @@ class PeerLinks:
     lists over this worker's KV cache and theirs. Thread: the worker's, except the
     connects, which run on threads of their own and touch only the guarded `_peers`."""
 
-    def __init__(self, agent, layout, regions, connect_timeout):
+    def __init__(self, agent, layout, regions, connect_timeout, tp_rank=0):
         self._agent = agent
         self._layout = layout
+        self._tp_rank = tp_rank            # this worker's (a Mamba state's pieces depend on it)
         self._regions = regions        # this worker's region ids, by buffer (KvLayout.buffers)
         self._connect_timeout = connect_timeout
         self._peers = {}               # address -> peer name, or the error of its connect
@@ -77,26 +98,37 @@ class PeerLinks:
             except kvx.Error:
                 pass  # the peer's removal released it already
 
-    def lists(self, peer, theirs, source):
-        """(a list over this worker's cache, the matching list over `peer`'s, entries a
-        block, an entry's bytes) for `source`'s heads (vllm_heads.Source), `theirs` being the peer's cache
-        (KvLayout.describe, checked with check_compatible)."""
-        key = (peer, source.first_here, source.first_there, source.count)
+    def lists(self, peer, theirs, source, decode_is_mine):
+        """The ListPair over this worker's cache and `peer`'s for `source` (vllm_heads.Source:
+        the peer's rank, and the heads from `first_here` here and `first_there` there; count
+        0 for none), `theirs` being the peer's cache (KvLayout.describe, checked with
+        check_compatible) and `decode_is_mine` whether this worker is the decode's."""
+        key = (peer, source.rank, source.first_here, source.first_there, source.count)
         if key not in self._lists:
-            here, there, length = self._layout.pair(theirs, source.first_here,
-                                                    source.first_there, source.count)
-            local_key = (None, source.first_here, source.count, length, here.tobytes())
+            mine = self._layout.describe()
+            if source.count:
+                here, there, length = self._layout.pair(theirs, source.first_here,
+                                                        source.first_there, source.count)
+            else:  # no heads in common: the Mamba states alone, if any
+                here = there = np.zeros(0, dtype=np.uint64)
+                length = 1
+            pieces = tuple(vllm_layout.state_pieces(mine, self._tp_rank, theirs, source.rank,
+                                                    decode_is_mine))
+            width = max(len(here), len(pieces), 1)
+            local_key = (None, source.first_here, source.count, length, here.tobytes(),
+                         pieces)
             if local_key not in self._lists:
-                rows = vllm_layout.rows(self._layout.describe(), self._regions, here, length)
-                self._lists[local_key] = (self._agent.prepare_local_list(rows), len(here),
-                                          length)
+                rows = vllm_layout.rows(mine, self._regions, here, length,
+                                        [(at, n) for at, _, n in pieces] or [(0, None)])
+                self._lists[local_key] = self._agent.prepare_local_list(rows)
             regions = self._agent.peer_regions(peer)
             names = [vllm_layout.buffer_name(i) for i in range(theirs["buffers"])]
             missing = [n for n in names if n not in regions]
             if missing:
                 raise kvx.NotFound(f"the worker {peer} has no KV region {missing[0]}")
-            rows = vllm_layout.rows(theirs, [regions[n]["id"] for n in names], there, length)
-            self._lists[key] = (self._agent.prepare_remote_list(peer, rows), local_key)
-        remote, local_key = self._lists[key]
-        local, per_block, length = self._lists[local_key]
-        return local, remote, per_block, length
+            rows = vllm_layout.rows(theirs, [regions[n]["id"] for n in names], there, length,
+                                    [(at, n) for _, at, n in pieces] or [(0, None)])
+            self._lists[key] = (self._agent.prepare_remote_list(peer, rows), ListPair(
+                self._lists[local_key], 0, width, length, len(here), len(pieces), pieces))
+        remote, shape = self._lists[key]
+        return dataclasses.replace(shape, remote=remote)

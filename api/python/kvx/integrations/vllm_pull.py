@@ -9,7 +9,7 @@ from kvx.integrations import vllm_messages as messages
 from kvx.integrations import vllm_heads as heads
 from kvx.integrations.vllm_groups import flat
 from kvx.integrations.vllm_layout import (check_compatible, check_covered, layer_map,
-                                           moved_bytes, pair_indices)
+                                           pair_indices)
 from kvx.integrations.vllm_stats import TransferTally
 
 log = logging.getLogger("kvx.vllm")
@@ -30,10 +30,9 @@ class PullReader:
     def note(self, spec, source):
         """The `read` message of `spec`'s prefill request to `source`'s prefill worker: how
         many decode workers tell it (those of every stage here), and the request."""
-        return messages.read(self._pp_size * heads.contacted_by(source.rank, self._tp_size,
-                                                                len(spec.remote_addresses),
-                                                                self._layout.total_heads),
-                             spec.remote_request_id)
+        return messages.read(self._pp_size * heads.contacted_by(
+            source.rank, self._tp_size, len(spec.remote_addresses), self._layout.total_heads,
+            self._layout.state is not None), spec.remote_request_id)
 
     def release(self, spec, sources):
         """Nothing to read (a whole prefix hit): the prefill workers may free the blocks."""
@@ -66,23 +65,23 @@ class PullReader:
                         f"{len(spec.remote_addresses)} workers")
             for address, source, theirs in sources:
                 peer = self._links.connected(address)
-                if not source.count:  # it holds none of this worker's heads
+                if not source.count and not mine["state"]:  # none of this worker's heads
                     self._agent.send_notification(peer, self.note(spec, source))
                     continue
-                local, remote, per_block, length = self._links.lists(peer, theirs, source)
+                pair = self._links.lists(peer, theirs, source, decode_is_mine=True)
                 here, there, _, states = pair_indices(
                     spec.local_block_ids, spec.remote_block_ids, layer_map(mine, theirs),
-                    mine["num_blocks"], theirs["num_blocks"], per_block,
-                    stateful=mine["stateful"])
-                if not len(here):  # a pipeline stage without this worker's layers
+                    mine["num_blocks"], theirs["num_blocks"], pair.per_block,
+                    stateful=mine["stateful"], used=(pair.used, pair.state_used))
+                if not len(here):  # nothing of this worker's there (heads, state, stage)
                     self._agent.send_notification(peer, self.note(spec, source))
                     continue
-                transfer = self._agent.make_transfer(kvx.READ, local, here, remote, there,
+                transfer = self._agent.make_transfer(kvx.READ, pair.local, here, pair.remote,
+                                                     there,
                                                      notification=self.note(spec, source))
                 transfers.append(transfer)
                 self._agent.post(transfer)
-                self.tally.posted(transfer, len(here),
-                                  moved_bytes(mine, len(here), states, length))
+                self.tally.posted(transfer, len(here), pair.moved_bytes(len(here), states))
             self._reading[spec.request_id] = (transfers, flat(spec.local_block_ids))
         except kvx.Error:
             for transfer in transfers:

@@ -32,8 +32,8 @@ from kvx.integrations import vllm_messages as messages
 from kvx.integrations.peer_process import PeerWriters
 from kvx.integrations import vllm_heads as heads
 from kvx.integrations.vllm_groups import as_groups, flat
-from kvx.integrations.vllm_layout import (check_compatible, layer_map, moved_bytes,
-                                           pair_indices, shared_units)
+from kvx.integrations.vllm_layout import (check_compatible, layer_map, pair_indices,
+                                           shared_units)
 from kvx.integrations.vllm_stats import TransferTally
 
 log = logging.getLogger("kvx.vllm")
@@ -213,7 +213,8 @@ class PushWriter:
                                           f"{dest.pp_size!r} pipeline stages")
             # Every stage's decode workers that deal with this worker send a dest.
             save.expected = dest.pp_size * heads.contacted_by(
-                self._tp_rank, dest.tp_size, self._tp_size, self._layout.total_heads)
+                self._tp_rank, dest.tp_size, self._tp_size, self._layout.total_heads,
+                self._layout.state is not None)
             check_compatible(self._layout.describe(), dest.layout)
             reader.maps = layer_map(self._layout.describe(), dest.layout)
             dest.blocks = as_groups(dest.blocks)
@@ -240,28 +241,27 @@ class PushWriter:
             mine = [blocks[skip:skip + len(wanted)] for blocks, skip, wanted in
                     zip(save.blocks, _skips(dest), dest.blocks)]
             theirs = dest.layout
-            for source in heads.sources(dest.tp_rank, dest.tp_size, self._tp_size,
-                                        self._layout.total_heads):
+            for source in heads.contacts(dest.tp_rank, dest.tp_size, self._tp_size,
+                                         self._layout.total_heads,
+                                         self._layout.state is not None):
                 if source.rank != self._tp_rank:
                     continue
                 # A source's heads are the decode's from first_here, its own from first_there.
                 mirrored = heads.Source(dest.tp_rank, source.first_there, source.first_here,
                                         source.count)
-                local, remote, per_block, length = self._links.lists(reader.peer, theirs,
-                                                                     mirrored)
+                pair = self._links.lists(reader.peer, theirs, mirrored, decode_is_mine=False)
                 here, there, count, states = pair_indices(
                     mine, dest.blocks, reader.maps, self._layout.num_blocks,
-                    theirs["num_blocks"], per_block, layers, self._layout.stateful)
+                    theirs["num_blocks"], pair.per_block, layers, self._layout.stateful,
+                    used=(pair.used, pair.state_used))
                 if not len(here):  # none of these layers' groups has blocks to write
                     continue
                 transfer = self._agent.make_transfer(
-                    kvx.WRITE, local, here, remote, there,
+                    kvx.WRITE, pair.local, here, pair.remote, there,
                     notification=messages.pushed(count, dest.reply_to))
                 reader.transfers.append(transfer)
                 self._agent.post(transfer)
-                self.tally.posted(transfer, len(here),
-                                  moved_bytes(self._layout.describe(), len(here), states,
-                                              length))
+                self.tally.posted(transfer, len(here), pair.moved_bytes(len(here), states))
         except kvx.Error as error:
             reader.failure = str(error)
             self._links.forget(reader.peer)  # made again for the next request, if it came back
@@ -355,15 +355,16 @@ class PushReceiver:
         self.tally = tally    # the worker's (shared with its PushWriter)
 
     def expect(self, request_id, remote_request_id, blocks, writers):
-        """The dest went to `writers` ((peer, its cache's describe())): each writes its heads
-        of `blocks` in every layer of this cache it holds (a pipeline stage's)."""
+        """The dest went to `writers` ((peer, its cache's describe(), whether it writes each
+        KV cache group: heads of it, or a share of its Mamba states)): each writes its part of
+        `blocks` in every layer of this cache it holds (a pipeline stage's)."""
         blocks = as_groups(blocks)
         mine = self._layout.describe()
-        peers = [peer for peer, _ in writers]
+        peers = [peer for peer, _, _ in writers]
         # A writer whose cache is not known here (a proxy named only its address) holds
         # every layer, as it does without pipeline parallelism.
-        expected = sum(shared_units(layer_map(mine, theirs or mine), blocks)
-                       for _, theirs in writers)
+        expected = sum(shared_units(layer_map(mine, theirs or mine), blocks, kinds)
+                       for _, theirs, kinds in writers)
         self._arrivals[request_id] = _Arrival(
             flat(blocks), peers, expected,
             time.monotonic() + self._timeout, {peer: self._writers.of(peer) for peer in peers})

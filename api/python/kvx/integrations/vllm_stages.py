@@ -10,6 +10,9 @@ push Destination). The scheduler gets the workers' handshakes by (PP rank, TP ra
 ("remote_stages"; "remote_addresses" and "remote_layout" stay those of stage 0)."""
 import dataclasses
 
+import kvx
+from kvx.integrations import vllm_heads as heads
+
 
 @dataclasses.dataclass(frozen=True)
 class Stage:
@@ -63,3 +66,22 @@ def stages(kv_transfer_params):
 def addresses(stage_list):
     """Every worker address of every stage."""
     return [address for stage in stage_list for address in stage.addresses]
+
+
+def prefill_contacts(spec, tp_rank, tp_size, layout):
+    """The prefill workers decode worker `tp_rank` of `tp_size` (its cache `layout`, a
+    KvLayout) reads from or tells for request `spec` (vllm_heads.contacts), in every pipeline
+    stage, as (address, Source, that stage's cache layout)."""
+    remote_tp = len(spec.remote_addresses)
+    found = []
+    for stage in spec.remote_stages or [Stage(tuple(spec.remote_addresses),
+                                              spec.remote_layout)]:
+        if len(stage.addresses) != remote_tp:
+            raise kvx.InvalidArgument(f"request {spec.request_id}: a prefill stage of "
+                                      f"{len(stage.addresses)} workers, another of "
+                                      f"{remote_tp}")
+        found += [(stage.addresses[c.rank], c, stage.layout) for c in
+                  heads.contacts(tp_rank, tp_size, remote_tp, layout.total_heads,
+                                 layout.state is not None)]
+    return found
+
