@@ -3,7 +3,9 @@ token pool lays them out (one buffer per layer and K/V; a page is page_size toke
 rank's heads x HEAD_BYTES; heads split over the attention TP ranks as SGLang splits them,
 replicated above the model's KV heads), two aux buffers of AUX_SLOTS request slots and, on
 request, two state buffer types (a Mamba-like one: one slot per request in each of 2 tensors;
-an SWA-like one: pages of its own in each layer), filled and checked by page, token and head
+an SWA-like one: pages of its own in each layer), or (state "gdn") a gated delta net's Mamba
+state sharded over the attention TP ranks as SGLang's MambaPool holds it (GdnStates), filled
+and checked by page, token and head
 (with the model's head number in the pattern, so that a head landing in the wrong place
 shows), by slot and by state item; the server_args fields a manager reads (tp_size,
 dp_size); and SGLang's DisaggregationMode (python/sglang/srt/disaggregation/utils.py
@@ -25,11 +27,69 @@ if os.environ.get("KVX_TEST_ROUTABLE") != "1":
 LAYERS, TOTAL_HEADS, HEAD_BYTES = 3, 4, 128  # TP 1, page size 1: 512 bytes a page
 AUX_SLOTS, AUX_ITEMS = 16, (8, 24)  # request slots; bytes of a slot in each aux buffer
 STATE_SLOTS, STATE_SLOT_BYTES, STATE_PAGES, STATE_PAGE_BYTES = 8, 96, 64, 64
+# A gated delta net (Qwen3-Next's linear attention): key heads, value heads, head dim, conv
+# kernel - 1; its conv state's channels are [q | k | v] (two key-heads' and the value heads'
+# channels), each split over the ranks on its own (Mamba2StateShape.create with
+# conv_shard_groups, python/sglang/srt/configs/mamba_utils.py @02e208d).
+GDN_KEY_HEADS, GDN_VALUE_HEADS, GDN_HEAD, GDN_WIDTH = 2, 4, 8, 3
+GDN_PARTS = (GDN_KEY_HEADS * GDN_HEAD, GDN_KEY_HEADS * GDN_HEAD, GDN_VALUE_HEADS * GDN_HEAD)
 
 
 def held_heads(rank, tp_size, total=TOTAL_HEADS):
     """(first, count) of the model's KV heads that attention TP rank `rank` holds."""
     return rank * total // tp_size, max(1, total // tp_size)
+
+
+class GdnStates:
+    """One rank's Mamba state buffers of a gated delta net, per layer a conv state (an item
+    [channels / tp, kernel - 1], channels first) and a temporal state ([value heads / tp,
+    head, head]), each of STATE_SLOTS request slots, with the KVArgs fields that describe
+    their shards (state_dim_per_tensor, state_slice_outer_counts, state_conv_shard_groups);
+    one byte an element. A slot holds this rank's shard of one model-wide pattern."""
+
+    def __init__(self, tp_size, rank):
+        self.tp_size, self.rank = tp_size, rank
+        self.conv_item = sum(GDN_PARTS) // tp_size * GDN_WIDTH
+        self.temporal_item = GDN_VALUE_HEADS // tp_size * GDN_HEAD * GDN_HEAD
+        self.arrays = ([np.zeros(STATE_SLOTS * self.conv_item, dtype=np.uint8)
+                        for _ in range(LAYERS)] +
+                       [np.zeros(STATE_SLOTS * self.temporal_item, dtype=np.uint8)
+                        for _ in range(LAYERS)])
+
+    def fields(self):
+        return dict(
+            state_item_lens=[[self.conv_item] * LAYERS + [self.temporal_item] * LAYERS],
+            state_dim_per_tensor=[[sum(GDN_PARTS) // self.tp_size] * LAYERS +
+                                  [GDN_VALUE_HEADS // self.tp_size] * LAYERS],
+            state_slice_outer_counts=[[1] * (2 * LAYERS)],
+            state_conv_shard_groups=[[list(GDN_PARTS)] * LAYERS + [None] * LAYERS])
+
+    def _shard(self, tensor, seed):
+        layer, temporal = tensor % LAYERS, tensor >= LAYERS
+        if temporal:
+            whole = pattern(seed, 300 + layer, GDN_VALUE_HEADS * GDN_HEAD * GDN_HEAD)
+            heads = GDN_VALUE_HEADS // self.tp_size
+            return whole.reshape(GDN_VALUE_HEADS, -1)[self.rank * heads:
+                                                      (self.rank + 1) * heads].reshape(-1)
+        whole = pattern(seed, 400 + layer, sum(GDN_PARTS) * GDN_WIDTH).reshape(-1, GDN_WIDTH)
+        parts, start = [], 0
+        for part in GDN_PARTS:
+            share = part // self.tp_size
+            parts.append(whole[start + self.rank * share:start + (self.rank + 1) * share])
+            start += part
+        return np.concatenate(parts).reshape(-1)
+
+    def _slot(self, tensor, slot):
+        item = self.temporal_item if tensor >= LAYERS else self.conv_item
+        return self.arrays[tensor][slot * item:(slot + 1) * item]
+
+    def fill(self, slot, seed):
+        for tensor in range(len(self.arrays)):
+            self._slot(tensor, slot)[:] = self._shard(tensor, seed)
+
+    def matches(self, slot, seed):
+        return all(np.array_equal(self._slot(tensor, slot), self._shard(tensor, seed))
+                   for tensor in range(len(self.arrays)))
 
 
 class Buffers:
@@ -44,11 +104,14 @@ class Buffers:
                        for _ in range(2)],
                       [np.zeros(STATE_PAGES * STATE_PAGE_BYTES, dtype=np.uint8)
                        for _ in range(LAYERS)]] if state else []
+        self.gdn = GdnStates(tp_size, rank) if state == "gdn" else None
+        if self.gdn:
+            self.state = [self.gdn.arrays]
 
     def args(self):
         state_items = ([[STATE_SLOT_BYTES] * 2, [STATE_PAGE_BYTES] * LAYERS]
                        if self.state else [])
-        return types.SimpleNamespace(
+        made = types.SimpleNamespace(
             engine_rank=self.rank, kv_data_ptrs=[a.ctypes.data for a in self.arrays],
             kv_data_lens=[a.nbytes for a in self.arrays],
             kv_item_lens=[self.item] * len(self.arrays),
@@ -60,6 +123,19 @@ class Buffers:
             state_data_ptrs=[[a.ctypes.data for a in kind] for kind in self.state],
             state_data_lens=[[a.nbytes for a in kind] for kind in self.state],
             state_item_lens=state_items)
+        if self.gdn:
+            made.state_types = ["mamba"]
+            vars(made).update(self.gdn.fields())
+        return made
+
+    def state_indices(self, room, decode=False):
+        """A request's state items (its slot and, but for "gdn", its 2 SWA pages), on the
+        prefill or (other ones) on the decode."""
+        slot = (room + (3 if decode else 0)) % STATE_SLOTS
+        if self.gdn:
+            return [[slot]]
+        first = 2 * room + (7 if decode else 0)
+        return [[slot], [first % STATE_PAGES, (first + 1) % STATE_PAGES]]
 
     def server_args(self):
         return types.SimpleNamespace(tp_size=self.tp_size, dp_size=1, pp_size=1,
@@ -96,6 +172,8 @@ class Buffers:
 
     def fill_state(self, indices, seed):
         """`indices`: per state type, the request's items (its slot, its SWA pages)."""
+        if self.gdn:
+            return self.gdn.fill(indices[0][0], seed)
         for kind, items in enumerate(indices):
             for tensor in range(len(self.state[kind])):
                 for position, index in enumerate(items):
@@ -103,6 +181,8 @@ class Buffers:
                     item[:] = pattern(seed, 200 + 10 * kind + tensor + position, item.size)
 
     def state_matches(self, indices, seed):
+        if self.gdn:
+            return self.gdn.matches(indices[0][0], seed)
         return all(np.array_equal(self._state_item(kind, tensor, index),
                                   pattern(seed, 200 + 10 * kind + tensor + position,
                                           self._state_item(kind, tensor, index).size))

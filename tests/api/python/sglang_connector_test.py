@@ -6,8 +6,9 @@ states checked at each step. Page size 1, decode pages scattered (sent as coales
 chunked sends, every byte of every page and of the request's aux slot compared, over shm, tcp
 and the socket transport; attention TP sizes that differ (2 to 4 with pages of 2 tokens, 4 to
 2, and heads replicated at either side: 2 to 8, 8 to 2), each token's bytes compared by model
-head; state buffers (a Mamba-like slot and SWA-like pages per request; refused between TP
-sizes that differ); an abort on the decode side fails the prefill's sender and returns
+head; state buffers (a Mamba-like slot and SWA-like pages per request; between TP sizes a
+gated delta net's Mamba state, 2 to 1 and 1 to 2, every byte of each rank's shard compared,
+and state buffers whose shards SGLang does not describe refused); an abort on the decode side fails the prefill's sender and returns
 once the prefill answered (or, from a stopped prefill, once the link to it was dropped); a
 receiver whose pages never come times out; one whose prefill is stopped over shared memory
 keeps its pages until that process ends; a prefill killed during a request fails the decode's
@@ -219,7 +220,25 @@ class SglangConnector(SglangRequests, unittest.TestCase):
             prefill.stop()
         self.assertEqual(prefill.process.returncode, 0)
 
-    def test_state_buffers_between_tp_sizes_are_refused(self):
+    def test_mamba_state_between_tp_sizes(self):
+        """A gated delta net's states between attention TP sizes: each decode rank's slot is
+        assembled from the prefill ranks' shards of its conv state's q, k and v and of its
+        temporal state's heads, every byte compared."""
+        for prefill_tp, decode_tp in ((2, 1), (1, 2)):
+            with self.subTest(prefill_tp=prefill_tp, decode_tp=decode_tp):
+                prefill = PrefillProcess("shm", tp_size=prefill_tp, state="gdn")
+                ranks = [manager("decode", DECODE_PAGES, "shm", tp_size=decode_tp, rank=rank,
+                                 state="gdn") for rank in range(decode_tp)]
+                try:
+                    for room, (pages, chunk) in enumerate([(12, 5), (3, 3)]):
+                        self.request_across(prefill, ranks, room, pages, chunk, seed=room + 7)
+                finally:
+                    for _, mgr in ranks:
+                        mgr.close()
+                    prefill.stop()
+                self.assertEqual(prefill.process.returncode, 0)
+
+    def test_undescribed_state_between_tp_sizes_is_refused(self):
         prefill = PrefillProcess("shm", tp_size=2, state=True)
         ranks = [manager("decode", DECODE_PAGES, "shm", rank=0, state=True)]
         buffers, mgr = ranks[0]
@@ -228,7 +247,9 @@ class SglangConnector(SglangRequests, unittest.TestCase):
             receiver.init(0)
             receiver.send_metadata([1, 2], aux_index=0, state_indices=[[1], [2, 3]])
             self.assertEqual(receiver.poll(), KVPoll.Failed)
-            with self.assertRaisesRegex(kvx.InvalidArgument, "the prefill has 2, this decode 1"):
+            with self.assertRaisesRegex(kvx.InvalidArgument, r"state buffer 0 \(mamba\) moves "
+                                        "only between equal attention TP sizes .* the prefill "
+                                        "has 2, this decode 1"):
                 receiver.failure_exception()
         finally:
             mgr.close()

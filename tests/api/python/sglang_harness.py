@@ -6,7 +6,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from engine_process import EngineProcess  # noqa: E402
-from fake_sglang import AUX_SLOTS, STATE_PAGES, STATE_SLOTS  # noqa: E402
+from fake_sglang import AUX_SLOTS  # noqa: E402
 from kvx.integrations.sglang import KVPoll, KvxKVReceiver  # noqa: E402
 
 DECODE_PAGES = 300
@@ -18,7 +18,8 @@ class PrefillProcess(EngineProcess):
 
     def __init__(self, data_path, tp_size=1, page_size=1, state=False, prefix=(), env=None):
         super().__init__("sglang_prefill_engine.py", data_path, tp_size, page_size,
-                         *(["state"] if state else []), prefix=prefix, env=env)
+                         *([{True: "state"}.get(state, state)] if state else []), prefix=prefix,
+                         env=env)
         self.address = self.expect("BOOTSTRAP", timeout=30).split()[1]
 
 
@@ -31,12 +32,6 @@ def poll_until(party, states, timeout=20):
         time.sleep(0.002)
         state = party.poll()
     return state
-
-
-def decode_state_indices(room):
-    """The decode's state items of `room` (other than the prefill's): its slot, 2 SWA pages."""
-    return [[(room + 3) % STATE_SLOTS], [(2 * room + 7) % STATE_PAGES,
-                                         (2 * room + 8) % STATE_PAGES]]
 
 
 class SglangRequests:
@@ -60,15 +55,16 @@ class SglangRequests:
                [p for p in range(10, 10 + pages - pages // 2)][::-1])
         slot = (room + 5) % AUX_SLOTS
         for (buffers, _), receiver in zip(ranks, receivers):
-            receiver.send_metadata(dst, aux_index=slot, state_indices=decode_state_indices(room)
-                                   if buffers.state else None)
+            receiver.send_metadata(dst, aux_index=slot, state_indices=buffers.state_indices(
+                room, decode=True) if buffers.state else None)
         for (buffers, _), receiver in zip(ranks, receivers):
             self.assertEqual(poll_until(receiver, (KVPoll.Success, KVPoll.Failed)),
                              KVPoll.Success, receiver.error)
             self.assertTrue(buffers.matches(dst, seed), f"room {room}, rank {buffers.rank}")
             self.assertTrue(buffers.aux_matches(slot, seed), f"room {room}'s aux slot")
             if buffers.state:
-                self.assertTrue(buffers.state_matches(decode_state_indices(room), seed),
+                self.assertTrue(buffers.state_matches(buffers.state_indices(room, decode=True),
+                                                      seed),
                                 f"room {room}'s state items")
         said = prefill.expect(f"SENT {room}").split()[2:]
         self.assertEqual(said, [str(KVPoll.Success)] * len(said))

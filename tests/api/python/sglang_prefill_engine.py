@@ -5,21 +5,22 @@ stdin:
     send ROOM PAGES SEED CHUNK   a sender for ROOM on every rank: waits for the decode's
                                  metadata, fills PAGES pages of its own, its aux slot
                                  ROOM % AUX_SLOTS and (with state) its state items
-                                 (state_indices(ROOM)) with the pattern of SEED, sends them in
-                                 chunks of CHUNK pages (the state with the last), and prints
+                                 (Buffers.state_indices) with the pattern of SEED, sends
+                                 them in chunks of CHUNK pages (the state with the last),
+                                 and prints
                                  "SENT ROOM <final poll of each rank>"
     hold ROOM                    a sender on every rank that prints "WAITING ROOM" once the
                                  decode's metadata came, then waits for its end (20 s at most)
                                  and prints "SENT ROOM <final poll>"
     quit                         exits 0
-Usage: sglang_prefill_engine.py DATA_PATH [TP [PAGE_SIZE [state]]]. With KVX_TEST_ROUTABLE=1
+Usage: sglang_prefill_engine.py DATA_PATH [TP [PAGE_SIZE [state|gdn]]]. With KVX_TEST_ROUTABLE=1
 the bootstrap server listens on every interface and is named by the node's routable address,
 and the managers listen where the connector chooses by default."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fake_sglang import AUX_SLOTS, STATE_PAGES, STATE_SLOTS, manager  # noqa: E402
+from fake_sglang import AUX_SLOTS, manager  # noqa: E402
 from kvx.integrations import node_address  # noqa: E402
 from sglang_harness import poll_until  # noqa: E402
 from kvx.integrations.sglang import KVPoll, KvxKVBootstrapServer, KvxKVSender  # noqa: E402
@@ -27,16 +28,11 @@ from kvx.integrations.sglang import KVPoll, KvxKVBootstrapServer, KvxKVSender  #
 OWN_PAGES = 256
 
 
-def state_indices(room):
-    """The prefill's state items of `room`: its slot, and its 2 SWA pages."""
-    return [[room % STATE_SLOTS], [(2 * room) % STATE_PAGES, (2 * room + 1) % STATE_PAGES]]
-
-
 def main():
     data_path = sys.argv[1]
     tp_size = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     page_size = int(sys.argv[3]) if len(sys.argv) > 3 else 1
-    state = sys.argv[4:5] == ["state"]
+    state = {"state": True, "gdn": "gdn"}.get(sys.argv[4] if len(sys.argv) > 4 else None, False)
     routable = os.environ.get("KVX_TEST_ROUTABLE") == "1"
     host = node_address.routable_host() if routable else "127.0.0.1"
     server = KvxKVBootstrapServer("0.0.0.0" if routable else host, 0)
@@ -70,11 +66,12 @@ def main():
                 buffers.fill(own, seed)
                 buffers.fill_aux(room % AUX_SLOTS, seed)
                 if state_used(buffers):
-                    buffers.fill_state(state_indices(room), seed)
+                    buffers.fill_state(buffers.state_indices(room), seed)
                 sender.init(pages, aux_index=room % AUX_SLOTS)
                 for start in range(0, pages, chunk):
                     last = start + chunk >= pages
-                    sender.send(own[start:start + chunk], state_indices=state_indices(room)
+                    sender.send(own[start:start + chunk],
+                                state_indices=buffers.state_indices(room)
                                 if last and state_used(buffers) else None)
             states.append(state)
         states = [poll_until(s, (KVPoll.Success, KVPoll.Failed)) if state != KVPoll.Failed

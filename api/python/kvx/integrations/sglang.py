@@ -30,8 +30,9 @@ How it moves KV (push, as SGLang's other backends do):
 Attention TP may differ between the two engines when one size divides the other: each decode
 rank reads from the prefill ranks holding its heads, SGLang's rank mapping (sglang_heads.py).
 State buffers (KVArgs.state_*: Mamba slots, SWA pages, ...) move with the last chunk, item by
-item as SGLang's indices name them, between equal TP sizes. SGLang selects kvx through
-sglang_install.py.
+item as SGLang's indices name them; between attention TP sizes, Mamba states alone, each
+prefill rank writing its pieces of each item (sglang_state_shards.py). SGLang selects kvx
+through sglang_install.py.
 Memory kind: KVArgs.kv_memory_kind ("cuda" when absent, as SGLang's pools are GPU memory; its
 device is KVArgs.gpu_id); aux buffers are host memory, as SGLang's metadata buffers are.
 """
@@ -45,6 +46,7 @@ import numpy as np
 
 import kvx
 from kvx.integrations import node_address, sglang_bootstrap as bootstrap, sglang_heads as heads
+from kvx.integrations import sglang_state_shards as state_shards
 from kvx.integrations.peer_process import PeerWriters, with_this_process
 from kvx.integrations.sglang_receiver import KvxKVReceiver
 from kvx.integrations.sglang_runs import expand as _expand, runs as _runs  # noqa: F401 (tests)
@@ -141,6 +143,9 @@ class KvxKVManager(BaseKVManager):
         self._early = {}       # room -> ([(kind, peer, body)], kept until)
         self._ranks = {}       # (bootstrap address, prefill dp rank, tp rank) -> kvx address
         self.rank_layout = self._rank_layout()
+        # How each Mamba state type's items shard over the attention TP ranks (None per type
+        # where not known: those move between equal TP sizes only).
+        self.state_shards = state_shards.of(args, self.rank_layout["attn_tp_size"])
         self.total_heads = self._total_heads()
         self.bootstrap_address = bootstrap_address or _bootstrap_address(server_args)
         if self.mode == "prefill":

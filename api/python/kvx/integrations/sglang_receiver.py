@@ -4,7 +4,7 @@ import logging
 import time
 
 import kvx
-from kvx.integrations import sglang_heads as heads
+from kvx.integrations import sglang_heads as heads, sglang_state_shards as state_shards
 from kvx.integrations.sglang_runs import runs
 from kvx.integrations.sglang_upstream import BaseKVReceiver, KVPoll
 
@@ -19,6 +19,8 @@ class Source:
     dummy: bool = False    # MLA: another rank writes the pages; it is only told
     arrived: int = 0       # pages it said it wrote
     answered: bool = False  # it said nothing more of the room lands
+    state_expected: bool = False  # it writes (its pieces of) the state items
+    state_arrived: bool = False
     writer: object = None  # how it writes here (peer_process.Writer), once asked
 
 
@@ -36,7 +38,7 @@ class KvxKVReceiver(BaseKVReceiver):
         self.error = None
         self.expected = None   # pages to arrive from each real source
         self.aux_expected = self.aux_arrived = False
-        self.state_expected = self.state_arrived = False
+        self.state_expected = False
         self.deadline = None
         self.failing = None    # a source's failure, its other sources not yet stopped
         self.ending = None     # the failure, while a direct writer may still write
@@ -82,10 +84,13 @@ class KvxKVReceiver(BaseKVReceiver):
                 self.expected = len(kv_indices)
                 self.aux_expected = aux_index is not None and bool(self.mgr.aux.regions)
                 self.state_expected = state is not None
+                # Between TP sizes each prefill rank writes its pieces of the state items.
+                split = prefill_tp != layout["attn_tp_size"]
                 self.deadline = time.monotonic() + self.mgr.transfer_timeout
                 page_runs = runs(kv_indices)
                 for i, source in enumerate(self.sources):
                     source.writer = self.mgr.writers.of(source.peer)
+                    source.state_expected = state is not None and (split or i == 0)
                     self.mgr.send_note(source.peer, "meta", self.room, {
                         "peer": self.mgr.agent.name, "runs": [] if source.dummy else page_runs,
                         "aux": None if aux_index is None or i else int(aux_index),
@@ -93,7 +98,9 @@ class KvxKVReceiver(BaseKVReceiver):
                         "tp": layout["attn_tp_size"],
                         "required": heads.destinations(layout["attn_tp_size"], prefill_tp),
                         "item_lens": self.mgr.kv.item_lens, "dummy": source.dummy,
-                        "state": None if i else state})
+                        "state": state if source.state_expected else None,
+                        "state_item_lens": [b.item_lens for b in self.mgr.state],
+                        "state_shards": state_shards.wire(self.mgr.state_shards)})
                 self.state = KVPoll.Transferring
             except kvx.Error as error:
                 self._fail(error)
@@ -106,11 +113,15 @@ class KvxKVReceiver(BaseKVReceiver):
             raise kvx.InvalidArgument(f"room {self.room}: {len(state_indices)} state index "
                                       f"lists for the {len(self.mgr.state)} state buffer types "
                                       "registered")
-        if prefill_tp != self.mgr.rank_layout["attn_tp_size"]:
+        split = [kind for kind, (indices, shards) in
+                 enumerate(zip(state_indices, self.mgr.state_shards))
+                 if indices is not None and len(indices) and shards is None]
+        if prefill_tp != self.mgr.rank_layout["attn_tp_size"] and split:
+            kind = split[0]
             raise kvx.InvalidArgument(
-                f"room {self.room}: state buffers (Mamba, SWA) move only between equal "
-                f"attention TP sizes; the prefill has {prefill_tp}, this decode "
-                f"{self.mgr.rank_layout['attn_tp_size']}")
+                f"room {self.room}: state buffer {kind} ({self.mgr.state_types[kind]}) moves "
+                f"only between equal attention TP sizes (Mamba states between others); the "
+                f"prefill has {prefill_tp}, this decode {self.mgr.rank_layout['attn_tp_size']}")
         return [None if i is None else [int(x) for x in i] for i in state_indices]
 
     def on_message(self, kind, peer, body):
@@ -126,7 +137,7 @@ class KvxKVReceiver(BaseKVReceiver):
                 return
             source.arrived += pages
             self.aux_arrived = self.aux_arrived or bool(body.get("aux"))
-            self.state_arrived = self.state_arrived or bool(body.get("state"))
+            source.state_arrived = source.state_arrived or bool(body.get("state"))
         elif kind == "aborted":
             source.answered = True
         elif kind in ("abort", "failed") and self.state == KVPoll.Transferring:
@@ -144,7 +155,7 @@ class KvxKVReceiver(BaseKVReceiver):
     def _complete(self):
         return (all(s.dummy or s.arrived >= self.expected for s in self.sources) and
                 (self.aux_arrived or not self.aux_expected) and
-                (self.state_arrived or not self.state_expected))
+                all(s.state_arrived or not s.state_expected for s in self.sources))
 
     def poll(self):
         with self.mgr.lock:
