@@ -192,6 +192,24 @@ class VllmLayout(unittest.TestCase):
         self.assertIn("request r: 1 of this worker's 3 layers (model.layers.0.self_attn.attn "
                       "...) are in none of the other instance's caches", str(caught.exception))
 
+    def test_pipeline_stages_keep_each_layer_in_its_group(self):
+        """A stage of another instance may hold some of the layers, in the same KV cache
+        groups (the hybrid allocator) as here, each layer in the group it is in here."""
+        mine = dict(Worker("LBHNC", 4, 0, 1, 4).layout.describe(), groups=[[0, 2], [1]],
+                    keep=[None, 3], stateful=[False, False])
+        stage = dict(mine, layers=mine["layers"][1:], places=mine["places"][1:],
+                     groups=[[1], [0]])
+        check_compatible(mine, stage)
+        with self.assertRaises(kvx.InvalidArgument) as caught:
+            check_compatible(mine, dict(stage, groups=[[0], [1]]))
+        self.assertIn("layer model.layers.2.self_attn.attn is in KV cache group 0 here, 1 "
+                      "there", str(caught.exception))
+        for change, words in ((("keep", [None, None]), "keep: [None, 3] here"),
+                              (("groups", [[0, 1]]), "malformed")):
+            with self.assertRaises(kvx.InvalidArgument) as caught:
+                check_compatible(mine, dict(stage, **{change[0]: change[1]}))
+            self.assertIn(words, str(caught.exception))
+
     def test_shapes_it_cannot_read_are_named(self):
         with self.assertRaises(ValueError) as caught:
             KvLayout({"model.layers.0.attn": torch.zeros(3, 5, dtype=torch.float16)}, 16)

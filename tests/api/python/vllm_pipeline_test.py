@@ -5,9 +5,10 @@ as vLLM's get_pp_indices splits them, their handshakes given to the scheduler by
 rank) as vLLM's engine core gives them, set_xfer_handshake_metadata_pp_aware @003df29):
 a prefill of PP 2 and a decode of PP 1 pulled (TP 2 to 2 and 2 to 1) and pushed (upstream's
 prefill-first flow, the request's kv_transfer_params naming every stage); decodes of PP 2
-and 3 (stages that overlap the prefill's in part) pulled and pushed. Over shared memory,
-every byte of every layer compared, each layer from the stage that holds it. Prints
-kvx-test-skipped without torch."""
+and 3 (stages that overlap the prefill's in part) pulled and pushed; a hybrid model (a
+sliding window group, a Mamba group) whose prefill has 2 stages, each stage's layers in both
+groups, pulled into a decode of one. Over shared memory, every byte of every layer compared,
+each layer from the stage that holds it. Prints kvx-test-skipped without torch."""
 import os
 import sys
 import types
@@ -17,7 +18,8 @@ import require_torch  # noqa: F401 (skips the test without torch)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from fake_vllm import BLOCK_SIZE, HEADS, Engine, Request  # noqa: E402
+from fake_vllm import BLOCK_SIZE, HEADS, Engine, Request, blocks_for  # noqa: E402
+from fake_vllm_groups import GroupBlocks  # noqa: E402
 from kvx.integrations import vllm_heads as heads, vllm_messages as messages  # noqa: E402
 from kvx.integrations.vllm_pull import PullReader  # noqa: E402
 from vllm_harness import (DECODE_BLOCKS, PrefillProcess, PullRequests,  # noqa: E402
@@ -39,6 +41,39 @@ class VllmPipeline(PullRequests, PushRequests, unittest.TestCase):
             decode.close()
             prefill.stop()
         self.assertEqual(prefill.process.returncode, 0)
+
+    def hybrid_pull(self, kind):
+        """A prefill of 2 stages, each holding layers of both KV cache groups, pulled into a
+        decode of one stage; a Mamba group's decode loads all but the last prompt token."""
+        mamba = kind != "hybrid"
+        # A Mamba layer's states sit in its attention neighbour's buffer: a layout of a
+        # buffer a layer (vllm_mamba_test.py).
+        layout = {"layout": "blocks-kv"} if mamba else {}
+        prefill = PrefillProcess("shm", hybrid=kind, pp_size=2, **layout)
+        decode = Engine("kv_consumer", f"pipeline-{kind}", DECODE_BLOCKS, data_path="shm",
+                        hybrid=kind, **layout)
+        try:
+            for i, (tokens, seed) in enumerate(((3 * BLOCK_SIZE + 5, 4), (BLOCK_SIZE, 5))):
+                request = Request(f"r{i}", tokens, prefill.prefill(f"p-r{i}", tokens, seed))
+                count, _ = decode.scheduler.get_num_new_matched_tokens(request, 0)
+                self.assertEqual(count, tokens - 1 if mamba else tokens)
+                blocks = decode.allocate_request(blocks_for(count))
+                decode.scheduler.update_state_after_alloc(request, GroupBlocks(blocks), count)
+                self.assertEqual(run_until(decode, f"r{i}"), set())
+                self.assertTrue(decode.matches(blocks, seed, tokens=count if mamba else None),
+                                f"request r{i}")
+                prefill.expect(f"FREED p-r{i}")
+                decode.release(blocks)
+        finally:
+            decode.close()
+            prefill.stop()
+        self.assertEqual(prefill.process.returncode, 0)
+
+    def test_pull_sliding_window_groups_from_2_stages(self):
+        self.hybrid_pull("hybrid")
+
+    def test_pull_mamba_groups_from_2_stages(self):
+        self.hybrid_pull("mamba")
 
     def test_pull_tp_2_to_2(self):
         self.pull(2, 2)

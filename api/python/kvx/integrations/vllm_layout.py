@@ -347,22 +347,30 @@ def _check_states(mine, theirs):
 
 def _check_layers(mine, theirs):
     """The same layers and KV cache groups, or (pipeline parallelism: a stage's layers on
-    either side) layers of one group each, which may overlap in part or not at all: that the
-    stages together hold every layer is checked for a request (check_covered)."""
+    either side) layers that may overlap in part or not at all, in KV cache groups of the
+    same kinds, each layer both hold in the same group: that the stages together hold every
+    layer is checked for a request (check_covered)."""
     layers = theirs["layers"]
     if not all(isinstance(n, str) for n in layers) or len(set(layers)) != len(layers):
         raise kvx.InvalidArgument(f"the other instance's KV cache layers are malformed: "
                                   f"{str(layers)[:200]}")
+    for key in ("keep", "stateful"):
+        if mine[key] != theirs.get(key):
+            raise kvx.InvalidArgument(f"KV caches differ in {key}: {mine[key]} here, "
+                                      f"{theirs.get(key)} there")
+    groups = theirs["groups"]  # well formed (_check_description), as many as `keep` lists
     if layers == mine["layers"]:
-        for key in ("groups", "keep", "stateful"):
-            if mine[key] != theirs.get(key):
-                raise kvx.InvalidArgument(f"KV caches differ in {key}: {mine[key]} here, "
-                                          f"{theirs.get(key)} there")
+        if mine["groups"] != groups:
+            raise kvx.InvalidArgument(f"KV caches differ in groups: {mine['groups']} here, "
+                                      f"{groups} there")
         return
-    if len(mine["groups"]) > 1 or len(theirs["groups"]) > 1:
-        raise kvx.InvalidArgument("pipeline stages with several KV cache groups (the hybrid "
-                                  "allocator) are not served: one side holds "
-                                  f"{len(mine['layers'])} layers, the other {len(layers)}")
+    there = {layers[p]: g for g, positions in enumerate(groups) for p in positions}
+    for g, positions in enumerate(mine["groups"]):
+        for p in positions:
+            name = mine["layers"][p]
+            if name in there and there[name] != g:
+                raise kvx.InvalidArgument(f"layer {name} is in KV cache group {g} here, "
+                                          f"{there[name]} there: not the same model")
 
 
 def check_covered(mine, theirs, request_id):
