@@ -17,6 +17,7 @@ packages=(
   libssl-dev
   pybind11-dev libdlpack-dev python3-dev python3-numpy python3-venv python3-pip python3-wheel python3-torch
   iproute2 nftables libnetfilter-queue-dev
+  etcd-server
   "$@"
 )
 

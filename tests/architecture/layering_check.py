@@ -15,6 +15,7 @@ LAYERS = [
     ("api/c/", "c_api"), ("api/python/", "python"), ("api/shared_library/", "shared_library"),
     ("files/", "files"), ("json/", "json"), ("sync/", "sync"), ("crypto/", "crypto"),
     ("engine/gpu/", "gpu"), ("engine/", "engine"),
+    ("registry/", "registry"),  # the cluster registry on etcd
     ("kv/", "kv"),  # the KV layer: pools, placement, hand-off, KvAgent, the peer reconnector
     ("agent/", "control"),  # the control channel, metadata and the Agent facade
     ("workload/", "workload"), ("doctor/", "doctor"), ("process/", "process"),
@@ -31,6 +32,7 @@ ALLOWED = {
     "gpu": {"public", "sync"},
     "engine": {"public", "gpu", "sync", "crypto"},
     "control": {"public", "engine", "gpu", "files", "json", "sync", "crypto"},
+    "registry": {"public", "sync"},
     "kv": {"public", "json", "files", "sync"},
     "c_api": {"public"},
     "python": {"public", "sync"},
