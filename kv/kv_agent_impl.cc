@@ -156,6 +156,7 @@ Status KvAgent::Impl::shutdown(Deadline deadline, const std::string& reason, boo
 }
 
 Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline deadline) {
+  constexpr auto kSlice = std::chrono::milliseconds(200);
   if (shutDown.load()) return failedPrecondition("the KV agent is shut down");
   if (Clock::now() >= deadline) {
     return timedOut("connecting to " + address + ": the deadline passed before the call");
@@ -174,7 +175,20 @@ Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline 
       known && known->incarnation == info->incarnation && !known->compatible) {
     service->post([this, peer, incarnation = info->incarnation] { onJoined(peer, incarnation); });
   }
-  auto entry = peers.waitFor(peer, info->incarnation, deadline, shutDown);
+  // In slices: a peer the engine dropped meanwhile (its data path failed) is reported at
+  // once, with the engine's reason, whatever became of its events.
+  auto entry = peers.waitFor(peer, info->incarnation, std::min(deadline, Clock::now() + kSlice),
+                             shutDown);
+  while (!entry.isOk() && entry.status().code() == StatusCode::kTimedOut &&
+         Clock::now() < deadline) {
+    auto still = agent->peerInfo(peer);
+    if (!still.isOk() || still->incarnation != info->incarnation) {
+      return (still.isOk() ? peerFailed("it restarted") : still.status())
+          .withContext("agent '" + peer + "' at " + address + " left right after the handshake");
+    }
+    entry = peers.waitFor(peer, info->incarnation, std::min(deadline, Clock::now() + kSlice),
+                          shutDown);
+  }
   if (!entry.isOk()) {
     if (entry.status().code() != StatusCode::kTimedOut) {
       return entry.status().withContext("agent '" + peer + "' at " + address);
