@@ -175,10 +175,10 @@ Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline 
       known && known->incarnation == info->incarnation && !known->compatible) {
     service->post([this, peer, incarnation = info->incarnation] { onJoined(peer, incarnation); });
   }
-  // In slices: a peer the engine dropped meanwhile (its data path failed) is reported at
-  // once, with the engine's reason, whatever became of its events.
-  auto entry = peers.waitFor(peer, info->incarnation, std::min(deadline, Clock::now() + kSlice),
-                             shutDown);
+  // In slices: a peer the engine dropped meanwhile (its data path failed) is reported within
+  // a slice, with the reason the engine's directory keeps, whatever became of its events.
+  auto entry =
+      peers.waitFor(peer, info->incarnation, std::min(deadline, Clock::now() + kSlice), shutDown);
   while (!entry.isOk() && entry.status().code() == StatusCode::kTimedOut &&
          Clock::now() < deadline) {
     auto still = agent->peerInfo(peer);
@@ -186,8 +186,8 @@ Result<std::string> KvAgent::Impl::connect(const std::string& address, Deadline 
       return (still.isOk() ? peerFailed("it restarted") : still.status())
           .withContext("agent '" + peer + "' at " + address + " left right after the handshake");
     }
-    entry = peers.waitFor(peer, info->incarnation, std::min(deadline, Clock::now() + kSlice),
-                          shutDown);
+    entry =
+        peers.waitFor(peer, info->incarnation, std::min(deadline, Clock::now() + kSlice), shutDown);
   }
   if (!entry.isOk()) {
     if (entry.status().code() != StatusCode::kTimedOut) {
@@ -320,7 +320,6 @@ Result<kv::PoolDescription> KvAgent::Impl::admit(const PeerInfo& info, kv::KvPee
 void KvAgent::Impl::onPeerEvent(const PeerEvent& event) {
   auto known = peers.find(event.peer);
   if (event.kind == PeerEvent::Kind::kLeft) {
-    peers.departed(event.peer, event.incarnation, event.why);
     if (known && known->incarnation == event.incarnation) {
       forgetPeer(event.peer, event.why);
     } else if (!known) {

@@ -15,18 +15,6 @@ bool KvPeerDirectory::forget(const std::string& name) {
   return peers_.erase(name) > 0;
 }
 
-void KvPeerDirectory::departed(const std::string& name, std::uint64_t incarnation,
-                               const Status& why) {
-  {
-    sync::MutexLock lock(mutex_);
-    if (departed_.size() >= kDepartedKept && departed_.count(name) == 0) {
-      departed_.erase(departed_.begin());
-    }
-    departed_.insert_or_assign(name, std::make_pair(incarnation, why));
-  }
-  changed_.notify_all();
-}
-
 std::optional<KvPeer> KvPeerDirectory::find(const std::string& name) const {
   sync::MutexLock lock(mutex_);
   auto it = peers_.find(name);
@@ -52,17 +40,9 @@ Result<KvPeer> KvPeerDirectory::waitFor(const std::string& name, std::uint64_t i
     auto it = peers_.find(name);
     return it != peers_.end() && it->second.incarnation == incarnation;
   };
-  const auto gone = [&]() KVX_REQUIRES(mutex_) {
-    auto it = departed_.find(name);
-    return it != departed_.end() && it->second.first == incarnation;
-  };
-  const bool found = changed_.wait_until(lock.native(), deadline, [&]() KVX_REQUIRES(mutex_) {
-    return here() || gone() || stop.load();
-  });
+  const bool found = changed_.wait_until(
+      lock.native(), deadline, [&]() KVX_REQUIRES(mutex_) { return here() || stop.load(); });
   if (stop.load()) return failedPrecondition("the KV agent is shut down");
-  if (!here() && gone()) {
-    return departed_.at(name).second.withContext("it left before its KV description was taken in");
-  }
   if (!found) return timedOut("its KV description was not taken in by the deadline");
   return peers_.at(name);
 }

@@ -41,18 +41,13 @@ class KvPeerDirectory {
   void record(const std::string& name, KvPeer peer) KVX_EXCLUDES(mutex_);
   // Service thread. True if it was there.
   bool forget(const std::string& name) KVX_EXCLUDES(mutex_);
-  // Service thread: incarnation `incarnation` of `name` left, for `why` (whether or not it
-  // was recorded): a waitFor() for it returns that at once.
-  void departed(const std::string& name, std::uint64_t incarnation, const Status& why)
-      KVX_EXCLUDES(mutex_);
 
   std::optional<KvPeer> find(const std::string& name) const KVX_EXCLUDES(mutex_);
   std::map<std::string, KvPeer> all() const KVX_EXCLUDES(mutex_);
   bool compatible(const std::string& name) const KVX_EXCLUDES(mutex_);
 
-  // Waits until `name` is recorded at `incarnation`, that incarnation departed (the reason it
-  // left), `stop` is set (FAILED_PRECONDITION) or `deadline` passes (TIMED_OUT); returns the
-  // entry.
+  // Waits until `name` is recorded at `incarnation`, `stop` is set (FAILED_PRECONDITION) or
+  // `deadline` passes (TIMED_OUT); returns the entry.
   Result<KvPeer> waitFor(const std::string& name, std::uint64_t incarnation, Deadline deadline,
                          const std::atomic<bool>& stop) const KVX_EXCLUDES(mutex_);
   // Wakes waiters, to see `stop`.
@@ -62,10 +57,6 @@ class KvPeerDirectory {
   mutable sync::Mutex mutex_;
   mutable std::condition_variable changed_;
   std::map<std::string, KvPeer> peers_ KVX_GUARDED_BY(mutex_);
-  // The last incarnation of each name that departed, and why (kept for waitFor: a peer can
-  // leave before the service thread took it in). Bounded by kDepartedKept names.
-  static constexpr std::size_t kDepartedKept = 4096;
-  std::map<std::string, std::pair<std::uint64_t, Status>> departed_ KVX_GUARDED_BY(mutex_);
 };
 
 }  // namespace kvx::kv
